@@ -1,0 +1,100 @@
+import Fastify, { LogController, type FastifyBaseLogger } from 'fastify';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Ajv } from 'ajv';
+import { newId } from './domain/ids.ts';
+import { authenticateRootKey } from './services/root-keys.ts';
+import { errorHandler, sendError } from './http/errors.ts';
+import { createMetrics } from './http/metrics.ts';
+import { ErrorEnvelope } from './http/schemas.ts';
+import { ROUTES } from './http/routes/index.ts';
+import type { App, Deps } from './http/types.ts';
+
+export interface AppOptions {
+  /** A pino logger; none in tests. */
+  logger?: FastifyBaseLogger;
+  /** Process-wide metrics (CPU, memory, event loop); off in tests, where many apps share a process. */
+  processMetrics?: boolean;
+}
+
+export const BODY_LIMIT = 5 * 1024 * 1024;
+
+// Bodies are validated exactly as sent (a string is never coerced to a number); query strings are
+// coerced, since every query value arrives as a string. Every problem is reported, not only the first.
+const bodyAjv = new Ajv({ allErrors: true, coerceTypes: false, useDefaults: true, removeAdditional: true, strict: false });
+const queryAjv = new Ajv({ allErrors: true, coerceTypes: true, useDefaults: true, removeAdditional: true, strict: false });
+
+/** Builds the HTTP application (never listens): hooks, error envelope, docs, metrics and every route. */
+export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<App> {
+  const app = Fastify({
+    ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
+    // No log line per request (a large share of a fast route's cost): errors are logged, the rest counted in /metrics.
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: BODY_LIMIT,
+    genReqId: () => newId('req'),
+    requestTimeout: 30_000,
+    connectionTimeout: 60_000,
+    return503OnClosing: true,
+  }).withTypeProvider<TypeBoxTypeProvider>() as App;
+
+  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : queryAjv).compile(schema));
+  app.removeContentTypeParser('text/plain');
+  app.setErrorHandler(errorHandler);
+  app.addSchema(ErrorEnvelope);
+  app.decorateRequest('caller', null as never);
+
+  const metrics = createMetrics(options.processMetrics ?? false);
+  const methodsByPath = new Map<string, string[]>();
+  app.addHook('onRoute', (route) => {
+    const methods = ([] as string[]).concat(route.method);
+    methodsByPath.set(route.url, [...(methodsByPath.get(route.url) ?? []), ...methods]);
+  });
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('X-Request-Id', request.id);
+    const url = request.routeOptions.url;
+    // Authentication comes first: before the body is read or validated, and before any lookup.
+    if (url?.startsWith('/v1/') && !request.routeOptions.config.public) {
+      request.caller = await authenticateRootKey(deps.store.db, request.headers.authorization, request.id);
+    }
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    const route = request.routeOptions.url ?? 'unknown';
+    metrics.requests.inc({ route, status: String(reply.statusCode) });
+    metrics.duration.observe({ route }, reply.elapsedTime / 1000);
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0];
+    const allowed = methodsByPath.get(path)?.filter((m) => m !== 'HEAD');
+    if (allowed?.length) {
+      reply.header('Allow', allowed.join(', '));
+      return sendError(request, reply, 'request/method-not-allowed', `${request.method} is not allowed on ${path}; use ${allowed.join(' or ')}`);
+    }
+    return sendError(request, reply, 'request/route-not-found', `No operation at ${request.method} ${path}`);
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Keyhold API',
+        version: '1',
+        description: 'Self-hostable API-key management. Every operation except liveness and keys.verifyKey needs `Authorization: Bearer <root key>`; each operation names the permission it requires.',
+      },
+      components: { securitySchemes: { rootKey: { type: 'http', scheme: 'bearer', description: 'A root key, kh_root_…' } } },
+    },
+    refResolver: { buildLocalReference: (json, _base, _frag, i) => String(json.$id ?? `def-${i}`) },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list' } });
+
+  for (const register of ROUTES) register(app, deps);
+
+  app.get('/openapi.json', { schema: { hide: true }, config: { public: true } }, async () => app.swagger());
+  app.get('/metrics', { schema: { hide: true }, config: { public: true } }, async (_req, reply) => {
+    reply.header('Content-Type', metrics.registry.contentType);
+    return metrics.registry.metrics();
+  });
+  return app;
+}

@@ -1,0 +1,23 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { base58 } from '../domain/base58.ts';
+
+/** `sha256_base64`: standard base64 of SHA-256 over the whole key string (SPEC §4). */
+export const hashKey = (key: string): string => createHash('sha256').update(key).digest('base64');
+
+/** New key material: `<prefix>_` + base58 of `byteLength` random bytes, and its `start`. */
+export function generateKey(prefix: string | undefined, byteLength: number): { key: string; start: string } {
+  const random = base58(randomBytes(byteLength));
+  const key = prefix ? `${prefix}_${random}` : random;
+  return { key, start: keyStart(key, prefix) };
+}
+
+/** The visible start of a key: prefix + `_` + 4 characters, or the first 4 characters without a prefix. */
+export const keyStart = (key: string, prefix?: string): string =>
+  prefix && key.startsWith(`${prefix}_`) ? key.slice(0, prefix.length + 5) : key.slice(0, 4);
+
+export const ROOT_KEY_PREFIX = 'kh_root_';
+const ROOT_KEY_RE = /^kh_root_[1-9A-HJ-NP-Za-km-z]{22,64}$/;
+
+/** A new root key (`kh_root_` + base58 of 24 random bytes, 192 bits). */
+export const generateRootKey = (): string => ROOT_KEY_PREFIX + base58(randomBytes(24), 33);
+export const isWellFormedRootKey = (key: string): boolean => ROOT_KEY_RE.test(key);

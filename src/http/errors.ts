@@ -1,0 +1,59 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { AppError, ERROR_CATALOG, STATUS_TITLES, errorTypeUri, type ErrorKind, type FieldProblem } from '../domain/errors.ts';
+
+interface AjvIssue { instancePath: string; keyword: string; params: Record<string, unknown>; message?: string }
+
+/** Every failed validation rule, with the JSON path of the offending member. */
+export function validationProblems(issues: AjvIssue[]): FieldProblem[] {
+  return issues.map((i) => {
+    const path = i.keyword === 'required' ? `${i.instancePath}/${String(i.params.missingProperty)}` : i.instancePath;
+    let message = i.message ?? 'is invalid';
+    if (i.keyword === 'enum' || i.keyword === 'const') message += `: ${JSON.stringify(i.params.allowedValues ?? i.params.allowedValue)}`;
+    return { path: path || '/', message };
+  });
+}
+
+/** Maps anything thrown during a request to a catalog kind. */
+function classify(err: FastifyError | AppError): AppError {
+  if (err instanceof AppError) return err;
+  const e = err as FastifyError;
+  if (e.validation) {
+    const problems = validationProblems(e.validation as unknown as AjvIssue[]);
+    const where = e.validationContext === 'querystring' ? 'query' : e.validationContext ?? 'body';
+    return new AppError('request/invalid-body', `The request ${where} is invalid: ${problems.map((p) => `${p.path} ${p.message}`).join('; ')}`, problems);
+  }
+  switch (e.code) {
+    case 'FST_ERR_CTP_INVALID_JSON_BODY': return new AppError('request/invalid-json', 'The body is not valid JSON');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY': return new AppError('request/invalid-json', 'The body is empty but Content-Type is application/json');
+    case 'FST_ERR_CTP_BODY_TOO_LARGE': return new AppError('request/body-too-large', 'The body is larger than 5 MiB');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE': return new AppError('request/unsupported-media-type', 'Bodies must be sent with Content-Type: application/json');
+  }
+  if (e.statusCode === 400) return new AppError('request/invalid-body', e.message);
+  return new AppError('internal', 'An internal error occurred; it has been logged with the request id');
+}
+
+export function envelope(requestId: string, err: AppError) {
+  const { status, code } = ERROR_CATALOG[err.kind];
+  return {
+    meta: { requestId },
+    error: {
+      title: STATUS_TITLES[status] ?? 'Error',
+      detail: err.message,
+      status,
+      type: errorTypeUri(err.kind),
+      code,
+      ...(err.errors ? { errors: err.errors } : {}),
+    },
+  };
+}
+
+export function sendError(request: FastifyRequest, reply: FastifyReply, kind: ErrorKind, detail: string) {
+  const err = new AppError(kind, detail);
+  return reply.code(err.status).send(envelope(request.id, err));
+}
+
+export function errorHandler(err: FastifyError | AppError, request: FastifyRequest, reply: FastifyReply) {
+  const appErr = classify(err);
+  if (appErr.kind === 'internal') request.log.error({ err, requestId: request.id, url: request.url }, 'request failed');
+  return reply.code(appErr.status).send(envelope(request.id, appErr));
+}

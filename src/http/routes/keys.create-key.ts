@@ -1,0 +1,47 @@
+import { Type } from '@sinclair/typebox';
+import { createKey } from '../../services/keys.ts';
+import type { App, Deps } from '../types.ts';
+import { Body, Meta, requires, responses } from '../schemas.ts';
+
+const Name = Type.String({ minLength: 1, maxLength: 512 });
+
+export const Refill = Type.Object({
+  interval: Type.Union([Type.Literal('daily'), Type.Literal('monthly')]),
+  amount: Type.Integer({ minimum: 1 }),
+  refillDay: Type.Optional(Type.Integer({ minimum: 1, maximum: 31, description: 'Monthly only; default 1. Past the month\'s end, the last day.' })),
+}, { additionalProperties: false });
+
+export default function keysCreateKey(app: App, deps: Deps) {
+  app.post('/v1/keys.createKey', {
+    schema: {
+      ...requires('Create a key; its plaintext is returned once',
+        '`api.<apiId>.create_key`; with `recoverable` also `api.<apiId>.encrypt_key`; to create missing roles `rbac.*.create_role`, missing permissions `rbac.*.create_permission`'),
+      body: Body({
+        apiId: Type.String({ minLength: 1 }),
+        prefix: Type.Optional(Type.String({ maxLength: 16 })),
+        name: Type.Optional(Type.String({ maxLength: 256 })),
+        byteLength: Type.Optional(Type.Integer({ minimum: 16, maximum: 255, default: 16 })),
+        ownerId: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'Deprecated: use externalId.' })),
+        externalId: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
+        meta: Type.Optional(Meta),
+        roles: Type.Optional(Type.Array(Name, { maxItems: 1000 })),
+        permissions: Type.Optional(Type.Array(Name, { maxItems: 1000 })),
+        expires: Type.Optional(Type.Integer({ minimum: 0, description: 'Epoch milliseconds.' })),
+        remaining: Type.Optional(Type.Integer({ minimum: 1 })),
+        refill: Type.Optional(Refill),
+        ratelimit: Type.Optional(Type.Object({
+          type: Type.Optional(Type.Union([Type.Literal('fast'), Type.Literal('consistent')])),
+          async: Type.Optional(Type.Boolean({ description: 'Deprecated: true means type fast.' })),
+          limit: Type.Integer({ minimum: 1 }),
+          duration: Type.Optional(Type.Integer({ minimum: 1000, description: 'Window in milliseconds.' })),
+          refillRate: Type.Optional(Type.Integer({ minimum: 1, description: 'Deprecated.' })),
+          refillInterval: Type.Optional(Type.Integer({ minimum: 1000, description: 'Deprecated alias of duration.' })),
+        }, { additionalProperties: false })),
+        enabled: Type.Optional(Type.Boolean()),
+        recoverable: Type.Optional(Type.Boolean()),
+        environment: Type.Optional(Type.String({ maxLength: 256 })),
+      }),
+      response: responses(Type.Object({ keyId: Type.String(), key: Type.String() })),
+    },
+  }, (req) => createKey(deps.store.db, req.caller, req.body));
+}

@@ -1,0 +1,21 @@
+import type { FastifyBaseLogger, FastifyInstance, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { Caller } from '../services/caller.ts';
+import type { Store } from '../store/store.ts';
+
+/** The Fastify instance routes are registered on, typed by their TypeBox schemas. */
+export type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider>;
+
+/** What route handlers may use. */
+export interface Deps { store: Store }
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The authenticated root key; set before body parsing on every `/v1/` route that is not public. */
+    caller: Caller;
+  }
+  interface FastifyContextConfig {
+    /** No root key needed (liveness, keys.verifyKey). */
+    public?: boolean;
+  }
+}

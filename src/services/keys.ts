@@ -1,0 +1,135 @@
+import { AppError, invalid, type FieldProblem } from '../domain/errors.ts';
+import { newId } from '../domain/ids.ts';
+import { jsonSize, MAX_META_BYTES, parseJson } from '../domain/json.ts';
+import { generateKey, hashKey } from '../crypto/keys.ts';
+import type { Db } from '../store/store.ts';
+import { recordAudit, type AuditEntry } from './audit.ts';
+import { actorOf, requirePermissions, type Caller } from './caller.ts';
+import { ensureIdentity } from './identities.ts';
+import { loadKeyViews, type KeyView } from './key-view.ts';
+import { requireApi, requireKey } from './lookups.ts';
+import { resolveOrCreate } from './rbac-names.ts';
+
+export interface RefillInput { interval: 'daily' | 'monthly'; amount: number; refillDay?: number }
+export interface RatelimitInput {
+  type?: 'fast' | 'consistent'; async?: boolean; limit: number; duration?: number; refillRate?: number; refillInterval?: number;
+}
+export interface CreateKeyInput {
+  apiId: string; prefix?: string; name?: string; byteLength?: number; ownerId?: string; externalId?: string;
+  meta?: Record<string, unknown>; roles?: string[]; permissions?: string[]; expires?: number; remaining?: number;
+  refill?: RefillInput; ratelimit?: RatelimitInput; enabled?: boolean; recoverable?: boolean; environment?: string;
+}
+
+/** Rules across fields that a schema cannot state; every problem is reported at once. */
+export function keyAttributeProblems(input: Pick<CreateKeyInput, 'meta' | 'remaining' | 'refill' | 'ratelimit'>): FieldProblem[] {
+  const problems: FieldProblem[] = [];
+  if (input.meta !== undefined && jsonSize(input.meta) > MAX_META_BYTES) {
+    problems.push({ path: '/meta', message: `must be at most ${MAX_META_BYTES} bytes as JSON` });
+  }
+  if (input.refill && input.remaining === undefined) problems.push({ path: '/refill', message: 'refill requires remaining to be set' });
+  if (input.refill?.interval === 'daily' && input.refill.refillDay !== undefined) {
+    problems.push({ path: '/refill/refillDay', message: "refillDay is only allowed with interval 'monthly'" });
+  }
+  if (input.ratelimit && input.ratelimit.duration === undefined && input.ratelimit.refillInterval === undefined) {
+    problems.push({ path: '/ratelimit/duration', message: 'duration (or refillInterval) is required' });
+  }
+  return problems;
+}
+
+export async function createKey(db: Db, caller: Caller, input: CreateKeyInput): Promise<{ keyId: string; key: string }> {
+  const problems = keyAttributeProblems(input);
+  if (problems.length) throw invalid(problems);
+  const api = await requireApi(db, caller.workspaceId, input.apiId);
+  requirePermissions(caller, `api.${api.id}.create_key`, ...(input.recoverable ? [`api.${api.id}.encrypt_key`] : []));
+  if (input.recoverable) {
+    throw new AppError('state/precondition-failed', 'recoverable keys need the vault, which this server does not provide yet');
+  }
+  const { key, start } = generateKey(input.prefix || api.default_prefix || undefined, input.byteLength ?? api.default_bytes ?? 16);
+  const keyId = newId('key');
+  const now = Date.now();
+  const externalId = input.externalId ?? input.ownerId;
+  await db.transaction().execute(async (tx) => {
+    const identity = externalId !== undefined ? await ensureIdentity(tx, caller.workspaceId, externalId, now) : undefined;
+    const roles = await resolveOrCreate(tx, caller, 'role', input.roles ?? [], now);
+    const permissions = await resolveOrCreate(tx, caller, 'permission', input.permissions ?? [], now);
+    await tx.insertInto('keys').values({
+      id: keyId, workspace_id: caller.workspaceId, api_id: api.id, hash: hashKey(key), start,
+      name: input.name ?? null, identity_id: identity?.id ?? null,
+      meta: input.meta !== undefined ? JSON.stringify(input.meta) : null,
+      enabled: input.enabled === false ? 0 : 1, environment: input.environment ?? null,
+      expires_at: input.expires ?? null, remaining: input.remaining ?? null,
+      refill_interval: input.refill?.interval ?? null, refill_amount: input.refill?.amount ?? null,
+      refill_day: input.refill?.interval === 'monthly' ? input.refill.refillDay ?? 1 : null,
+      last_refill_at: input.refill ? now : null, migration_id: null,
+      created_at: now, updated_at: now, last_used_at: null, deleted_at: null,
+    }).execute();
+    if (input.ratelimit) {
+      const rl = input.ratelimit;
+      await tx.insertInto('ratelimits').values({
+        id: newId('rl'), workspace_id: caller.workspaceId, key_id: keyId, identity_id: null, name: 'default',
+        type: rl.type ?? (rl.async ? 'fast' : 'consistent'), limit: rl.limit, duration: rl.duration ?? rl.refillInterval!,
+        auto_apply: 1, created_at: now, updated_at: now,
+      }).execute();
+    }
+    if (roles.length) {
+      await tx.insertInto('keys_roles').values(roles.map((r) => ({ key_id: keyId, role_id: r.id, workspace_id: caller.workspaceId, created_at: now }))).execute();
+    }
+    if (permissions.length) {
+      await tx.insertInto('keys_permissions').values(permissions.map((p) => ({ key_id: keyId, permission_id: p.id, workspace_id: caller.workspaceId, created_at: now }))).execute();
+    }
+    const actor = actorOf(caller);
+    const audit: AuditEntry[] = [{
+      workspaceId: caller.workspaceId, event: 'key.create', actor, target: { type: 'key', id: keyId }, requestId: caller.requestId,
+      diff: { apiId: api.id, start, name: input.name ?? null, externalId: externalId ?? null, enabled: input.enabled !== false },
+    }];
+    for (const r of roles) audit.push({ workspaceId: caller.workspaceId, event: 'authorization.connect_role_and_key', actor, target: { type: 'key', id: keyId }, requestId: caller.requestId, diff: { roleId: r.id, role: r.name } });
+    for (const p of permissions) audit.push({ workspaceId: caller.workspaceId, event: 'authorization.connect_permission_and_key', actor, target: { type: 'key', id: keyId }, requestId: caller.requestId, diff: { permissionId: p.id, permission: p.name } });
+    await recordAudit(tx, audit, now);
+  });
+  return { keyId, key };
+}
+
+export async function getKey(db: Db, caller: Caller, keyId: string, decrypt: boolean): Promise<KeyView> {
+  const row = await requireKey(db, caller.workspaceId, keyId);
+  requirePermissions(caller, `api.${row.api_id}.read_key`, ...(decrypt ? [`api.${row.api_id}.decrypt_key`] : []));
+  const [view] = await loadKeyViews(db, [row]);
+  return view;
+}
+
+/** Soft delete by default (the row stays, marked deleted); `permanent` removes the row and everything attached to it. */
+export async function deleteKey(db: Db, caller: Caller, keyId: string, permanent: boolean): Promise<void> {
+  await db.transaction().execute(async (tx) => {
+    const row = await requireKey(tx, caller.workspaceId, keyId);
+    requirePermissions(caller, `api.${row.api_id}.delete_key`);
+    const now = Date.now();
+    if (permanent) await tx.deleteFrom('keys').where('id', '=', keyId).execute();
+    else await tx.updateTable('keys').set({ deleted_at: now, updated_at: now }).where('id', '=', keyId).execute();
+    await recordAudit(tx, [{
+      workspaceId: caller.workspaceId, event: 'key.delete', actor: actorOf(caller), target: { type: 'key', id: keyId },
+      requestId: caller.requestId, diff: { permanent },
+    }], now);
+  });
+}
+
+export interface WhoamiView {
+  id: string; name?: string; remaining?: number; identity?: { id: string; externalId: string };
+  meta?: Record<string, unknown>; createdAt: number; enabled: boolean; environment?: string;
+}
+
+/** Describes the key whose plaintext is given, if it belongs to the caller's workspace. */
+export async function whoami(db: Db, caller: Caller, key: string): Promise<WhoamiView> {
+  const row = await db.selectFrom('keys').selectAll()
+    .where('hash', '=', hashKey(key)).where('workspace_id', '=', caller.workspaceId).where('deleted_at', 'is', null)
+    .executeTakeFirst();
+  if (!row) throw new AppError('data/key-not-found', 'key not found');
+  requirePermissions(caller, `api.${row.api_id}.read_key`);
+  const identity = row.identity_id
+    ? await db.selectFrom('identities').select(['id', 'external_id']).where('id', '=', row.identity_id).executeTakeFirst()
+    : undefined;
+  return {
+    id: row.id, name: row.name ?? undefined, remaining: row.remaining ?? undefined,
+    identity: identity ? { id: identity.id, externalId: identity.external_id } : undefined,
+    meta: parseJson(row.meta) ?? undefined, createdAt: row.created_at, enabled: row.enabled === 1,
+    environment: row.environment ?? undefined,
+  };
+}
