@@ -1,0 +1,117 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { openStore, type Store } from '../../src/store/store.ts';
+import { buildApp } from '../../src/app.ts';
+import type { App } from '../../src/http/types.ts';
+import { createWorkspace } from '../../src/services/workspaces.ts';
+import { insertRootKey, revokeRootKey } from '../../src/services/root-keys.ts';
+
+/**
+ * Usage, once per dialect:  `let w: World; before(async () => { w = await world(dialect); }); after(() => w.close());`
+ *
+ * The store backends every storage-touching test runs against: SQLite always, PostgreSQL when KEYHOLD_TEST_POSTGRES_URL is set. */
+export const DIALECTS: Array<'sqlite' | 'postgres'> = ['sqlite', ...(process.env.KEYHOLD_TEST_POSTGRES_URL ? ['postgres' as const] : [])];
+
+const OPERATOR = { type: 'operator' as const, id: 'test' };
+
+/**
+ * A fresh, migrated store: a new SQLite file in a temp dir, or a new PostgreSQL schema. Removed after the test file.
+ * When KEYHOLD_TEST_POSTGRES_URL is set and the server is unreachable this fails (it never skips).
+ */
+export async function freshStore(dialect: 'sqlite' | 'postgres'): Promise<{ store: Store; url: string; close(): Promise<void> }> {
+  let url: string;
+  let cleanup: () => Promise<void>;
+  if (dialect === 'sqlite') {
+    const dir = mkdtempSync(join(tmpdir(), 'keyhold-test-'));
+    url = `sqlite:${join(dir, 'keyhold.db')}`;
+    cleanup = async () => rmSync(dir, { recursive: true, force: true });
+  } else {
+    const base = process.env.KEYHOLD_TEST_POSTGRES_URL!;
+    const schema = `kh_test_${randomBytes(6).toString('hex')}`;
+    url = `${base}${base.includes('?') ? '&' : '?'}schema=${schema}`;
+    cleanup = async () => {
+      const client = new pg.Client({ connectionString: base });
+      await client.connect();
+      await client.query(`drop schema if exists ${schema} cascade`);
+      await client.end();
+    };
+  }
+  const store = openStore(url);
+  await store.migrate();
+  return { store, url, close: async () => { await store.close(); await cleanup(); } };
+}
+
+export interface Response { status: number; json: any; headers: Record<string, unknown>; body: string }
+export interface CallOptions { key?: string; body?: unknown; query?: Record<string, string | number | boolean>; headers?: Record<string, string> }
+
+/** A test world: an app on a fresh store, one workspace with a `*` root key, and helpers to make more. */
+export interface World {
+  app: App;
+  store: Store;
+  url: string;
+  workspaceId: string;
+  /** A `*` root key of `workspaceId`. */
+  root: string;
+  /** A new root key of `workspaceId` (or `workspaceId` given) with these permissions. */
+  rootKey(permissions: string[], opts?: { workspaceId?: string; expiresAt?: number }): Promise<string>;
+  /** A root key of this workspace that has been revoked. */
+  revokedRootKey(): Promise<string>;
+  /** Another workspace, with its own `*` root key. */
+  otherWorkspace(): Promise<{ workspaceId: string; root: string }>;
+  post(path: string, body: unknown, key?: string | null): Promise<Response>;
+  get(path: string, query: Record<string, string | number | boolean>, key?: string | null): Promise<Response>;
+  createApi(name?: string, key?: string): Promise<string>;
+  createKey(body: Record<string, unknown>, key?: string): Promise<{ keyId: string; key: string }>;
+  /** Closes the app and removes the store; call it from the suite's `after`. */
+  close(): Promise<void>;
+}
+
+export async function world(dialect: 'sqlite' | 'postgres'): Promise<World> {
+  const { store, url, close } = await freshStore(dialect);
+  const app = await buildApp({ store });
+  const { workspaceId } = await createWorkspace(store.db, 'test', OPERATOR);
+  const rootKey = async (permissions: string[], opts: { workspaceId?: string; expiresAt?: number } = {}) =>
+    (await insertRootKey(store.db, { workspaceId: opts.workspaceId ?? workspaceId, permissions, expiresAt: opts.expiresAt }, OPERATOR)).rootKey;
+  const root = await rootKey(['*']);
+  const inject = async (method: 'GET' | 'POST', path: string, opts: CallOptions): Promise<Response> => {
+    const headers: Record<string, string> = { ...opts.headers };
+    if (opts.key) headers.authorization = `Bearer ${opts.key}`;
+    if (opts.body !== undefined) headers['content-type'] ??= 'application/json';
+    const res = await app.inject({
+      method, url: path, headers, query: opts.query ? Object.fromEntries(Object.entries(opts.query).map(([k, v]) => [k, String(v)])) : undefined,
+      payload: opts.body === undefined ? undefined : typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body),
+    });
+    let json: unknown;
+    try { json = res.json(); } catch { json = undefined; }
+    return { status: res.statusCode, json, headers: res.headers, body: res.body };
+  };
+  const w: World = {
+    app, store, url, workspaceId, root, rootKey,
+    async close() { await app.close(); await close(); },
+    async revokedRootKey() {
+      const { rootKeyId, rootKey: key } = await insertRootKey(store.db, { workspaceId, permissions: ['*'] }, OPERATOR);
+      await revokeRootKey(store.db, rootKeyId, OPERATOR);
+      return key;
+    },
+    async otherWorkspace() {
+      const other = await createWorkspace(store.db, 'other', OPERATOR);
+      return { workspaceId: other.workspaceId, root: await rootKey(['*'], { workspaceId: other.workspaceId }) };
+    },
+    post: (path, body, key = root) => inject('POST', path, { body, key: key ?? undefined }),
+    get: (path, query, key = root) => inject('GET', path, { query, key: key ?? undefined }),
+    async createApi(name = 'test-api', key = root) {
+      const r = await w.post('/v1/apis.createApi', { name }, key);
+      if (r.status !== 200) throw new Error(`createApi failed: ${r.body}`);
+      return r.json.apiId;
+    },
+    async createKey(body, key = root) {
+      const r = await w.post('/v1/keys.createKey', body, key);
+      if (r.status !== 200) throw new Error(`createKey failed: ${r.body}`);
+      return r.json;
+    },
+  };
+  return w;
+}

@@ -1,0 +1,68 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Response, World } from './harness.ts';
+
+export interface SecurityRequest { method: 'GET' | 'POST'; path: string; body?: unknown; query?: Record<string, string | number | boolean> }
+
+export interface SecurityCase {
+  /** A valid request against resources of `w.workspaceId` (created here as needed). */
+  request(w: World): Promise<SecurityRequest>;
+  /** A permission the route requires: a root key holding only unrelated permissions gets 403 naming it. */
+  permission: string;
+  /** The same request against a resource of another workspace (made with `other.root`), sent with `w.root`: must be 404. */
+  foreign?(w: World, other: { workspaceId: string; root: string }): Promise<SecurityRequest>;
+}
+
+const send = (w: World, r: SecurityRequest, key: string | null): Promise<Response> =>
+  r.method === 'GET' ? w.get(r.path, r.query ?? {}, key) : w.post(r.path, r.body, key);
+
+const assertEnvelope = (r: Response, status: number, type: string) => {
+  assert.equal(r.status, status, r.body);
+  assert.equal(r.json.error.status, status);
+  assert.equal(r.json.error.type, `https://keyhold.dev/errors/${type}`);
+  assert.match(r.json.meta.requestId, /^req_/);
+  assert.equal(r.headers['x-request-id'], r.json.meta.requestId);
+};
+
+/** The security tests every authenticated route runs: no key, malformed, unknown, revoked and expired keys (401), missing permission (403), another workspace's resource (404). */
+export function securityTests(getWorld: () => World, c: SecurityCase): void {
+  test('no root key → 401 auth/missing', async () => {
+    const w = getWorld();
+    assertEnvelope(await send(w, await c.request(w), null), 401, 'auth/missing');
+  });
+  test('malformed Authorization → 401 auth/malformed', async () => {
+    const w = getWorld();
+    const r = await c.request(w);
+    const res = r.method === 'GET'
+      ? await w.app.inject({ method: 'GET', url: r.path, query: Object.fromEntries(Object.entries(r.query ?? {}).map(([k, v]) => [k, String(v)])), headers: { authorization: 'Basic abc' } })
+      : await w.app.inject({ method: 'POST', url: r.path, payload: JSON.stringify(r.body), headers: { authorization: 'Bearer not-a-root-key', 'content-type': 'application/json' } });
+    assertEnvelope({ status: res.statusCode, json: res.json(), headers: res.headers, body: res.body }, 401, 'auth/malformed');
+  });
+  test('unknown root key → 401 auth/invalid', async () => {
+    const w = getWorld();
+    assertEnvelope(await send(w, await c.request(w), 'kh_root_1111111111111111111111111'), 401, 'auth/invalid');
+  });
+  test('revoked root key → 401 auth/revoked', async () => {
+    const w = getWorld();
+    assertEnvelope(await send(w, await c.request(w), await w.revokedRootKey()), 401, 'auth/revoked');
+  });
+  test('expired root key → 401 auth/expired', async () => {
+    const w = getWorld();
+    assertEnvelope(await send(w, await c.request(w), await w.rootKey(['*'], { expiresAt: Date.now() - 1000 })), 401, 'auth/expired');
+  });
+  test(`missing permission → 403 naming ${c.permission}`, async () => {
+    const w = getWorld();
+    const res = await send(w, await c.request(w), await w.rootKey(['identity.*.read_identity', 'ratelimit.*.limit']));
+    assertEnvelope(res, 403, 'auth/insufficient-permissions');
+    assert.ok(res.json.error.detail.includes(c.permission), `${res.json.error.detail} should name ${c.permission}`);
+  });
+  if (c.foreign) {
+    test('another workspace\'s resource → 404', async () => {
+      const w = getWorld();
+      const other = await w.otherWorkspace();
+      const res = await send(w, await c.foreign!(w, other), w.root);
+      assert.equal(res.status, 404, res.body);
+      assert.equal(res.json.error.code, 'NOT_FOUND');
+    });
+  }
+}
