@@ -8,10 +8,11 @@ import keysCreateKey from './keys.create-key.ts';
 import keysGetKey from './keys.get-key.ts';
 import keysDeleteKey from './keys.delete-key.ts';
 import keysWhoami from './keys.whoami.ts';
+import keysSetRoles from './keys.set-roles.ts';
 
 /** Every operation, registered in this order. */
 export const ROUTES: Array<(app: App, deps: Deps) => void> = [
   liveness,
   apisCreateApi, apisGetApi, apisListKeys, apisDeleteApi,
-  keysCreateKey, keysGetKey, keysDeleteKey, keysWhoami,
+  keysCreateKey, keysGetKey, keysDeleteKey, keysWhoami, keysSetRoles,
 ];
