@@ -6,7 +6,8 @@ export const hashKey = (key: string): string => createHash('sha256').update(key)
 
 /** New key material: `<prefix>_` + base58 of `byteLength` random bytes, and its `start`. */
 export function generateKey(prefix: string | undefined, byteLength: number): { key: string; start: string } {
-  const random = base58(randomBytes(byteLength));
+  // Fixed width (leading '1's pad short encodings), so every key of one byteLength has the same length.
+  const random = base58(randomBytes(byteLength), Math.ceil((byteLength * 8) / Math.log2(58)));
   const key = prefix ? `${prefix}_${random}` : random;
   return { key, start: keyStart(key, prefix) };
 }

@@ -9,7 +9,7 @@ import { requireWorkspace } from './lookups.ts';
 
 export interface NewRootKey { workspaceId: string; permissions: string[]; name?: string; expiresAt?: number; rootKey?: string }
 
-/** Inserts a root key (and its audit record) with `db`, which may be a transaction. The plaintext is returned once. */
+/** Inserts a root key and its audit record, atomically, with `db`, which may be a transaction. The plaintext is returned once. */
 export async function insertRootKey(db: Executor, input: NewRootKey, actor: Actor, now = Date.now()): Promise<{ rootKeyId: string; rootKey: string }> {
   const problems = input.permissions.map((p, i) => ({ p, i, problem: permissionProblem(p) }))
     .filter((x) => x.problem !== null)
@@ -23,15 +23,20 @@ export async function insertRootKey(db: Executor, input: NewRootKey, actor: Acto
   const rootKey = input.rootKey ?? generateRootKey();
   const rootKeyId = newId('rk');
   const permissions = [...new Set(input.permissions)].sort();
-  await db.insertInto('root_keys').values({
-    id: rootKeyId, workspace_id: input.workspaceId, name: input.name ?? null, hash: hashKey(rootKey),
-    start: keyStart(rootKey, 'kh_root'), permissions: JSON.stringify(permissions), created_at: now,
-    expires_at: input.expiresAt ?? null, revoked_at: null, last_used_at: null,
-  }).execute();
-  await recordAudit(db, [{
-    workspaceId: input.workspaceId, event: 'root_key.create', actor, target: { type: 'root_key', id: rootKeyId },
-    diff: { name: input.name ?? null, permissions, expiresAt: input.expiresAt ?? null },
-  }], now);
+  const write = async (tx: Executor): Promise<void> => {
+    await tx.insertInto('root_keys').values({
+      id: rootKeyId, workspace_id: input.workspaceId, name: input.name ?? null, hash: hashKey(rootKey),
+      start: keyStart(rootKey, 'kh_root'), permissions: JSON.stringify(permissions), created_at: now,
+      expires_at: input.expiresAt ?? null, revoked_at: null, last_used_at: null,
+    }).execute();
+    await recordAudit(tx, [{
+      workspaceId: input.workspaceId, event: 'root_key.create', actor, target: { type: 'root_key', id: rootKeyId },
+      diff: { name: input.name ?? null, permissions, expiresAt: input.expiresAt ?? null },
+    }], now);
+  };
+  // The key and its audit record commit together: in the caller's transaction, or in one of our own.
+  if (db.isTransaction) await write(db);
+  else await db.transaction().execute(write);
   return { rootKeyId, rootKey };
 }
 

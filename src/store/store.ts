@@ -63,7 +63,13 @@ export function openStore(url: string): Store {
         provider: { getMigrations: async () => MIGRATIONS },
         ...(schema ? { migrationTableSchema: schema } : {}),
       });
-      const result: MigrationResultSet = await migrator.migrateToLatest();
+      // Kysely's introspection looks at every schema of the database; one dropped meanwhile (another
+      // process' test schema) fails it with invalid_schema_name. That is transient: try again.
+      let result: MigrationResultSet;
+      for (let attempt = 1; ; attempt++) {
+        result = await migrator.migrateToLatest();
+        if (!result.error || (result.error as { code?: string }).code !== '3F000' || attempt === 5) break;
+      }
       if (result.error) throw result.error;
       return (result.results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
     },

@@ -3,6 +3,9 @@ import { PostgresDialect, type Dialect } from 'kysely';
 
 // BIGINT (epoch milliseconds, counts) fits a JS number for every value Keyhold stores.
 pg.types.setTypeParser(pg.types.builtins.INT8, (v: string) => Number(v));
+// NUMERIC only comes from aggregates (`sum` over BIGINT): the schema has no NUMERIC columns. As numbers,
+// such results look the same as on SQLite.
+pg.types.setTypeParser(pg.types.builtins.NUMERIC, (v: string) => Number(v));
 
 /**
  * PostgreSQL through `pg`. `schema` is put first on every connection's search_path, so one database

@@ -7,10 +7,17 @@ import {
 } from 'kysely';
 
 /**
- * A Kysely dialect over Node's built-in `node:sqlite`. One connection per process, used by one query
- * or transaction at a time (a mutex), in WAL mode so other processes can read while one writes.
+ * A Kysely dialect over Node's built-in `node:sqlite`. One connection per store, used by one query
+ * or transaction at a time (a mutex), in WAL mode so other connections can read while one writes.
  * Transactions start with `BEGIN IMMEDIATE`, so a transaction that will write takes the write lock
- * up front and waits on the busy timeout instead of failing mid-way when another process holds it.
+ * up front instead of failing mid-way when another connection holds it.
+ *
+ * Waiting for the lock is asynchronous: `DatabaseSync` runs on the event loop, so SQLite's own busy
+ * timeout would block the whole process, and when the lock holder is another store of the same
+ * process (it can only release the lock on a later tick) that wait ends in SQLITE_BUSY after the full
+ * timeout. Instead SQLite's busy timeout is 0 and a statement that gets SQLITE_BUSY while it is not
+ * inside a transaction (`BEGIN IMMEDIATE` itself, or an autocommit write) is retried with backoff on
+ * timers until `busyTimeoutMs` has passed.
  */
 export function sqliteDialect(path: string, busyTimeoutMs = 10_000): Dialect {
   return {
@@ -34,9 +41,15 @@ class NodeSqliteDriver implements Driver {
 
   async init(): Promise<void> {
     if (this.#path !== ':memory:') mkdirSync(dirname(this.#path), { recursive: true });
-    const db = new DatabaseSync(this.#path, { timeout: this.#busyTimeoutMs, enableForeignKeyConstraints: true });
-    db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;');
-    this.#connection = new NodeSqliteConnection(db);
+    const db = new DatabaseSync(this.#path, { timeout: 0, enableForeignKeyConstraints: true });
+    try {
+      // Switching a new file to WAL takes an exclusive lock for a moment; wait for it like any other write.
+      await retryWhileBusy(() => db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;'), this.#busyTimeoutMs);
+    } catch (err) {
+      db.close();
+      throw err;
+    }
+    this.#connection = new NodeSqliteConnection(db, this.#busyTimeoutMs);
   }
 
   async acquireConnection(): Promise<DatabaseConnection> {
@@ -61,12 +74,33 @@ class NodeSqliteDriver implements Driver {
   }
 
   async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('rollback'));
+    // SQLite rolls back by itself on some errors (SQLITE_FULL, SQLITE_IOERR…); a second rollback would
+    // replace the original error with "no transaction is active".
+    if ((connection as NodeSqliteConnection).inTransaction) await connection.executeQuery(CompiledQuery.raw('rollback'));
   }
 
   async destroy(): Promise<void> {
     this.#connection?.close();
     this.#connection = undefined;
+  }
+}
+
+/** SQLITE_BUSY and its extended codes (BUSY_RECOVERY, BUSY_SNAPSHOT, BUSY_TIMEOUT). */
+const isBusy = (err: unknown): boolean => {
+  const code = (err as { errcode?: unknown })?.errcode;
+  return typeof code === 'number' && (code & 0xff) === 5;
+};
+
+/** Runs `fn` again, on timers with growing delays, while it fails with SQLITE_BUSY and `timeoutMs` has not passed. */
+async function retryWhileBusy<T>(fn: () => T, timeoutMs: number, canRetry: () => boolean = () => true): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (let delay = 1; ; delay = Math.min(delay * 2, 25)) {
+    try {
+      return fn();
+    } catch (err) {
+      if (!isBusy(err) || !canRetry() || Date.now() >= deadline) throw err;
+    }
+    await new Promise((resolve) => setTimeout(resolve, delay / 2 + Math.random() * delay));
   }
 }
 
@@ -77,13 +111,27 @@ const toSqlite = (v: unknown): SQLInputValue => {
   return v as SQLInputValue;
 };
 
+/**
+ * node:sqlite returns rows with a null prototype; copy them into ordinary objects so rows look the same
+ * as PostgreSQL's (deep equality, `hasOwnProperty`, spreading into typed objects).
+ */
+const plainRow = (row: object): object => ({ ...row });
+
 class NodeSqliteConnection implements DatabaseConnection {
   release: () => void = () => {};
   readonly #db: DatabaseSync;
   /** Prepared statements by SQL text: Kysely compiles the same text for the same query shape. */
   readonly #statements = new Map<string, StatementSync>();
 
-  constructor(db: DatabaseSync) { this.#db = db; }
+  readonly #busyTimeoutMs: number;
+
+  constructor(db: DatabaseSync, busyTimeoutMs: number) {
+    this.#db = db;
+    this.#busyTimeoutMs = busyTimeoutMs;
+  }
+
+  /** Whether a transaction is open on this connection. */
+  get inTransaction(): boolean { return this.#db.isTransaction; }
 
   #prepare(sql: string): StatementSync {
     let statement = this.#statements.get(sql);
@@ -98,14 +146,19 @@ class NodeSqliteConnection implements DatabaseConnection {
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
     const statement = this.#prepare(query.sql);
     const params = query.parameters.map(toSqlite);
-    if (statement.columns().length > 0) return { rows: statement.all(...params) as R[] };
-    const { changes, lastInsertRowid } = statement.run(...params);
-    return { rows: [], numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid) };
+    // Inside a transaction we already hold the write lock (BEGIN IMMEDIATE), so SQLITE_BUSY there is
+    // not a wait-and-retry case; outside one, the failed statement had no effect and can run again.
+    const outsideTransaction = !this.#db.isTransaction;
+    return retryWhileBusy((): QueryResult<R> => {
+      if (statement.columns().length > 0) return { rows: statement.all(...params).map(plainRow) as R[] };
+      const { changes, lastInsertRowid } = statement.run(...params);
+      return { rows: [], numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid) };
+    }, this.#busyTimeoutMs, () => outsideTransaction);
   }
 
   async *streamQuery<R>(query: CompiledQuery): AsyncIterableIterator<QueryResult<R>> {
     const statement = this.#prepare(query.sql);
-    for (const row of statement.iterate(...query.parameters.map(toSqlite))) yield { rows: [row as R] };
+    for (const row of statement.iterate(...query.parameters.map(toSqlite))) yield { rows: [plainRow(row) as R] };
   }
 
   close(): void {
