@@ -36,7 +36,11 @@ export async function deleteApi(db: Db, caller: Caller, apiId: string): Promise<
     requirePermissions(caller, `api.${apiId}.delete_api`);
     if (api.delete_protection === 1) throw new AppError('state/delete-protected', `api ${apiId} is protected from deletions`);
     const now = Date.now();
-    await tx.updateTable('apis').set({ deleted_at: now, updated_at: now }).where('id', '=', apiId).execute();
+    // Only a live API is deleted: a concurrent delete that committed first (its row lock makes this one wait)
+    // leaves nothing to update, and this one is then a 404, not a second deletion with a second audit record.
+    const deleted = await tx.updateTable('apis').set({ deleted_at: now, updated_at: now })
+      .where('id', '=', apiId).where('deleted_at', 'is', null).executeTakeFirst();
+    if (Number(deleted.numUpdatedRows) === 0) throw new AppError('data/api-not-found', `api ${apiId} not found`);
     const keys = await tx.updateTable('keys').set({ deleted_at: now, updated_at: now })
       .where('api_id', '=', apiId).where('deleted_at', 'is', null).executeTakeFirst();
     await recordAudit(tx, [{

@@ -18,10 +18,15 @@ export async function requireApi(db: Executor, workspaceId: string, apiId: strin
   return api;
 }
 
-/** A live (not deleted) key of the workspace, or 404. */
+/**
+ * A live key of the workspace, or 404. A key is live when neither it nor its API is deleted: checking
+ * the API here (rather than relying only on deleteApi marking every key) also covers a key created
+ * while its API was being deleted.
+ */
 export async function requireKey(db: Executor, workspaceId: string, keyId: string): Promise<KeyRow> {
-  const key = await db.selectFrom('keys').selectAll()
-    .where('id', '=', keyId).where('workspace_id', '=', workspaceId).where('deleted_at', 'is', null)
+  const key = await db.selectFrom('keys').innerJoin('apis', 'apis.id', 'keys.api_id').selectAll('keys')
+    .where('keys.id', '=', keyId).where('keys.workspace_id', '=', workspaceId)
+    .where('keys.deleted_at', 'is', null).where('apis.deleted_at', 'is', null)
     .executeTakeFirst();
   if (!key) throw new AppError('data/key-not-found', `key ${keyId} not found`);
   return key;
