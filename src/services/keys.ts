@@ -8,7 +8,7 @@ import { actorOf, requirePermissions, type Caller } from './caller.ts';
 import { ensureIdentity } from './identities.ts';
 import { loadKeyViews, type KeyView } from './key-view.ts';
 import { requireApi, requireKey } from './lookups.ts';
-import { resolveOrCreate } from './rbac-names.ts';
+import { resolveOrCreateAll } from './rbac-names.ts';
 
 export interface RefillInput { interval: 'daily' | 'monthly'; amount: number; refillDay?: number }
 export interface RatelimitInput {
@@ -20,17 +20,25 @@ export interface CreateKeyInput {
   refill?: RefillInput; ratelimit?: RatelimitInput; enabled?: boolean; recoverable?: boolean; environment?: string;
 }
 
-/** Rules across fields that a schema cannot state; every problem is reported at once. */
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * Rules across fields that a schema cannot state; every problem is reported at once. Safe on a body that
+ * failed schema validation (members of the wrong type are skipped), so both kinds of problem can be listed together.
+ */
 export function keyAttributeProblems(input: Pick<CreateKeyInput, 'meta' | 'remaining' | 'refill' | 'ratelimit'>): FieldProblem[] {
   const problems: FieldProblem[] = [];
+  if (!isObject(input)) return problems;
   if (input.meta !== undefined && jsonSize(input.meta) > MAX_META_BYTES) {
     problems.push({ path: '/meta', message: `must be at most ${MAX_META_BYTES} bytes as JSON` });
   }
-  if (input.refill && input.remaining === undefined) problems.push({ path: '/refill', message: 'refill requires remaining to be set' });
-  if (input.refill?.interval === 'daily' && input.refill.refillDay !== undefined) {
+  const refill: unknown = input.refill;
+  if (isObject(refill) && input.remaining === undefined) problems.push({ path: '/refill', message: 'refill requires remaining to be set' });
+  if (isObject(refill) && refill.interval === 'daily' && refill.refillDay !== undefined) {
     problems.push({ path: '/refill/refillDay', message: "refillDay is only allowed with interval 'monthly'" });
   }
-  if (input.ratelimit && input.ratelimit.duration === undefined && input.ratelimit.refillInterval === undefined) {
+  const ratelimit: unknown = input.ratelimit;
+  if (isObject(ratelimit) && ratelimit.duration === undefined && ratelimit.refillInterval === undefined) {
     problems.push({ path: '/ratelimit/duration', message: 'duration (or refillInterval) is required' });
   }
   return problems;
@@ -49,9 +57,9 @@ export async function createKey(db: Db, caller: Caller, input: CreateKeyInput): 
   const now = Date.now();
   const externalId = input.externalId ?? input.ownerId;
   await db.transaction().execute(async (tx) => {
+    // Roles and permissions first: a 403 for a missing create right (naming every one) comes before any write.
+    const { role: roles, permission: permissions } = await resolveOrCreateAll(tx, caller, { role: input.roles ?? [], permission: input.permissions ?? [] }, now);
     const identity = externalId !== undefined ? await ensureIdentity(tx, caller.workspaceId, externalId, now) : undefined;
-    const roles = await resolveOrCreate(tx, caller, 'role', input.roles ?? [], now);
-    const permissions = await resolveOrCreate(tx, caller, 'permission', input.permissions ?? [], now);
     await tx.insertInto('keys').values({
       id: keyId, workspace_id: caller.workspaceId, api_id: api.id, hash: hashKey(key), start,
       name: input.name ?? null, identity_id: identity?.id ?? null,
@@ -102,8 +110,12 @@ export async function deleteKey(db: Db, caller: Caller, keyId: string, permanent
     const row = await requireKey(tx, caller.workspaceId, keyId);
     requirePermissions(caller, `api.${row.api_id}.delete_key`);
     const now = Date.now();
-    if (permanent) await tx.deleteFrom('keys').where('id', '=', keyId).execute();
-    else await tx.updateTable('keys').set({ deleted_at: now, updated_at: now }).where('id', '=', keyId).execute();
+    // Only a live key is deleted: when a concurrent delete committed first (its row lock makes this one wait),
+    // nothing is left to change and this call is a 404, not a second deletion with a second audit record.
+    const changed = permanent
+      ? (await tx.deleteFrom('keys').where('id', '=', keyId).where('deleted_at', 'is', null).executeTakeFirst()).numDeletedRows
+      : (await tx.updateTable('keys').set({ deleted_at: now, updated_at: now }).where('id', '=', keyId).where('deleted_at', 'is', null).executeTakeFirst()).numUpdatedRows;
+    if (Number(changed) === 0) throw new AppError('data/key-not-found', `key ${keyId} not found`);
     await recordAudit(tx, [{
       workspaceId: caller.workspaceId, event: 'key.delete', actor: actorOf(caller), target: { type: 'key', id: keyId },
       requestId: caller.requestId, diff: { permanent },
@@ -118,8 +130,9 @@ export interface WhoamiView {
 
 /** Describes the key whose plaintext is given, if it belongs to the caller's workspace. */
 export async function whoami(db: Db, caller: Caller, key: string): Promise<WhoamiView> {
-  const row = await db.selectFrom('keys').selectAll()
-    .where('hash', '=', hashKey(key)).where('workspace_id', '=', caller.workspaceId).where('deleted_at', 'is', null)
+  const row = await db.selectFrom('keys').innerJoin('apis', 'apis.id', 'keys.api_id').selectAll('keys')
+    .where('keys.hash', '=', hashKey(key)).where('keys.workspace_id', '=', caller.workspaceId)
+    .where('keys.deleted_at', 'is', null).where('apis.deleted_at', 'is', null)
     .executeTakeFirst();
   if (!row) throw new AppError('data/key-not-found', 'key not found');
   requirePermissions(caller, `api.${row.api_id}.read_key`);

@@ -1,18 +1,24 @@
 import { Type } from '@sinclair/typebox';
-import { createKey } from '../../services/keys.ts';
+import { AppError } from '../../domain/errors.ts';
+import { createKey, keyAttributeProblems } from '../../services/keys.ts';
 import type { App, Deps } from '../types.ts';
+import { validationProblems } from '../errors.ts';
 import { Body, Meta, requires, responses } from '../schemas.ts';
 
 const Name = Type.String({ minLength: 1, maxLength: 512 });
+/** A string from a fixed set, as one `enum` (a union of literals would report one failed branch per literal). */
+const OneOf = <T extends string>(values: readonly T[]) => Type.Unsafe<T>({ type: 'string', enum: [...values] });
 
 export const Refill = Type.Object({
-  interval: Type.Union([Type.Literal('daily'), Type.Literal('monthly')]),
+  interval: OneOf(['daily', 'monthly'] as const),
   amount: Type.Integer({ minimum: 1 }),
   refillDay: Type.Optional(Type.Integer({ minimum: 1, maximum: 31, description: 'Monthly only; default 1. Past the month\'s end, the last day.' })),
 }, { additionalProperties: false });
 
 export default function keysCreateKey(app: App, deps: Deps) {
   app.post('/v1/keys.createKey', {
+    // A body that fails the schema reaches the handler, so the cross-field rules are reported with the schema problems.
+    attachValidation: true,
     schema: {
       ...requires('Create a key; its plaintext is returned once',
         '`api.<apiId>.create_key`; with `recoverable` also `api.<apiId>.encrypt_key`; to create missing roles `rbac.*.create_role`, missing permissions `rbac.*.create_permission`'),
@@ -20,7 +26,7 @@ export default function keysCreateKey(app: App, deps: Deps) {
         apiId: Type.String({ minLength: 1 }),
         prefix: Type.Optional(Type.String({ maxLength: 16 })),
         name: Type.Optional(Type.String({ maxLength: 256 })),
-        byteLength: Type.Optional(Type.Integer({ minimum: 16, maximum: 255, default: 16 })),
+        byteLength: Type.Optional(Type.Integer({ minimum: 16, maximum: 255, description: 'Random bytes; default the API\'s default, else 16.' })),
         ownerId: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'Deprecated: use externalId.' })),
         externalId: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
         meta: Type.Optional(Meta),
@@ -30,7 +36,7 @@ export default function keysCreateKey(app: App, deps: Deps) {
         remaining: Type.Optional(Type.Integer({ minimum: 1 })),
         refill: Type.Optional(Refill),
         ratelimit: Type.Optional(Type.Object({
-          type: Type.Optional(Type.Union([Type.Literal('fast'), Type.Literal('consistent')])),
+          type: Type.Optional(OneOf(['fast', 'consistent'] as const)),
           async: Type.Optional(Type.Boolean({ description: 'Deprecated: true means type fast.' })),
           limit: Type.Integer({ minimum: 1 }),
           duration: Type.Optional(Type.Integer({ minimum: 1000, description: 'Window in milliseconds.' })),
@@ -43,5 +49,13 @@ export default function keysCreateKey(app: App, deps: Deps) {
       }),
       response: responses(Type.Object({ keyId: Type.String(), key: Type.String() })),
     },
-  }, (req) => createKey(deps.store.db, req.caller, req.body));
+  }, (req) => {
+    if (req.validationError) {
+      const issues = req.validationError.validation as Parameters<typeof validationProblems>[0] | undefined;
+      if (!issues) throw req.validationError;
+      const problems = [...validationProblems(issues), ...keyAttributeProblems(req.body)];
+      throw new AppError('request/invalid-body', `The request body is invalid: ${problems.map((p) => `${p.path} ${p.message}`).join('; ')}`, problems);
+    }
+    return createKey(deps.store.db, req.caller, req.body);
+  });
 }
