@@ -68,3 +68,17 @@ export const KeyView = Type.Object({
   identity: Type.Optional(Type.Object({ id: Type.String(), externalId: Type.String(), meta: Meta })),
   plaintext: Type.Optional(Type.String()),
 });
+
+export const IdentityRatelimits = Type.Array(Type.Object({
+  name: Type.String({ minLength: 1, maxLength: 256 }),
+  limit: Type.Integer({ minimum: 1 }),
+  duration: Type.Integer({ minimum: 1000, description: 'Window in milliseconds.' }),
+}, { additionalProperties: false }), { maxItems: 100 });
+
+export const IdentityView = Type.Object({
+  id: Type.String(),
+  externalId: Type.String(),
+  environment: Type.String(),
+  meta: Meta,
+  ratelimits: Type.Array(Type.Object({ name: Type.String(), limit: Type.Integer(), duration: Type.Integer() })),
+});

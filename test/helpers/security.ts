@@ -52,7 +52,7 @@ export function securityTests(getWorld: () => World, c: SecurityCase): void {
   });
   test(`missing permission → 403 naming ${c.permission}`, async () => {
     const w = getWorld();
-    const res = await send(w, await c.request(w), await w.rootKey(['identity.*.read_identity', 'ratelimit.*.limit']));
+    const res = await send(w, await c.request(w), await w.rootKey(['ratelimit.*.read_override', 'ratelimit.*.limit']));
     assertEnvelope(res, 403, 'auth/insufficient-permissions');
     assert.ok(res.json.error.detail.includes(c.permission), `${res.json.error.detail} should name ${c.permission}`);
   });

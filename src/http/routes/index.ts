@@ -9,10 +9,35 @@ import keysGetKey from './keys.get-key.ts';
 import keysDeleteKey from './keys.delete-key.ts';
 import keysWhoami from './keys.whoami.ts';
 import keysSetRoles from './keys.set-roles.ts';
+import keysAddPermissions from './keys.add-permissions.ts';
+import keysRemovePermissions from './keys.remove-permissions.ts';
+import keysSetPermissions from './keys.set-permissions.ts';
+import keysAddRoles from './keys.add-roles.ts';
+import keysRemoveRoles from './keys.remove-roles.ts';
+import permissionsCreateRole from './permissions.create-role.ts';
+import permissionsGetRole from './permissions.get-role.ts';
+import permissionsListRoles from './permissions.list-roles.ts';
+import permissionsDeleteRole from './permissions.delete-role.ts';
+import permissionsSetRolePermissions from './permissions.set-role-permissions.ts';
+import permissionsCreatePermission from './permissions.create-permission.ts';
+import permissionsGetPermission from './permissions.get-permission.ts';
+import permissionsListPermissions from './permissions.list-permissions.ts';
+import permissionsDeletePermission from './permissions.delete-permission.ts';
+import identitiesCreateIdentity from './identities.create-identity.ts';
+import identitiesGetIdentity from './identities.get-identity.ts';
+import identitiesListIdentities from './identities.list-identities.ts';
+import identitiesUpdateIdentity from './identities.update-identity.ts';
+import identitiesDeleteIdentity from './identities.delete-identity.ts';
+import auditListLogs from './audit.list-logs.ts';
 
 /** Every operation, registered in this order. */
 export const ROUTES: Array<(app: App, deps: Deps) => void> = [
   liveness,
   apisCreateApi, apisGetApi, apisListKeys, apisDeleteApi,
   keysCreateKey, keysGetKey, keysDeleteKey, keysWhoami, keysSetRoles,
+  keysAddPermissions, keysRemovePermissions, keysSetPermissions, keysAddRoles, keysRemoveRoles,
+  permissionsCreateRole, permissionsGetRole, permissionsListRoles, permissionsDeleteRole, permissionsSetRolePermissions,
+  permissionsCreatePermission, permissionsGetPermission, permissionsListPermissions, permissionsDeletePermission,
+  identitiesCreateIdentity, identitiesGetIdentity, identitiesListIdentities, identitiesUpdateIdentity, identitiesDeleteIdentity,
+  auditListLogs,
 ];
