@@ -36,6 +36,13 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Ap
     requestTimeout: 30_000,
     connectionTimeout: 60_000,
     return503OnClosing: true,
+    // Failures Fastify meets before routing (a path that is not valid percent-encoding) get the envelope
+    // and the request id too, instead of Fastify's own body.
+    frameworkErrors: (err, request, reply) => {
+      reply.header('X-Request-Id', request.id);
+      if (err.code === 'FST_ERR_BAD_URL') return sendError(request, reply, 'request/invalid-body', 'The request path is not a valid URL');
+      return errorHandler(err, request, reply);
+    },
   }).withTypeProvider<TypeBoxTypeProvider>() as App;
 
   app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : queryAjv).compile(schema));

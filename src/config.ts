@@ -1,3 +1,5 @@
+import { isWellFormedRootKey } from './crypto/keys.ts';
+
 /** The only reader of process.env: every setting, validated and typed, failing fast with a clear message. */
 export interface Config {
   host: string;
@@ -16,13 +18,18 @@ export class ConfigError extends Error {}
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const problems: string[] = [];
-  const port = Number(env.PORT ?? 8080);
+  const port = Number(env.PORT || 8080);
   if (!Number.isInteger(port) || port < 0 || port > 65535) problems.push(`PORT must be an integer 0..65535, got "${env.PORT}"`);
-  const logLevel = (env.LOG_LEVEL ?? 'info') as Config['logLevel'];
+  const logLevel = (env.LOG_LEVEL || 'info') as Config['logLevel'];
   if (!LEVELS.includes(logLevel)) problems.push(`LOG_LEVEL must be one of ${LEVELS.join(', ')}, got "${env.LOG_LEVEL}"`);
   const databaseUrl = databaseUrlFrom(env, problems);
   const redisUrl = env.REDIS_URL || undefined;
   if (redisUrl && !/^rediss?:\/\//.test(redisUrl)) problems.push('REDIS_URL must start with redis:// or rediss://');
+  const bootstrapRootKey = env.KEYHOLD_BOOTSTRAP_ROOT_KEY || undefined;
+  // Never echo the value: it is a secret.
+  if (bootstrapRootKey !== undefined && !isWellFormedRootKey(bootstrapRootKey)) {
+    problems.push('KEYHOLD_BOOTSTRAP_ROOT_KEY must be kh_root_ followed by 22 to 64 base58 characters');
+  }
   if (problems.length) throw new ConfigError(`Invalid configuration:\n- ${problems.join('\n- ')}`);
   return {
     host: env.HOST || '127.0.0.1',
@@ -30,7 +37,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel,
     databaseUrl,
     redisUrl,
-    bootstrapRootKey: env.KEYHOLD_BOOTSTRAP_ROOT_KEY || undefined,
+    bootstrapRootKey,
   };
 }
 

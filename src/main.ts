@@ -31,8 +31,8 @@ async function main(): Promise<void> {
   }
 
   const app = await buildApp({ store }, { logger, processMetrics: true });
-  await app.listen({ host: config.host, port: config.port });
-  logger.info({ address: `http://${config.host}:${config.port}`, database: store.describe }, 'keyhold listening');
+  const address = await app.listen({ host: config.host, port: config.port });
+  logger.info({ address, database: store.describe }, 'keyhold listening');
 
   let stopping = false;
   const stop = async (signal: string) => {

@@ -19,7 +19,9 @@ Every command accepts --json (print exactly one JSON object). Changes reach runn
 
 interface Command {
   options: Record<string, { type: 'string' | 'boolean'; multiple?: boolean }>;
-  run(store: Store, values: Record<string, unknown>, actor: Actor): Promise<{ json: object; text: string }>;
+  /** Options that must be given; checked before the store is opened, so a usage error touches nothing. */
+  required?: string[];
+  run(store: Store, values: Record<string, unknown>, actor: Actor, applied: string[]): Promise<{ json: object; text: string }>;
 }
 
 const required = (values: Record<string, unknown>, name: string): string => {
@@ -33,6 +35,7 @@ class UsageError extends Error {}
 const COMMANDS: Record<string, Command> = {
   'workspaces create': {
     options: { name: { type: 'string' } },
+    required: ['name'],
     async run(store, values, actor) {
       const r = await createWorkspace(store.db, required(values, 'name'), actor);
       return { json: r, text: `workspace ${r.workspaceId} created` };
@@ -40,12 +43,12 @@ const COMMANDS: Record<string, Command> = {
   },
   'root-keys create': {
     options: { workspace: { type: 'string' }, permission: { type: 'string', multiple: true }, name: { type: 'string' }, 'expires-at': { type: 'string' } },
+    required: ['workspace', 'permission'],
     async run(store, values, actor) {
-      const permissions = (values.permission as string[] | undefined) ?? [];
-      if (permissions.length === 0) throw new UsageError('at least one --permission is required');
+      const permissions = values.permission as string[];
       const expiresRaw = values['expires-at'] as string | undefined;
       const expiresAt = expiresRaw === undefined ? undefined : Number(expiresRaw);
-      if (expiresAt !== undefined && !Number.isSafeInteger(expiresAt)) throw new UsageError('--expires-at must be epoch milliseconds');
+      if (expiresAt !== undefined && (!/^\d+$/.test(expiresRaw!) || !Number.isSafeInteger(expiresAt))) throw new UsageError('--expires-at must be epoch milliseconds');
       const r = await createRootKey(store.db, {
         workspaceId: required(values, 'workspace'), permissions, name: values.name as string | undefined, expiresAt,
       }, actor);
@@ -54,6 +57,7 @@ const COMMANDS: Record<string, Command> = {
   },
   'root-keys revoke': {
     options: { id: { type: 'string' } },
+    required: ['id'],
     async run(store, values, actor) {
       const r = await revokeRootKey(store.db, required(values, 'id'), actor);
       return { json: r, text: `root key ${r.rootKeyId} revoked at ${new Date(r.revokedAt).toISOString()}` };
@@ -61,6 +65,7 @@ const COMMANDS: Record<string, Command> = {
   },
   'root-keys list': {
     options: { workspace: { type: 'string' } },
+    required: ['workspace'],
     async run(store, values) {
       const rootKeys = await listRootKeys(store.db, required(values, 'workspace'));
       const text = rootKeys.map((k) => `${k.rootKeyId}  ${k.start}…  ${k.revokedAt ? 'revoked' : 'active'}  ${k.name ?? ''}  ${k.permissions.join(' ')}`).join('\n');
@@ -69,31 +74,42 @@ const COMMANDS: Record<string, Command> = {
   },
   'db migrate': {
     options: {},
-    async run() {
-      // Migrations already ran when the store was opened; report the state.
-      return { json: { migrated: true }, text: 'schema is up to date' };
+    async run(_store, _values, _actor, applied) {
+      // Migrations run whenever the CLI opens the store; this command only reports what they did.
+      return { json: { applied }, text: applied.length ? `applied: ${applied.join(', ')}` : 'schema is up to date' };
     },
   },
 };
 
+const GLOBAL_FLAGS = new Set(['--json', '--help', '-h']);
+
 /** Runs the CLI; returns the process exit code (0 ok, 1 failed, 2 usage or configuration error). */
 export async function run(argv: string[], out: (s: string) => void = (s) => process.stdout.write(s + '\n'), err: (s: string) => void = (s) => process.stderr.write(s + '\n')): Promise<number> {
   const json = argv.includes('--json');
-  const words = argv.filter((a) => !a.startsWith('-')).slice(0, 2).join(' ');
-  const command = COMMANDS[words];
-  const fail = (code: number, kind: string, detail: string) => {
-    if (json) out(JSON.stringify({ error: { kind, detail } }));
+  const help = argv.includes('--help') || argv.includes('-h');
+  // The command is the first two words; --json and --help may appear anywhere.
+  const rest = argv.filter((a) => !GLOBAL_FLAGS.has(a));
+  const wordCount = rest.slice(0, 2).findIndex((a) => a.startsWith('-'));
+  const commandWords = rest.slice(0, wordCount === -1 ? 2 : wordCount);
+  const words = commandWords.join(' ');
+  const command = Object.hasOwn(COMMANDS, words) ? COMMANDS[words] : undefined;
+  const fail = (code: number, kind: string, detail: string, errors?: unknown[]) => {
+    if (json) out(JSON.stringify({ error: { kind, detail, ...(errors ? { errors } : {}) } }));
     else err(`keyhold: ${detail}`);
     return code;
   };
-  if (!command || argv.includes('--help') || argv.includes('-h')) {
-    if (!command && argv.length > 0 && !argv.includes('--help') && !argv.includes('-h')) return fail(2, 'usage', `unknown command "${words}"\n\n${USAGE}`);
+  if (help || argv.length === 0) {
     out(USAGE);
     return 0;
   }
+  if (!command) return fail(2, 'usage', `unknown command "${words}"\n\n${USAGE}`);
   let values: Record<string, unknown>;
   try {
-    ({ values } = parseArgs({ args: argv.slice(2), options: { ...command.options, json: { type: 'boolean' } }, strict: true, allowPositionals: false }));
+    ({ values } = parseArgs({ args: rest.slice(commandWords.length), options: command.options, strict: true, allowPositionals: false }));
+    for (const name of command.required ?? []) {
+      const v = values[name];
+      if (v === undefined || v === '' || (Array.isArray(v) && v.length === 0)) throw new UsageError(`--${name} is required`);
+    }
   } catch (e) {
     return fail(2, 'usage', `${(e as Error).message}\n\n${USAGE}`);
   }
@@ -101,13 +117,13 @@ export async function run(argv: string[], out: (s: string) => void = (s) => proc
   try {
     store = openStore(loadDatabaseUrl());
     const applied = await store.migrate();
-    const result = await command.run(store, values, { type: 'operator', id: `cli:${userInfo().username}` });
-    if (words === 'db migrate') result.json = { applied };
+    const result = await command.run(store, values, { type: 'operator', id: `cli:${userInfo().username}` }, applied);
     out(json ? JSON.stringify(result.json) : result.text);
     return 0;
   } catch (e) {
     if (e instanceof UsageError || e instanceof ConfigError) return fail(2, 'usage', e.message);
-    if (e instanceof AppError) return fail(1, e.kind, e.message);
+    // Input the operator must correct (an unknown permission, …) is a usage error too.
+    if (e instanceof AppError) return fail(e.kind.startsWith('request/') ? 2 : 1, e.kind, e.message, e.errors);
     return fail(1, 'internal', (e as Error).message);
   } finally {
     await store?.close();
