@@ -184,6 +184,27 @@ for (const dialect of DIALECTS) {
       assert.equal(unknown.json.error.kind, 'data/workspace-not-found');
     });
 
+    test('audit list shows the workspace\'s changes newest first, filtered, never a secret', async () => {
+      const created = await cli(url, 'workspaces', 'create', '--name', 'audited', '--json');
+      const ws = created.json.workspaceId;
+      const rk = await cli(url, 'root-keys', 'create', '--workspace', ws, '--permission', '*', '--json');
+      const all = await cli(url, 'audit', 'list', '--workspace', ws, '--json');
+      assert.equal(all.code, 0, JSON.stringify(all));
+      assert.deepEqual(all.json.logs.map((l: { event: string }) => l.event), ['root_key.create', 'workspace.create']);
+      assert.deepEqual(all.json.logs[0].target, { type: 'root_key', id: rk.json.rootKeyId });
+      assert.equal(all.json.logs[0].actor.type, 'operator');
+      assert.equal(JSON.stringify(all.json).includes(rk.json.rootKey), false);
+      const filtered = await cli(url, 'audit', 'list', '--workspace', ws, '--event', 'workspace.create', '--json');
+      assert.deepEqual(filtered.json.logs.map((l: { target: { id: string } }) => l.target.id), [ws]);
+      const later = await cli(url, 'audit', 'list', '--workspace', ws, '--since', String(Date.now() + 60_000), '--json');
+      assert.deepEqual(later.json.logs, []);
+      const text = await cli(url, 'audit', 'list', '--workspace', ws, '--limit', '1');
+      assert.equal(text.out.length, 1);
+      assert.match(text.out[0], /root_key\.create/);
+      assert.equal((await cli(url, 'audit', 'list', '--workspace', 'ws_unknown', '--json')).code, 1);
+      assert.equal((await cli(url, 'audit', 'list', '--workspace', ws, '--since', 'soon', '--json')).code, 2);
+    });
+
     test('db migrate --json → {applied}: the migrations it ran, none on an up-to-date store', async () => {
       const r = await cli(url, 'db', 'migrate', '--json');
       assert.equal(r.code, 0, JSON.stringify(r));

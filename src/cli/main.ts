@@ -6,6 +6,8 @@ import { openStore, type Store } from '../store/store.ts';
 import type { Actor } from '../services/caller.ts';
 import { createWorkspace } from '../services/workspaces.ts';
 import { createRootKey, listRootKeys, revokeRootKey } from '../services/root-keys.ts';
+import { listAuditLogs } from '../services/audit-log.ts';
+import { requireWorkspace } from '../services/lookups.ts';
 
 const USAGE = `keyhold — operate a Keyhold installation (uses DATABASE_URL, like the server)
 
@@ -13,6 +15,7 @@ const USAGE = `keyhold — operate a Keyhold installation (uses DATABASE_URL, li
   keyhold root-keys create --workspace W --permission P [--permission P…] [--name N] [--expires-at MS]
   keyhold root-keys revoke --id RK
   keyhold root-keys list --workspace W
+  keyhold audit list --workspace W [--since MS] [--event E] [--target ID] [--limit N]
   keyhold db migrate
 
 Every command accepts --json (print exactly one JSON object). Changes reach running servers at once.`;
@@ -70,6 +73,23 @@ const COMMANDS: Record<string, Command> = {
       const rootKeys = await listRootKeys(store.db, required(values, 'workspace'));
       const text = rootKeys.map((k) => `${k.rootKeyId}  ${k.start}…  ${k.revokedAt ? 'revoked' : 'active'}  ${k.name ?? ''}  ${k.permissions.join(' ')}`).join('\n');
       return { json: { rootKeys }, text: text || 'no root keys' };
+    },
+  },
+  'audit list': {
+    options: { workspace: { type: 'string' }, since: { type: 'string' }, event: { type: 'string' }, target: { type: 'string' }, limit: { type: 'string' } },
+    required: ['workspace'],
+    async run(store, values) {
+      const workspaceId = required(values, 'workspace');
+      const since = values.since === undefined ? undefined : Number(values.since);
+      if (since !== undefined && !Number.isSafeInteger(since)) throw new UsageError('--since must be epoch milliseconds');
+      const limit = values.limit === undefined ? 100 : Number(values.limit);
+      if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new UsageError('--limit must be an integer 1..1000');
+      await requireWorkspace(store.db, workspaceId);
+      const { logs } = await listAuditLogs(store.db, workspaceId, {
+        limit, since, event: values.event as string | undefined, targetId: values.target as string | undefined,
+      });
+      const text = logs.map((l) => `${new Date(l.time).toISOString()}  ${l.event}  ${l.target.type}:${l.target.id}  by ${l.actor.type}:${l.actor.id}`).join('\n');
+      return { json: { logs }, text: text || 'no audit records' };
     },
   },
   'db migrate': {
