@@ -5,6 +5,7 @@ import { recordAudit } from './audit.ts';
 import { actorOf, requirePermissions, type Caller } from './caller.ts';
 import { loadKeyViews, type KeyView } from './key-view.ts';
 import { requireApi } from './lookups.ts';
+import { splitPage } from './pagination.ts';
 
 export async function createApi(db: Db, caller: Caller, input: { name: string }): Promise<{ apiId: string; name: string }> {
   requirePermissions(caller, 'api.*.create_api');
@@ -75,7 +76,6 @@ export async function listKeys(db: Db, caller: Caller, q: ListKeysQuery): Promis
     pageQuery.execute(),
     base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
   ]);
-  const page = rows.slice(0, q.limit);
-  const keys = await loadKeyViews(db, page);
-  return { keys, total: Number(count.n), cursor: rows.length > q.limit ? page[page.length - 1].id : undefined };
+  const { page, cursor } = splitPage(rows, q.limit);
+  return { keys: await loadKeyViews(db, page), total: Number(count.n), cursor };
 }

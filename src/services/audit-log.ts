@@ -1,6 +1,7 @@
 import { parseJson } from '../domain/json.ts';
 import type { Db } from '../store/store.ts';
 import { requirePermissions, type Caller } from './caller.ts';
+import { splitPage } from './pagination.ts';
 
 export interface AuditQuery { limit: number; cursor?: string; event?: string; targetId?: string; since?: number; until?: number }
 export interface AuditLogView {
@@ -19,14 +20,14 @@ export async function listAuditLogs(db: Db, workspaceId: string, q: AuditQuery):
   if (q.since !== undefined) query = query.where('created_at', '>=', q.since);
   if (q.until !== undefined) query = query.where('created_at', '<', q.until);
   const rows = await query.orderBy('id', 'desc').limit(q.limit + 1).execute();
-  const page = rows.slice(0, q.limit);
+  const { page, cursor } = splitPage(rows, q.limit);
   return {
     logs: page.map((r) => ({
       id: r.id, time: r.created_at, event: r.event,
       actor: { type: r.actor_type, id: r.actor_id }, target: { type: r.target_type, id: r.target_id },
       requestId: r.request_id ?? undefined, description: r.description ?? undefined, diff: parseJson(r.diff) ?? undefined,
     })),
-    cursor: rows.length > q.limit ? page[page.length - 1].id : undefined,
+    cursor,
   };
 }
 

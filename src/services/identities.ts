@@ -6,6 +6,7 @@ import type { IdentityRow } from '../store/schema.ts';
 import { isUniqueViolation } from '../store/errors.ts';
 import { recordAudit } from './audit.ts';
 import { actorOf, requirePermissions, type Caller } from './caller.ts';
+import { splitPage } from './pagination.ts';
 
 /**
  * The id of the workspace's identity with this externalId, created (environment `default`, no meta)
@@ -118,9 +119,9 @@ export async function listIdentities(db: Db, caller: Caller, q: { environment: s
     (q.cursor ? base.where('id', '>', q.cursor) : base).selectAll().orderBy('id').limit(q.limit + 1).execute(),
     base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
   ]);
-  const page = rows.slice(0, q.limit);
+  const { page, cursor } = splitPage(rows, q.limit);
   const limits = await ratelimitsOf(db, page.map((r) => r.id));
-  return { identities: page.map((r) => view(r, limits)), total: Number(count.n), cursor: rows.length > q.limit ? page[page.length - 1].id : undefined };
+  return { identities: page.map((r) => view(r, limits)), total: Number(count.n), cursor };
 }
 
 export interface UpdateIdentityInput { identityId?: string; externalId?: string; meta?: Record<string, unknown>; ratelimits?: IdentityRatelimit[] }

@@ -5,6 +5,7 @@ import type { Db, Executor } from '../store/store.ts';
 import type { PermissionRow } from '../store/schema.ts';
 import { recordAudit } from './audit.ts';
 import { actorOf, requirePermissions, type Caller } from './caller.ts';
+import { DEFAULT_PAGE_SIZE, splitPage } from './pagination.ts';
 
 /** The v1 Permission object. `slug` is what keys are verified against; it is unique in the workspace. */
 export interface PermissionView { id: string; name: string; slug: string; description?: string }
@@ -12,7 +13,6 @@ export interface PermissionView { id: string; name: string; slug: string; descri
 export interface CreatePermissionInput { name: string; slug?: string; description?: string }
 /** `limit` 1..100, default 100. */
 export interface PageQuery { limit?: number; cursor?: string }
-export const DEFAULT_PAGE_SIZE = 100;
 export interface PermissionPage { permissions: PermissionView[]; total: number; cursor?: string }
 
 export const permissionView = (p: Pick<PermissionRow, 'id' | 'name' | 'slug' | 'description'>): PermissionView =>
@@ -75,8 +75,8 @@ export async function listPermissions(db: Db, caller: Caller, q: PageQuery): Pro
     (q.cursor ? base.where('id', '>', q.cursor) : base).selectAll().orderBy('id').limit(limit + 1).execute(),
     base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
   ]);
-  const page = rows.slice(0, limit);
-  return { permissions: page.map(permissionView), total: Number(count.n), cursor: rows.length > limit ? page[page.length - 1].id : undefined };
+  const { page, cursor } = splitPage(rows, limit);
+  return { permissions: page.map(permissionView), total: Number(count.n), cursor };
 }
 
 /**

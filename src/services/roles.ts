@@ -5,8 +5,9 @@ import type { Db, Executor } from '../store/store.ts';
 import type { RoleRow } from '../store/schema.ts';
 import { recordAudit, type AuditEntry } from './audit.ts';
 import { actorOf, requirePermissions, type Caller } from './caller.ts';
-import { DEFAULT_PAGE_SIZE, permissionView, type PageQuery, type PermissionView } from './permissions.ts';
+import { permissionView, type PageQuery, type PermissionView } from './permissions.ts';
 import { resolveOrCreate, type Named } from './rbac-names.ts';
+import { DEFAULT_PAGE_SIZE, splitPage } from './pagination.ts';
 import {
   permissionNames, permissionReference, referenceProblems, resolveReferences, type PermissionItem,
 } from './rbac-refs.ts';
@@ -97,8 +98,8 @@ export async function listRoles(db: Db, caller: Caller, q: PageQuery): Promise<R
     (q.cursor ? base.where('id', '>', q.cursor) : base).selectAll().orderBy('id').limit(limit + 1).execute(),
     base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
   ]);
-  const page = rows.slice(0, limit);
-  return { roles: await roleViews(db, page), total: Number(count.n), cursor: rows.length > limit ? page[page.length - 1].id : undefined };
+  const { page, cursor } = splitPage(rows, limit);
+  return { roles: await roleViews(db, page), total: Number(count.n), cursor };
 }
 
 /**
