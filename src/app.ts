@@ -9,9 +9,13 @@ import { errorHandler, sendError } from './http/errors.ts';
 import { createMetrics } from './http/metrics.ts';
 import { ErrorEnvelope } from './http/schemas.ts';
 import { ROUTES } from './http/routes/index.ts';
-import type { App, Deps } from './http/types.ts';
+import type { App } from './http/types.ts';
+import type { Store } from './store/store.ts';
+import { createRuntime } from './runtime.ts';
 
 export interface AppOptions {
+  /** Redis for cluster-wide rate limits and cache invalidation (REDIS_URL). */
+  redisUrl?: string;
   /** A pino logger; none in tests. */
   logger?: FastifyBaseLogger;
   /** Process-wide metrics (CPU, memory, event loop); off in tests, where many apps share a process. */
@@ -26,7 +30,7 @@ const bodyAjv = new Ajv({ allErrors: true, coerceTypes: false, useDefaults: true
 const queryAjv = new Ajv({ allErrors: true, coerceTypes: true, useDefaults: true, removeAdditional: true, strict: false });
 
 /** Builds the HTTP application (never listens): hooks, error envelope, docs, metrics and every route. */
-export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<App> {
+export async function buildApp({ store }: { store: Store }, options: AppOptions = {}): Promise<App> {
   const app = Fastify({
     ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
     // No log line per request (a large share of a fast route's cost): errors are logged, the rest counted in /metrics.
@@ -63,7 +67,7 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Ap
     const url = request.routeOptions.url;
     // Authentication comes first: before the body is read or validated, and before any lookup.
     if (url?.startsWith('/v1/') && !request.routeOptions.config.public) {
-      request.caller = await authenticateRootKey(deps.store.db, request.headers.authorization, request.id);
+      request.caller = await authenticateRootKey(store.db, request.headers.authorization, request.id);
     }
   });
   app.addHook('onResponse', async (request, reply) => {
@@ -96,6 +100,9 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Ap
   });
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list' } });
 
+  const runtime = await createRuntime(store, { redisUrl: options.redisUrl, logger: options.logger });
+  app.addHook('onClose', () => runtime.close());
+  const deps = { store, verifier: runtime.verifier };
   for (const register of ROUTES) register(app, deps);
 
   app.get('/openapi.json', { schema: { hide: true }, config: { public: true } }, async () => app.swagger());

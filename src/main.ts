@@ -30,7 +30,7 @@ async function main(): Promise<void> {
     }
   }
 
-  const app = await buildApp({ store }, { logger, processMetrics: true });
+  const app = await buildApp({ store }, { logger, processMetrics: true, redisUrl: config.redisUrl });
   const address = await app.listen({ host: config.host, port: config.port });
   logger.info({ address, database: store.describe }, 'keyhold listening');
 

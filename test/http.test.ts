@@ -36,7 +36,7 @@ function assertEnvelope(res: LightMyRequestResponse, status: number, kind: Error
 }
 
 /** Every route the explicit route list registers, as the route files declare them. */
-function declaredRoutes(deps: Deps): Array<{ method: string; url: string; isPublic: boolean }> {
+function declaredRoutes(deps: Pick<Deps, 'store'>): Array<{ method: string; url: string; isPublic: boolean }> {
   const found: Array<{ method: string; url: string; isPublic: boolean }> = [];
   const add = (methods: string | string[], url: string, opts?: { config?: { public?: boolean } }) => {
     for (const method of ([] as string[]).concat(methods)) found.push({ method: method.toUpperCase(), url, isPublic: opts?.config?.public === true });
@@ -48,7 +48,7 @@ function declaredRoutes(deps: Deps): Array<{ method: string; url: string; isPubl
   };
   // Anything else a route file might call on the app (decorators, schemas) is accepted and ignored.
   const recorder: unknown = new Proxy(target, { get: (t, p) => (typeof p === 'string' && p in t ? t[p] : () => recorder) });
-  for (const register of ROUTES) register(recorder as App, deps);
+  for (const register of ROUTES) register(recorder as App, deps as Deps);
   return found;
 }
 

@@ -1,8 +1,20 @@
-import { Type, type TProperties, type TSchema } from '@sinclair/typebox';
+import { Type, type Static, type TProperties, type TSchema } from '@sinclair/typebox';
 
 /** A request body object: members not declared are dropped before the handler sees them (older clients send deprecated fields). */
 export const Body = <T extends TProperties>(props: T, description?: string) =>
   Type.Object(props, { additionalProperties: false, ...(description ? { description } : {}) });
+
+/** A string from a fixed set, as one `enum` (a union of literals would report one failed branch per literal). */
+export const OneOf = <T extends string>(values: readonly T[]) => Type.Unsafe<T>({ type: 'string', enum: [...values] });
+
+/**
+ * `schema` or null, as one JSON Schema `type: [<type>, "null"]` (OpenAPI 3.1) rather than a union: a bad
+ * value is then reported once at its path, not once per branch.
+ */
+export const Nullable = <T extends TSchema>(schema: T) => {
+  const plain = JSON.parse(JSON.stringify(schema)) as Record<string, unknown>;
+  return Type.Unsafe<Static<T> | null>({ ...plain, type: [plain.type, 'null'] });
+};
 
 /** Free-form JSON object (meta). */
 export const Meta = Type.Object({}, { additionalProperties: true, description: 'Free-form JSON object, at most 64 KiB as JSON.' });

@@ -2,12 +2,13 @@ import type { FastifyBaseLogger, FastifyInstance, RawReplyDefaultExpression, Raw
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Caller } from '../services/caller.ts';
 import type { Store } from '../store/store.ts';
+import type { Verifier } from '../services/verification/verify-key.ts';
 
 /** The Fastify instance routes are registered on, typed by their TypeBox schemas. */
 export type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider>;
 
 /** What route handlers may use. */
-export interface Deps { store: Store }
+export interface Deps { store: Store; verifier: Verifier }
 
 declare module 'fastify' {
   interface FastifyRequest {

@@ -6,6 +6,7 @@ import { actorOf, requirePermissions, type Caller } from './caller.ts';
 import { loadKeyViews, type KeyView } from './key-view.ts';
 import { requireApi } from './lookups.ts';
 import { splitPage } from './pagination.ts';
+import { transact } from './changes.ts';
 
 export async function createApi(db: Db, caller: Caller, input: { name: string }): Promise<{ apiId: string; name: string }> {
   requirePermissions(caller, 'api.*.create_api');
@@ -32,9 +33,10 @@ export async function getApi(db: Db, caller: Caller, apiId: string): Promise<{ i
 
 /** Soft-deletes the API and every live key of it in one transaction. */
 export async function deleteApi(db: Db, caller: Caller, apiId: string): Promise<void> {
-  await db.transaction().execute(async (tx) => {
+  await transact(db, async (tx, changes) => {
     const api = await requireApi(tx, caller.workspaceId, apiId);
     requirePermissions(caller, `api.${apiId}.delete_api`);
+    changes.api(apiId);
     if (api.delete_protection === 1) throw new AppError('state/delete-protected', `api ${apiId} is protected from deletions`);
     const now = Date.now();
     // Only a live API is deleted: a concurrent delete that committed first (its row lock makes this one wait)

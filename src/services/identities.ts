@@ -7,6 +7,7 @@ import { isUniqueViolation } from '../store/errors.ts';
 import { recordAudit } from './audit.ts';
 import { actorOf, requirePermissions, type Caller } from './caller.ts';
 import { splitPage } from './pagination.ts';
+import { transact } from './changes.ts';
 
 /**
  * The id of the workspace's identity with this externalId, created (environment `default`, no meta)
@@ -130,9 +131,10 @@ export interface UpdateIdentityInput { identityId?: string; externalId?: string;
 export async function updateIdentity(db: Db, caller: Caller, input: UpdateIdentityInput): Promise<IdentityView> {
   const problems = identityProblems(input);
   if (problems.length) throw invalid(problems);
-  return db.transaction().execute(async (tx) => {
+  return transact(db, async (tx, changes) => {
     const row = await findIdentity(tx, caller.workspaceId, input);
     requirePermissions(caller, `identity.${row.id}.update_identity`);
+    changes.identity(row.id);
     const now = Date.now();
     await tx.updateTable('identities').set({
       updated_at: now, ...(input.meta !== undefined ? { meta: JSON.stringify(input.meta) } : {}),
@@ -150,9 +152,10 @@ export async function updateIdentity(db: Db, caller: Caller, input: UpdateIdenti
 
 /** Deletes the identity and its rate limits; its keys stay and lose the link. */
 export async function deleteIdentity(db: Db, caller: Caller, identityId: string): Promise<void> {
-  await db.transaction().execute(async (tx) => {
+  await transact(db, async (tx, changes) => {
     const row = await findIdentity(tx, caller.workspaceId, { identityId });
     requirePermissions(caller, `identity.${row.id}.delete_identity`);
+    changes.identity(row.id);
     const now = Date.now();
     await tx.deleteFrom('identities').where('id', '=', row.id).execute();
     await recordAudit(tx, [{

@@ -7,13 +7,14 @@ import type { Named } from './rbac-names.ts';
 import {
   byName, permissionNames, permissionReference, referenceProblems, resolveReferences, type PermissionItem, type Reference,
 } from './rbac-refs.ts';
+import { transact } from './changes.ts';
 
 export type { PermissionItem, Reference } from './rbac-refs.ts';
 
 /** SPEC §4: a key holds at most this many roles, and at most this many direct permissions. */
 export const MAX_LINKS_PER_KEY = 1000;
 
-type Kind = 'role' | 'permission';
+export type Kind = 'role' | 'permission';
 type Mode = 'add' | 'remove' | 'set';
 
 const KIND = {
@@ -75,35 +76,53 @@ async function change(db: Db, caller: Caller, kind: Kind, mode: Mode, keyId: str
   if (problems.length) throw invalid(problems);
   requirePermissions(caller, ...required);
 
-  return db.transaction().execute(async (tx) => {
+  return transact(db, async (tx, changes) => {
     await requireKey(tx, caller.workspaceId, keyId);
+    changes.key(keyId);
     const now = Date.now();
     // Writing the key row takes its row lock (PostgreSQL) / the write lock (SQLite) before anything is read.
     await tx.updateTable('keys').set({ updated_at: now }).where('id', '=', keyId).execute();
-
-    const listed = await resolveReferences(tx, caller, kind, refs, now);
-    const current = await connected(tx, kind, keyId);
-    const isListed = new Set(listed.map((r) => r.id));
-    const isCurrent = new Set(current.map((r) => r.id));
-    const toAdd = mode === 'remove' ? [] : listed.filter((r) => !isCurrent.has(r.id));
-    const toRemove = mode === 'add' ? [] : current.filter((r) => (mode === 'remove' ? isListed.has(r.id) : !isListed.has(r.id)));
-    const total = current.length + toAdd.length - toRemove.length;
-    if (total > MAX_LINKS_PER_KEY) {
-      throw invalid([{ path: k.path, message: `a key can have at most ${MAX_LINKS_PER_KEY} ${k.plural}; this would make ${total}` }]);
-    }
-    await unlink(tx, kind, keyId, toRemove.map((r) => r.id));
-    await link(tx, kind, caller.workspaceId, keyId, toAdd.map((r) => r.id), now);
-
-    const actor = actorOf(caller);
-    const audit = (event: string, r: Named): AuditEntry => ({
-      workspaceId: caller.workspaceId, event, actor, target: { type: 'key', id: keyId }, requestId: caller.requestId,
-      diff: kind === 'role' ? { roleId: r.id, role: r.name } : { permissionId: r.id, permission: r.name },
-    });
-    await recordAudit(tx, [...toRemove.map((r) => audit(k.disconnect, r)), ...toAdd.map((r) => audit(k.connect, r))], now);
-
-    if (mode === 'remove') return [];
-    return kind === 'permission' ? permissionNames(tx, listed.map((r) => r.id)) : listed.sort(byName);
+    return applyLinkChange(tx, caller, kind, mode, keyId, refs, now);
   });
+}
+
+/**
+ * keys.setRoles / keys.setPermissions semantics inside a transaction the caller already runs (keys.updateKey):
+ * the key's direct roles or permissions become exactly the referenced set (an empty list removes them all).
+ * The caller must have validated the references (`referenceProblems`), checked the operation's permissions,
+ * found the key live, written its row first (the lock that serializes changes to one key) and recorded
+ * `changes.key(keyId)`. Unknown references → 404, creating without the create right → 403: throw, so the
+ * caller's transaction rolls back. Returns the set `{id, name}` sorted by name.
+ */
+export function replaceLinks(tx: Executor, caller: Caller, kind: Kind, keyId: string, refs: Reference[], now: number): Promise<Named[]> {
+  return applyLinkChange(tx, caller, kind, 'set', keyId, refs, now);
+}
+
+/** The part of a change that runs inside the transaction, once the key row is locked. */
+async function applyLinkChange(tx: Executor, caller: Caller, kind: Kind, mode: Mode, keyId: string, refs: Reference[], now: number): Promise<Named[]> {
+  const k = KIND[kind];
+  const listed = await resolveReferences(tx, caller, kind, refs, now);
+  const current = await connected(tx, kind, keyId);
+  const isListed = new Set(listed.map((r) => r.id));
+  const isCurrent = new Set(current.map((r) => r.id));
+  const toAdd = mode === 'remove' ? [] : listed.filter((r) => !isCurrent.has(r.id));
+  const toRemove = mode === 'add' ? [] : current.filter((r) => (mode === 'remove' ? isListed.has(r.id) : !isListed.has(r.id)));
+  const total = current.length + toAdd.length - toRemove.length;
+  if (total > MAX_LINKS_PER_KEY) {
+    throw invalid([{ path: k.path, message: `a key can have at most ${MAX_LINKS_PER_KEY} ${k.plural}; this would make ${total}` }]);
+  }
+  await unlink(tx, kind, keyId, toRemove.map((r) => r.id));
+  await link(tx, kind, caller.workspaceId, keyId, toAdd.map((r) => r.id), now);
+
+  const actor = actorOf(caller);
+  const audit = (event: string, r: Named): AuditEntry => ({
+    workspaceId: caller.workspaceId, event, actor, target: { type: 'key', id: keyId }, requestId: caller.requestId,
+    diff: kind === 'role' ? { roleId: r.id, role: r.name } : { permissionId: r.id, permission: r.name },
+  });
+  await recordAudit(tx, [...toRemove.map((r) => audit(k.disconnect, r)), ...toAdd.map((r) => audit(k.connect, r))], now);
+
+  if (mode === 'remove') return [];
+  return kind === 'permission' ? permissionNames(tx, listed.map((r) => r.id)) : listed.sort(byName);
 }
 
 /** The roles (`name`) or permissions (`name` = slug) connected to the key directly. */

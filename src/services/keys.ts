@@ -9,6 +9,7 @@ import { ensureIdentity } from './identities.ts';
 import { loadKeyViews, type KeyView } from './key-view.ts';
 import { requireApi, requireKey } from './lookups.ts';
 import { resolveOrCreateAll } from './rbac-names.ts';
+import { transact } from './changes.ts';
 
 export interface RefillInput { interval: 'daily' | 'monthly'; amount: number; refillDay?: number }
 export interface RatelimitInput {
@@ -106,9 +107,10 @@ export async function getKey(db: Db, caller: Caller, keyId: string, decrypt: boo
 
 /** Soft delete by default (the row stays, marked deleted); `permanent` removes the row and everything attached to it. */
 export async function deleteKey(db: Db, caller: Caller, keyId: string, permanent: boolean): Promise<void> {
-  await db.transaction().execute(async (tx) => {
+  await transact(db, async (tx, changes) => {
     const row = await requireKey(tx, caller.workspaceId, keyId);
     requirePermissions(caller, `api.${row.api_id}.delete_key`);
+    changes.key(keyId);
     const now = Date.now();
     // Only a live key is deleted: when a concurrent delete committed first (its row lock makes this one wait),
     // nothing is left to change and this call is a 404, not a second deletion with a second audit record.

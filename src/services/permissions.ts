@@ -6,6 +6,7 @@ import type { PermissionRow } from '../store/schema.ts';
 import { recordAudit } from './audit.ts';
 import { actorOf, requirePermissions, type Caller } from './caller.ts';
 import { DEFAULT_PAGE_SIZE, splitPage } from './pagination.ts';
+import { transact } from './changes.ts';
 
 /** The v1 Permission object. `slug` is what keys are verified against; it is unique in the workspace. */
 export interface PermissionView { id: string; name: string; slug: string; description?: string }
@@ -85,8 +86,9 @@ export async function listPermissions(db: Db, caller: Caller, q: PageQuery): Pro
  */
 export async function deletePermission(db: Db, caller: Caller, permissionId: string): Promise<void> {
   requirePermissions(caller, 'rbac.*.delete_permission');
-  await db.transaction().execute(async (tx) => {
+  await transact(db, async (tx, changes) => {
     const row = await requirePermission(tx, caller.workspaceId, permissionId);
+    changes.workspace(caller.workspaceId);
     const [keys, roles] = await Promise.all([
       tx.selectFrom('keys_permissions').select((eb) => eb.fn.countAll<number>().as('n')).where('permission_id', '=', permissionId).executeTakeFirstOrThrow(),
       tx.selectFrom('roles_permissions').select((eb) => eb.fn.countAll<number>().as('n')).where('permission_id', '=', permissionId).executeTakeFirstOrThrow(),

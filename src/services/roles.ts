@@ -11,6 +11,7 @@ import { DEFAULT_PAGE_SIZE, splitPage } from './pagination.ts';
 import {
   permissionNames, permissionReference, referenceProblems, resolveReferences, type PermissionItem,
 } from './rbac-refs.ts';
+import { transact } from './changes.ts';
 
 /** The Role object: its permissions sorted by slug. */
 export interface RoleView { id: string; name: string; description?: string; permissions: PermissionView[] }
@@ -108,8 +109,9 @@ export async function listRoles(db: Db, caller: Caller, q: PageQuery): Promise<R
  */
 export async function deleteRole(db: Db, caller: Caller, roleId: string): Promise<void> {
   requirePermissions(caller, 'rbac.*.delete_role');
-  await db.transaction().execute(async (tx) => {
+  await transact(db, async (tx, changes) => {
     const row = await requireRole(tx, caller.workspaceId, roleId);
+    changes.workspace(caller.workspaceId);
     const keys = await tx.selectFrom('keys_roles').select((eb) => eb.fn.countAll<number>().as('n')).where('role_id', '=', roleId).executeTakeFirstOrThrow();
     await tx.deleteFrom('roles').where('id', '=', roleId).execute();
     const now = Date.now();
@@ -133,8 +135,9 @@ export async function setRolePermissions(db: Db, caller: Caller, roleId: string,
   if (problems.length) throw invalid(problems);
   requirePermissions(caller, 'rbac.*.create_role');
 
-  return db.transaction().execute(async (tx) => {
+  return transact(db, async (tx, changes) => {
     await requireRole(tx, caller.workspaceId, roleId);
+    changes.workspace(caller.workspaceId);
     const now = Date.now();
     await tx.updateTable('roles').set({ updated_at: now }).where('id', '=', roleId).execute();
 

@@ -4,6 +4,7 @@ import { recordAudit, type AuditEntry } from './audit.ts';
 import { actorOf, requirePermissions, type Caller } from './caller.ts';
 import { requireKey } from './lookups.ts';
 import { resolveOrCreate, type Named } from './rbac-names.ts';
+import { transact } from './changes.ts';
 
 export interface RoleReference { id?: string; name?: string; create?: boolean }
 
@@ -22,8 +23,9 @@ export async function setRoles(db: Db, caller: Caller, keyId: string, refs: Role
   const names = [...new Set(byName.map((r) => r.name!))];
   const creatable = new Set(byName.filter((r) => r.create === true).map((r) => r.name!));
 
-  return db.transaction().execute(async (tx) => {
+  return transact(db, async (tx, changes) => {
     await requireKey(tx, caller.workspaceId, keyId);
+    changes.key(keyId);
     const now = Date.now();
     // Writing the key row takes its row lock (PostgreSQL) / the write lock (SQLite) before anything is read.
     await tx.updateTable('keys').set({ updated_at: now }).where('id', '=', keyId).execute();

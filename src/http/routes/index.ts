@@ -8,6 +8,9 @@ import keysCreateKey from './keys.create-key.ts';
 import keysGetKey from './keys.get-key.ts';
 import keysDeleteKey from './keys.delete-key.ts';
 import keysWhoami from './keys.whoami.ts';
+import keysUpdateKey from './keys.update-key.ts';
+import keysUpdateRemaining from './keys.update-remaining.ts';
+import keysVerifyKey from './keys.verify-key.ts';
 import keysSetRoles from './keys.set-roles.ts';
 import keysAddPermissions from './keys.add-permissions.ts';
 import keysRemovePermissions from './keys.remove-permissions.ts';
@@ -29,15 +32,19 @@ import identitiesListIdentities from './identities.list-identities.ts';
 import identitiesUpdateIdentity from './identities.update-identity.ts';
 import identitiesDeleteIdentity from './identities.delete-identity.ts';
 import auditListLogs from './audit.list-logs.ts';
+import keysGetVerifications from './keys.get-verifications.ts';
+import analyticsGetVerifications from './analytics.get-verifications.ts';
 
 /** Every operation, registered in this order. */
 export const ROUTES: Array<(app: App, deps: Deps) => void> = [
-  liveness,
+  liveness, keysVerifyKey,
   apisCreateApi, apisGetApi, apisListKeys, apisDeleteApi,
   keysCreateKey, keysGetKey, keysDeleteKey, keysWhoami, keysSetRoles,
+  keysUpdateKey, keysUpdateRemaining,
   keysAddPermissions, keysRemovePermissions, keysSetPermissions, keysAddRoles, keysRemoveRoles,
   permissionsCreateRole, permissionsGetRole, permissionsListRoles, permissionsDeleteRole, permissionsSetRolePermissions,
   permissionsCreatePermission, permissionsGetPermission, permissionsListPermissions, permissionsDeletePermission,
   identitiesCreateIdentity, identitiesGetIdentity, identitiesListIdentities, identitiesUpdateIdentity, identitiesDeleteIdentity,
   auditListLogs,
+  keysGetVerifications, analyticsGetVerifications,
 ];

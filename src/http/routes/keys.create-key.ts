@@ -3,16 +3,24 @@ import { AppError } from '../../domain/errors.ts';
 import { createKey, keyAttributeProblems } from '../../services/keys.ts';
 import type { App, Deps } from '../types.ts';
 import { validationProblems } from '../errors.ts';
-import { Body, Meta, requires, responses } from '../schemas.ts';
+import { Body, Meta, OneOf, requires, responses } from '../schemas.ts';
 
 const Name = Type.String({ minLength: 1, maxLength: 512 });
-/** A string from a fixed set, as one `enum` (a union of literals would report one failed branch per literal). */
-const OneOf = <T extends string>(values: readonly T[]) => Type.Unsafe<T>({ type: 'string', enum: [...values] });
 
 export const Refill = Type.Object({
   interval: OneOf(['daily', 'monthly'] as const),
   amount: Type.Integer({ minimum: 1 }),
   refillDay: Type.Optional(Type.Integer({ minimum: 1, maximum: 31, description: 'Monthly only; default 1. Past the month\'s end, the last day.' })),
+}, { additionalProperties: false });
+
+/** A key's own rate limit, stored as its limit named `default`; `duration` or its alias `refillInterval` is required (a cross-field rule). */
+export const Ratelimit = Type.Object({
+  type: Type.Optional(OneOf(['fast', 'consistent'] as const)),
+  async: Type.Optional(Type.Boolean({ description: 'Deprecated: true means type fast.' })),
+  limit: Type.Integer({ minimum: 1 }),
+  duration: Type.Optional(Type.Integer({ minimum: 1000, description: 'Window in milliseconds.' })),
+  refillRate: Type.Optional(Type.Integer({ minimum: 1, description: 'Deprecated.' })),
+  refillInterval: Type.Optional(Type.Integer({ minimum: 1000, description: 'Deprecated alias of duration.' })),
 }, { additionalProperties: false });
 
 export default function keysCreateKey(app: App, deps: Deps) {
@@ -35,14 +43,7 @@ export default function keysCreateKey(app: App, deps: Deps) {
         expires: Type.Optional(Type.Integer({ minimum: 0, description: 'Epoch milliseconds.' })),
         remaining: Type.Optional(Type.Integer({ minimum: 1 })),
         refill: Type.Optional(Refill),
-        ratelimit: Type.Optional(Type.Object({
-          type: Type.Optional(OneOf(['fast', 'consistent'] as const)),
-          async: Type.Optional(Type.Boolean({ description: 'Deprecated: true means type fast.' })),
-          limit: Type.Integer({ minimum: 1 }),
-          duration: Type.Optional(Type.Integer({ minimum: 1000, description: 'Window in milliseconds.' })),
-          refillRate: Type.Optional(Type.Integer({ minimum: 1, description: 'Deprecated.' })),
-          refillInterval: Type.Optional(Type.Integer({ minimum: 1000, description: 'Deprecated alias of duration.' })),
-        }, { additionalProperties: false })),
+        ratelimit: Type.Optional(Ratelimit),
         enabled: Type.Optional(Type.Boolean()),
         recoverable: Type.Optional(Type.Boolean()),
         environment: Type.Optional(Type.String({ maxLength: 256 })),

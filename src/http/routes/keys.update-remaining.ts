@@ -1,0 +1,32 @@
+import { Type } from '@sinclair/typebox';
+import { AppError } from '../../domain/errors.ts';
+import { updateRemaining, updateRemainingProblems } from '../../services/key-updates.ts';
+import type { App, Deps } from '../types.ts';
+import { validationProblems } from '../errors.ts';
+import { Body, Nullable, requires, responses } from '../schemas.ts';
+
+export default function keysUpdateRemaining(app: App, deps: Deps) {
+  app.post('/v1/keys.updateRemaining', {
+    attachValidation: true,
+    schema: {
+      ...requires('Change the credits of a key atomically: increment, decrement (never below 0) or set (null: unlimited)', '`api.<apiId>.update_key`'),
+      body: Body({
+        keyId: Type.String({ minLength: 1 }),
+        op: Type.Unsafe<'increment' | 'decrement' | 'set'>({ type: 'string', enum: ['increment', 'decrement', 'set'] }),
+        value: Nullable(Type.Integer({
+          minimum: 0, maximum: Number.MAX_SAFE_INTEGER,
+          description: 'Credits to add, take or set; null only with set (the key becomes unlimited).',
+        })),
+      }),
+      response: responses(Type.Object({ remaining: Nullable(Type.Integer()) }, { description: 'The credits left after the change; null: unlimited.' })),
+    },
+  }, async (req) => {
+    if (req.validationError) {
+      const issues = req.validationError.validation as Parameters<typeof validationProblems>[0] | undefined;
+      if (!issues) throw req.validationError;
+      const problems = [...validationProblems(issues), ...updateRemainingProblems(req.body)];
+      throw new AppError('request/invalid-body', `The request body is invalid: ${problems.map((p) => `${p.path} ${p.message}`).join('; ')}`, problems);
+    }
+    return updateRemaining(deps.store.db, req.caller, req.body);
+  });
+}

@@ -1,0 +1,73 @@
+import type { Change } from '../changes.ts';
+import type { KeyRecord } from './key-record.ts';
+
+/**
+ * Verified keys by hash, in memory. A hit costs no store read. Entries are dropped by changes (see
+ * services/changes.ts) as soon as this node learns of them, and expire after `ttlMs` as a safety net.
+ * A load that raced with an invalidation is not cached (the `generation` check), so a change can never be
+ * overwritten by the state from before it.
+ */
+export class KeyCache {
+  readonly #entries = new Map<string, { record: KeyRecord; expiresAt: number }>();
+  readonly #hashById = new Map<string, string>();
+  readonly #maxEntries: number;
+  readonly #ttlMs: number;
+  #generation = 0;
+
+  constructor(opts: { maxEntries?: number; ttlMs?: number } = {}) {
+    this.#maxEntries = opts.maxEntries ?? 100_000;
+    this.#ttlMs = opts.ttlMs ?? 60_000;
+  }
+
+  /** Changes with every invalidation; pass the value read before a load to `set`. */
+  get generation(): number { return this.#generation; }
+  get size(): number { return this.#entries.size; }
+
+  get(hash: string, now = Date.now()): KeyRecord | undefined {
+    const entry = this.#entries.get(hash);
+    if (!entry) return undefined;
+    if (entry.expiresAt <= now) {
+      this.#delete(hash);
+      return undefined;
+    }
+    return entry.record;
+  }
+
+  /** Caches a record loaded when `generation` was current; ignored if anything was invalidated since. */
+  set(record: KeyRecord, generation: number, now = Date.now()): void {
+    if (generation !== this.#generation) return;
+    if (this.#entries.size >= this.#maxEntries) this.#delete(this.#entries.keys().next().value!);
+    this.#entries.set(record.hash, { record, expiresAt: now + this.#ttlMs });
+    this.#hashById.set(record.id, record.hash);
+  }
+
+  invalidate(changes: readonly Change[]): void {
+    this.#generation++;
+    for (const c of changes) {
+      if (c.kind === 'key') {
+        const hash = this.#hashById.get(c.id);
+        if (hash) this.#delete(hash);
+        continue;
+      }
+      for (const [hash, { record }] of this.#entries) {
+        const hit = c.kind === 'workspace' ? record.workspaceId === c.id
+          : c.kind === 'api' ? record.apiId === c.id
+          : record.identity?.id === c.id;
+        if (hit) this.#delete(hash);
+      }
+    }
+  }
+
+  clear(): void {
+    this.#generation++;
+    this.#entries.clear();
+    this.#hashById.clear();
+  }
+
+  #delete(hash: string): void {
+    const entry = this.#entries.get(hash);
+    if (!entry) return;
+    this.#entries.delete(hash);
+    this.#hashById.delete(entry.record.id);
+  }
+}

@@ -1,0 +1,84 @@
+import { describe, test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { lastRefillDue, refillIsDue } from '../src/domain/refill.ts';
+import { refillDueKeys, refillIfDue } from '../src/services/credits.ts';
+import { DIALECTS, world, type World } from './helpers/harness.ts';
+
+const at = (iso: string) => Date.parse(iso);
+
+describe('refill schedule (SPEC §4)', () => {
+  test('daily: due at 00:00 UTC today', () => {
+    assert.equal(lastRefillDue({ interval: 'daily', refillDay: null }, at('2026-03-15T13:45:00Z')), at('2026-03-15T00:00:00Z'));
+    assert.equal(lastRefillDue({ interval: 'daily', refillDay: null }, at('2026-03-15T00:00:00Z')), at('2026-03-15T00:00:00Z'));
+  });
+  test('monthly: this month\'s refill day once it has come, else last month\'s; default day 1', () => {
+    assert.equal(lastRefillDue({ interval: 'monthly', refillDay: 10 }, at('2026-03-15T12:00:00Z')), at('2026-03-10T00:00:00Z'));
+    assert.equal(lastRefillDue({ interval: 'monthly', refillDay: 20 }, at('2026-03-15T12:00:00Z')), at('2026-02-20T00:00:00Z'));
+    assert.equal(lastRefillDue({ interval: 'monthly', refillDay: null }, at('2026-03-15T12:00:00Z')), at('2026-03-01T00:00:00Z'));
+    assert.equal(lastRefillDue({ interval: 'monthly', refillDay: 5 }, at('2026-01-03T00:00:00Z')), at('2025-12-05T00:00:00Z'));
+  });
+  test('a refill day past the month\'s end falls on its last day: 31 in April (30 days), in February (28/29)', () => {
+    assert.equal(lastRefillDue({ interval: 'monthly', refillDay: 31 }, at('2026-04-30T08:00:00Z')), at('2026-04-30T00:00:00Z'));
+    assert.equal(lastRefillDue({ interval: 'monthly', refillDay: 31 }, at('2026-04-29T08:00:00Z')), at('2026-03-31T00:00:00Z'));
+    assert.equal(lastRefillDue({ interval: 'monthly', refillDay: 31 }, at('2026-02-28T00:00:00Z')), at('2026-02-28T00:00:00Z'));
+    assert.equal(lastRefillDue({ interval: 'monthly', refillDay: 30 }, at('2028-02-29T01:00:00Z')), at('2028-02-29T00:00:00Z'));
+  });
+  test('due exactly once per period', () => {
+    const s = { interval: 'monthly' as const, refillDay: 31 };
+    assert.equal(refillIsDue(s, null, at('2026-04-30T08:00:00Z')), true);
+    assert.equal(refillIsDue(s, at('2026-04-30T00:00:01Z'), at('2026-04-30T23:00:00Z')), false);
+    assert.equal(refillIsDue(s, at('2026-04-30T00:00:01Z'), at('2026-05-30T23:00:00Z')), false);
+    assert.equal(refillIsDue(s, at('2026-04-30T00:00:01Z'), at('2026-05-31T00:00:00Z')), true);
+  });
+});
+
+for (const dialect of DIALECTS) {
+  describe(`refill in the store (${dialect})`, () => {
+    let w: World;
+    let apiId: string;
+    before(async () => { w = await world(dialect); apiId = await w.createApi(); });
+    after(() => w.close());
+
+    const remainingOf = async (keyId: string) => (await w.get('/v1/keys.getKey', { keyId })).json.remaining;
+    const backdate = (keyId: string, remaining: number, lastRefillAt: number) =>
+      w.store.db.updateTable('keys').set({ remaining, last_refill_at: lastRefillAt }).where('id', '=', keyId).execute();
+
+    test('refillIfDue sets remaining to the amount once per period, however often it runs', async () => {
+      const { keyId } = await w.createKey({ apiId, remaining: 10, refill: { interval: 'daily', amount: 10 } });
+      const now = Date.now();
+      await backdate(keyId, 2, now - 86_400_000);
+      const due = lastRefillDue({ interval: 'daily', refillDay: null }, now);
+      assert.equal(await refillIfDue(w.store.db, keyId, 10, due, now), true);
+      assert.equal(await remainingOf(keyId), 10);
+      await w.store.db.updateTable('keys').set({ remaining: 7 }).where('id', '=', keyId).execute();
+      assert.equal(await refillIfDue(w.store.db, keyId, 10, due, now + 1000), false, 'second run in the same period');
+      assert.equal(await remainingOf(keyId), 7);
+    });
+
+    test('the sweep refills every due key exactly once, daily and monthly, and is idempotent', async () => {
+      const now = Date.now();
+      const daily = await w.createKey({ apiId, remaining: 5, refill: { interval: 'daily', amount: 50 } });
+      const monthly = await w.createKey({ apiId, remaining: 5, refill: { interval: 'monthly', amount: 70, refillDay: 31 } });
+      const notDue = await w.createKey({ apiId, remaining: 5, refill: { interval: 'daily', amount: 90 } });
+      await backdate(daily.keyId, 1, now - 2 * 86_400_000);
+      await backdate(monthly.keyId, 1, now - 40 * 86_400_000);
+      assert.ok(await refillDueKeys(w.store.db, now) >= 2);
+      assert.equal(await remainingOf(daily.keyId), 50);
+      assert.equal(await remainingOf(monthly.keyId), 70);
+      assert.equal(await remainingOf(notDue.keyId), 5);
+      await w.store.db.updateTable('keys').set({ remaining: 3 }).where('id', 'in', [daily.keyId, monthly.keyId]).execute();
+      await refillDueKeys(w.store.db, now + 1000);
+      assert.equal(await remainingOf(daily.keyId), 3, 'a second sweep in the same period refills nothing');
+      assert.equal(await remainingOf(monthly.keyId), 3);
+    });
+
+    test('verification refills a due key before spending, so the refill is visible at once', async () => {
+      const { keyId, key } = await w.createKey({ apiId, remaining: 3, refill: { interval: 'daily', amount: 3 } });
+      await backdate(keyId, 0, Date.now() - 86_400_000);
+      const res = await w.app.inject({ method: 'POST', url: '/v1/keys.verifyKey', payload: { key } });
+      assert.equal(res.json().code, 'VALID');
+      assert.equal(res.json().remaining, 2);
+      assert.equal(await remainingOf(keyId), 2);
+    });
+  });
+}
