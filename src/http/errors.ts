@@ -13,14 +13,28 @@ export function validationProblems(issues: AjvIssue[]): FieldProblem[] {
   });
 }
 
+const invalidRequest = (where: string, problems: FieldProblem[]): AppError =>
+  new AppError('request/invalid-body', `The request ${where} is invalid: ${problems.map((p) => `${p.path} ${p.message}`).join('; ')}`, problems);
+
+/**
+ * For routes with `attachValidation` and rules across fields that a schema cannot state: when the schema
+ * failed, throws one 400 listing its problems together with the cross-field ones, so every problem is
+ * reported at once. (When the schema passed, the service checks the cross-field rules itself.)
+ */
+export function rejectInvalidBody<B>(request: FastifyRequest, crossFieldProblems: (body: B) => FieldProblem[]): void {
+  const err = request.validationError as (Error & { validation?: AjvIssue[] }) | undefined;
+  if (!err) return;
+  if (!err.validation) throw err;
+  throw invalidRequest('body', [...validationProblems(err.validation), ...crossFieldProblems(request.body as B)]);
+}
+
 /** Maps anything thrown during a request to a catalog kind. */
 function classify(err: FastifyError | AppError): AppError {
   if (err instanceof AppError) return err;
   const e = err as FastifyError;
   if (e.validation) {
-    const problems = validationProblems(e.validation as unknown as AjvIssue[]);
     const where = e.validationContext === 'querystring' ? 'query' : e.validationContext ?? 'body';
-    return new AppError('request/invalid-body', `The request ${where} is invalid: ${problems.map((p) => `${p.path} ${p.message}`).join('; ')}`, problems);
+    return invalidRequest(where, validationProblems(e.validation as unknown as AjvIssue[]));
   }
   switch (e.code) {
     case 'FST_ERR_CTP_INVALID_JSON_BODY': return new AppError('request/invalid-json', 'The body is not valid JSON');

@@ -1,8 +1,7 @@
 import { Type } from '@sinclair/typebox';
-import { AppError } from '../../domain/errors.ts';
 import { createKey, keyAttributeProblems } from '../../services/keys.ts';
 import type { App, Deps } from '../types.ts';
-import { validationProblems } from '../errors.ts';
+import { rejectInvalidBody } from '../errors.ts';
 import { Body, Meta, OneOf, requires, responses } from '../schemas.ts';
 
 const Name = Type.String({ minLength: 1, maxLength: 512 });
@@ -51,12 +50,7 @@ export default function keysCreateKey(app: App, deps: Deps) {
       response: responses(Type.Object({ keyId: Type.String(), key: Type.String() })),
     },
   }, (req) => {
-    if (req.validationError) {
-      const issues = req.validationError.validation as Parameters<typeof validationProblems>[0] | undefined;
-      if (!issues) throw req.validationError;
-      const problems = [...validationProblems(issues), ...keyAttributeProblems(req.body)];
-      throw new AppError('request/invalid-body', `The request body is invalid: ${problems.map((p) => `${p.path} ${p.message}`).join('; ')}`, problems);
-    }
+    rejectInvalidBody(req, keyAttributeProblems);
     return createKey(deps.store.db, req.caller, req.body);
   });
 }

@@ -1,8 +1,7 @@
 import { Type } from '@sinclair/typebox';
-import { AppError } from '../../domain/errors.ts';
 import { updateKey, updateKeyProblems } from '../../services/key-updates.ts';
 import type { App, Deps } from '../types.ts';
-import { validationProblems } from '../errors.ts';
+import { rejectInvalidBody } from '../errors.ts';
 import { Body, Meta, Nullable, requires, responses } from '../schemas.ts';
 import { Ratelimit, Refill } from './keys.create-key.ts';
 import { RoleItem } from './keys.add-roles.ts';
@@ -33,12 +32,7 @@ export default function keysUpdateKey(app: App, deps: Deps) {
       response: responses(Type.Object({})),
     },
   }, async (req) => {
-    if (req.validationError) {
-      const issues = req.validationError.validation as Parameters<typeof validationProblems>[0] | undefined;
-      if (!issues) throw req.validationError;
-      const problems = [...validationProblems(issues), ...updateKeyProblems(req.body)];
-      throw new AppError('request/invalid-body', `The request body is invalid: ${problems.map((p) => `${p.path} ${p.message}`).join('; ')}`, problems);
-    }
+    rejectInvalidBody(req, updateKeyProblems);
     await updateKey(deps.store.db, req.caller, req.body);
     return {};
   });

@@ -1,8 +1,7 @@
 import { Type } from '@sinclair/typebox';
-import { AppError } from '../../domain/errors.ts';
 import { updateRemaining, updateRemainingProblems } from '../../services/key-updates.ts';
 import type { App, Deps } from '../types.ts';
-import { validationProblems } from '../errors.ts';
+import { rejectInvalidBody } from '../errors.ts';
 import { Body, Nullable, requires, responses } from '../schemas.ts';
 
 export default function keysUpdateRemaining(app: App, deps: Deps) {
@@ -21,12 +20,7 @@ export default function keysUpdateRemaining(app: App, deps: Deps) {
       response: responses(Type.Object({ remaining: Nullable(Type.Integer()) }, { description: 'The credits left after the change; null: unlimited.' })),
     },
   }, async (req) => {
-    if (req.validationError) {
-      const issues = req.validationError.validation as Parameters<typeof validationProblems>[0] | undefined;
-      if (!issues) throw req.validationError;
-      const problems = [...validationProblems(issues), ...updateRemainingProblems(req.body)];
-      throw new AppError('request/invalid-body', `The request body is invalid: ${problems.map((p) => `${p.path} ${p.message}`).join('; ')}`, problems);
-    }
+    rejectInvalidBody(req, updateRemainingProblems);
     return updateRemaining(deps.store.db, req.caller, req.body);
   });
 }
