@@ -5,6 +5,10 @@ import { changeBus, type Change } from './changes.ts';
 
 type OnChanges = (changes: Change[]) => void;
 
+/** Rows read per query, and queries per poll (a poll that hits the cap goes on from `since` next tick). */
+const PAGE_SIZE = 5000;
+const MAX_PAGES_PER_POLL = 100;
+
 /**
  * Polls the store's change feed, so a change committed by any process sharing the store (another server,
  * the CLI) reaches this node within one interval. Rows are read with an overlap window, because
@@ -44,19 +48,35 @@ export class ChangeFeedPoller {
     await this.#running;
   }
 
-  /** One poll: hands new changes to the listener; prunes feed rows older than an hour once a minute. */
+  /**
+   * One poll: hands new changes to the listener; prunes feed rows older than an hour once a minute.
+   * The window is read in pages (keyset on created_at, id) to its end: reading only its first page would
+   * stall the feed for good once the overlap window holds more rows than a page (a burst of changes),
+   * because `since` would never move past that page and later changes would never be read.
+   */
   async poll(now = Date.now()): Promise<void> {
-    const rows = await this.#db.selectFrom('change_feed').select(['id', 'kind', 'ref', 'created_at'])
-      .where('created_at', '>=', this.#since - this.#overlapMs).orderBy('created_at').limit(5000).execute();
-    const fresh: Change[] = [];
-    for (const r of rows) {
-      if (this.#seen.has(r.id)) continue;
-      this.#seen.set(r.id, r.created_at);
-      fresh.push({ kind: r.kind as Change['kind'], id: r.ref });
-      if (r.created_at > this.#since) this.#since = r.created_at;
+    const from = this.#since - this.#overlapMs;
+    let after: { createdAt: number; id: string } | undefined;
+    for (let page = 0; page < MAX_PAGES_PER_POLL; page++) {
+      let q = this.#db.selectFrom('change_feed').select(['id', 'kind', 'ref', 'created_at']).where('created_at', '>=', from);
+      if (after) {
+        const { createdAt, id } = after;
+        q = q.where((eb) => eb.or([eb('created_at', '>', createdAt), eb.and([eb('created_at', '=', createdAt), eb('id', '>', id)])]));
+      }
+      const rows = await q.orderBy('created_at').orderBy('id').limit(PAGE_SIZE).execute();
+      const fresh: Change[] = [];
+      for (const r of rows) {
+        if (this.#seen.has(r.id)) continue;
+        this.#seen.set(r.id, r.created_at);
+        fresh.push({ kind: r.kind as Change['kind'], id: r.ref });
+        if (r.created_at > this.#since) this.#since = r.created_at;
+      }
+      if (fresh.length) this.#onChanges(fresh);
+      if (rows.length < PAGE_SIZE) break;
+      const last = rows[rows.length - 1];
+      after = { createdAt: last.created_at, id: last.id };
     }
     for (const [id, at] of this.#seen) if (at < this.#since - 2 * this.#overlapMs) this.#seen.delete(id);
-    if (fresh.length) this.#onChanges(fresh);
     if (now - this.#lastPrune > 60_000) {
       this.#lastPrune = now;
       await this.#db.deleteFrom('change_feed').where('created_at', '<', now - 3_600_000).execute();
