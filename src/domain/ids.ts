@@ -1,10 +1,29 @@
-import { randomBytes } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
 import { base58 } from './base58.ts';
 
 export type IdPrefix = 'ws' | 'key' | 'api' | 'ks' | 'role' | 'perm' | 'id' | 'mig' | 'req' | 'rk' | 'log' | 'rl' | 'dk' | 'job' | 'chg';
 
+// Random bytes are drawn from the OS in blocks, not one call per id (ids are made for every key imported).
+const pool = Buffer.alloc(4096);
+let poolOffset = pool.length;
+function refillIfShort(length: number): void {
+  if (poolOffset + length > pool.length) {
+    randomFillSync(pool);
+    poolOffset = 0;
+  }
+}
+function randomInto(target: Buffer, start: number, length: number): void {
+  refillIfShort(length);
+  pool.copy(target, start, poolOffset, poolOffset + length);
+  poolOffset += length;
+}
+function randomByte(): number {
+  refillIfShort(1);
+  return pool[poolOffset++];
+}
+
 let lastTime = 0;
-let lastRandom = 0n;
+const bytes = Buffer.alloc(16);
 
 /**
  * A new identifier `<prefix>_<base58>`: 6 bytes of millisecond time followed by 10 random bytes,
@@ -15,13 +34,17 @@ export function newId(prefix: IdPrefix): string {
   const now = Date.now();
   if (now > lastTime) {
     lastTime = now;
-    // 79 random bits: the top bit stays free, so same-millisecond increments can never overflow 10 bytes.
-    lastRandom = BigInt(`0x${randomBytes(10).toString('hex')}`) >> 1n;
+    bytes.writeUIntBE(now, 0, 6);
+    randomInto(bytes, 6, 10);
+    bytes[6] &= 0x7f; // the top bit stays free, so same-millisecond increments never overflow the 10 bytes
   } else {
-    lastRandom += 1n + BigInt(randomBytes(1)[0]);
+    // Add 1 + a random byte to the 80-bit random part (big-endian, with carry).
+    let carry = 1 + randomByte();
+    for (let i = 15; i >= 6 && carry > 0; i--) {
+      const sum = bytes[i] + carry;
+      bytes[i] = sum & 0xff;
+      carry = sum >> 8;
+    }
   }
-  const bytes = Buffer.alloc(16);
-  bytes.writeUIntBE(lastTime, 0, 6);
-  bytes.write(lastRandom.toString(16).padStart(20, '0'), 6, 'hex');
   return `${prefix}_${base58(bytes, 22)}`;
 }
