@@ -12,6 +12,7 @@ import { ROUTES } from './http/routes/index.ts';
 import type { App } from './http/types.ts';
 import type { Store } from './store/store.ts';
 import { createRuntime } from './runtime.ts';
+import type { Vault } from './crypto/vault.ts';
 
 export interface AppOptions {
   /** Redis for cluster-wide rate limits and cache invalidation (REDIS_URL). */
@@ -20,6 +21,8 @@ export interface AppOptions {
   logger?: FastifyBaseLogger;
   /** Process-wide metrics (CPU, memory, event loop); off in tests, where many apps share a process. */
   processMetrics?: boolean;
+  /** Envelope encryption of recoverable keys; without it, recoverable/plaintext/decrypt requests are a 412. */
+  vault?: Vault;
 }
 
 export const BODY_LIMIT = 5 * 1024 * 1024;
@@ -102,7 +105,7 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
 
   const runtime = await createRuntime(store, { redisUrl: options.redisUrl, logger: options.logger });
   app.addHook('onClose', () => runtime.close());
-  const deps = { store, verifier: runtime.verifier };
+  const deps = { store, verifier: runtime.verifier, vault: options.vault };
   for (const register of ROUTES) register(app, deps);
 
   app.get('/openapi.json', { schema: { hide: true }, config: { public: true } }, async () => app.swagger());

@@ -1,4 +1,6 @@
+import { dirname, resolve } from 'node:path';
 import { isWellFormedRootKey } from './crypto/keys.ts';
+import { loadOrCreateMasterKeyFile, MasterKeyFormatError, parseMasterKeys, type MasterKey } from './crypto/vault.ts';
 
 /** The only reader of process.env: every setting, validated and typed, failing fast with a clear message. */
 export interface Config {
@@ -9,6 +11,10 @@ export interface Config {
   databaseUrl: string;
   redisUrl?: string;
   bootstrapRootKey?: string;
+  /** KEYHOLD_MASTER_KEYS, parsed (newest first); unset: see masterKeysFromConfig. */
+  masterKeys?: MasterKey[];
+  /** KEYHOLD_WORKERS: background jobs (key migrations) this server runs at once; 0: none (run `keyhold worker`). */
+  workers: number;
 }
 
 export const DEFAULT_DATABASE_URL = 'sqlite:./data/keyhold.db';
@@ -30,6 +36,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (bootstrapRootKey !== undefined && !isWellFormedRootKey(bootstrapRootKey)) {
     problems.push('KEYHOLD_BOOTSTRAP_ROOT_KEY must be kh_root_ followed by 22 to 64 base58 characters');
   }
+  const masterKeys = masterKeysFrom(env, problems);
+  const workers = workersFrom(env, problems);
   if (problems.length) throw new ConfigError(`Invalid configuration:\n- ${problems.join('\n- ')}`);
   return {
     host: env.HOST || '127.0.0.1',
@@ -38,7 +46,55 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseUrl,
     redisUrl,
     bootstrapRootKey,
+    masterKeys,
+    workers,
   };
+}
+
+export const DEFAULT_WORKERS = 4;
+
+/** KEYHOLD_WORKERS: unset or `true` → DEFAULT_WORKERS; `0` or `false` → no worker in the server; `N` (1..64) → N jobs at once. */
+function workersFrom(env: NodeJS.ProcessEnv, problems: string[]): number {
+  const value = (env.KEYHOLD_WORKERS ?? '').trim().toLowerCase();
+  if (value === '' || value === 'true') return DEFAULT_WORKERS;
+  if (value === 'false') return 0;
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || n > 64) {
+    problems.push(`KEYHOLD_WORKERS must be true, false or the number of jobs run at once (0..64), got "${env.KEYHOLD_WORKERS}"`);
+    return 0;
+  }
+  return n;
+}
+
+/** What the vault needs, for the CLI (`keyhold vault rotate`): DATABASE_URL and KEYHOLD_MASTER_KEYS. */
+export function loadVaultConfig(env: NodeJS.ProcessEnv = process.env): Pick<Config, 'databaseUrl' | 'masterKeys'> {
+  const problems: string[] = [];
+  const databaseUrl = databaseUrlFrom(env, problems);
+  const masterKeys = masterKeysFrom(env, problems);
+  if (problems.length) throw new ConfigError(`Invalid configuration:\n- ${problems.join('\n- ')}`);
+  return { databaseUrl, masterKeys };
+}
+
+/**
+ * The master keys of the vault, the same for the server and the CLI:
+ * - KEYHOLD_MASTER_KEYS when it is set;
+ * - else, on SQLite (the embedded default), the master key file next to the database file
+ *   (`<data dir>/master.key`, created with mode 0600 on first use; `warn` says so, never with the key);
+ * - else (PostgreSQL without KEYHOLD_MASTER_KEYS) none: a key generated on one node would leave every other
+ *   node unable to decrypt, so there is no vault and what needs one (recoverable keys, plaintext imports,
+ *   decrypt) is refused with 412.
+ */
+export function masterKeysFromConfig(config: Pick<Config, 'databaseUrl' | 'masterKeys'>, warn: (msg: string) => void): MasterKey[] | undefined {
+  if (config.masterKeys) return config.masterKeys;
+  if (!config.databaseUrl.startsWith('sqlite:')) return undefined;
+  const path = config.databaseUrl.slice('sqlite:'.length);
+  const dataDir = path === ':memory:' ? resolve('data') : dirname(resolve(path));
+  try {
+    return loadOrCreateMasterKeyFile(dataDir, warn);
+  } catch (err) {
+    if (err instanceof MasterKeyFormatError) throw new ConfigError(`Invalid master key file:\n- ${err.problems.join('\n- ')}`);
+    throw err;
+  }
 }
 
 /** DATABASE_URL alone, for the CLI, which needs nothing else. */
@@ -47,6 +103,18 @@ export function loadDatabaseUrl(env: NodeJS.ProcessEnv = process.env): string {
   const url = databaseUrlFrom(env, problems);
   if (problems.length) throw new ConfigError(`Invalid configuration:\n- ${problems.join('\n- ')}`);
   return url;
+}
+
+function masterKeysFrom(env: NodeJS.ProcessEnv, problems: string[]): MasterKey[] | undefined {
+  const value = env.KEYHOLD_MASTER_KEYS;
+  if (!value) return undefined;
+  try {
+    return parseMasterKeys(value);
+  } catch (err) {
+    // The problems name entries and ids, never key material.
+    if (err instanceof MasterKeyFormatError) { problems.push(...err.problems.map((p) => `KEYHOLD_MASTER_KEYS: ${p}`)); return undefined; }
+    throw err;
+  }
 }
 
 function databaseUrlFrom(env: NodeJS.ProcessEnv, problems: string[]): string {

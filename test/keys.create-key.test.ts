@@ -401,22 +401,12 @@ for (const dialect of DIALECTS) {
       assert.deepEqual(await snapshot(w), before);
     });
 
-    test('recoverable:true → 412 PRECONDITION_FAILED (no vault yet); without encrypt_key → 403 naming it; nothing written', async () => {
-      const before = await snapshot(w);
-      const star = await w.post('/v1/keys.createKey', { apiId, recoverable: true });
-      assert.equal(star.status, 412, star.body);
-      assert.equal(star.json.error.code, 'PRECONDITION_FAILED');
-      assert.equal(star.json.error.type, 'https://keyhold.dev/errors/state/precondition-failed');
+    test('recoverable:true needs create_key and encrypt_key (403 naming the missing one, nothing written); with both the key is also stored encrypted', async () => {
       const withBoth = await w.rootKey([`api.${apiId}.create_key`, `api.${apiId}.encrypt_key`]);
       const withWildcards = await w.rootKey(['api.*.create_key', 'api.*.encrypt_key']);
       const createOnly = await w.rootKey(['api.*.create_key']);
       const encryptOnly = await w.rootKey(['api.*.encrypt_key']);
-      const afterKeys = await snapshot(w);
-      assert.equal(afterKeys.keys, before.keys);
-      for (const key of [withBoth, withWildcards]) {
-        const res = await w.post('/v1/keys.createKey', { apiId, recoverable: true }, key);
-        assert.equal(res.status, 412, res.body);
-      }
+      const before = await snapshot(w);
       const denied = await w.post('/v1/keys.createKey', { apiId, recoverable: true }, createOnly);
       assert.equal(denied.status, 403, denied.body);
       assert.equal(denied.json.error.code, 'INSUFFICIENT_PERMISSIONS');
@@ -425,10 +415,22 @@ for (const dialect of DIALECTS) {
       const denied2 = await w.post('/v1/keys.createKey', { apiId, recoverable: true }, encryptOnly);
       assert.equal(denied2.status, 403, denied2.body);
       assert.ok(denied2.json.error.detail.includes(`api.${apiId}.create_key`), denied2.json.error.detail);
-      assert.deepEqual(await snapshot(w), afterKeys);
-      // recoverable:false is an ordinary key and needs no encrypt_key.
+      assert.deepEqual(await snapshot(w), before);
+      for (const key of [w.root, withBoth, withWildcards]) {
+        const res = await w.post('/v1/keys.createKey', { apiId, recoverable: true }, key);
+        assert.equal(res.status, 200, res.body);
+        const enc = await w.store.db.selectFrom('encrypted_keys').selectAll().where('key_id', '=', res.json.keyId).executeTakeFirstOrThrow();
+        assert.equal(enc.workspace_id, w.workspaceId);
+        assert.ok(!enc.ciphertext.includes(res.json.key));
+        assert.ok(!enc.ciphertext.includes(Buffer.from(res.json.key).toString('base64')));
+      }
+      const after = await snapshot(w);
+      assert.equal(after.keys, before.keys + 3);
+      assert.equal(after.encrypted_keys, before.encrypted_keys + 3);
+      // recoverable:false is an ordinary key: it needs no encrypt_key and is not stored encrypted.
       const plain = await w.post('/v1/keys.createKey', { apiId, recoverable: false }, createOnly);
       assert.equal(plain.status, 200, plain.body);
+      assert.equal((await snapshot(w)).encrypted_keys, after.encrypted_keys);
     });
 
     test('invalid bodies → 400 naming each bad member; nothing written', async () => {

@@ -1,13 +1,16 @@
 import { parseArgs } from 'node:util';
 import { userInfo } from 'node:os';
 import { AppError } from '../domain/errors.ts';
-import { ConfigError, loadDatabaseUrl } from '../config.ts';
+import { ConfigError, loadDatabaseUrl, loadVaultConfig, masterKeysFromConfig } from '../config.ts';
+import { createVault, VaultError } from '../crypto/vault.ts';
 import { openStore, type Store } from '../store/store.ts';
 import type { Actor } from '../services/caller.ts';
 import { createWorkspace } from '../services/workspaces.ts';
 import { createRootKey, listRootKeys, revokeRootKey } from '../services/root-keys.ts';
 import { listAuditLogs } from '../services/audit-log.ts';
 import { requireWorkspace } from '../services/lookups.ts';
+import { createMigration, getMigration, WORKER_TASKS } from '../services/migrations.ts';
+import { runWorkerUntilSignal } from '../jobs/worker.ts';
 
 const USAGE = `keyhold — operate a Keyhold installation (uses DATABASE_URL, like the server)
 
@@ -16,7 +19,11 @@ const USAGE = `keyhold — operate a Keyhold installation (uses DATABASE_URL, li
   keyhold root-keys revoke --id RK
   keyhold root-keys list --workspace W
   keyhold audit list --workspace W [--since MS] [--event E] [--target ID] [--limit N]
+  keyhold migrations create --workspace W [--name N]
+  keyhold migrations status --id M
+  keyhold worker [--concurrency N] [--visibility-timeout MS]
   keyhold db migrate
+  keyhold vault rotate
 
 Every command accepts --json (print exactly one JSON object). Changes reach running servers at once.`;
 
@@ -92,11 +99,60 @@ const COMMANDS: Record<string, Command> = {
       return { json: { logs }, text: text || 'no audit records' };
     },
   },
+  'migrations create': {
+    options: { workspace: { type: 'string' }, name: { type: 'string' } },
+    required: ['workspace'],
+    async run(store, values, actor) {
+      const r = await createMigration(store.db, required(values, 'workspace'), values.name as string | undefined, actor);
+      return { json: r, text: `migration ${r.migrationId} created; give its id to the workspace for migrations.enqueueKeys` };
+    },
+  },
+  'migrations status': {
+    options: { id: { type: 'string' } },
+    required: ['id'],
+    async run(store, values) {
+      const m = await getMigration(store.db, null, required(values, 'id'));
+      const c = m.counts;
+      const failures = m.failures.map((f) => `\n  #${f.index} ${f.hash}: ${f.reason}`).join('');
+      return { json: m, text: `${m.migrationId} (${m.workspaceId}): ${m.status}; ${c.enqueued} enqueued, ${c.pending} pending, ${c.migrated} migrated, ${c.failed} failed${failures}` };
+    },
+  },
+  worker: {
+    options: { concurrency: { type: 'string' }, 'visibility-timeout': { type: 'string' } },
+    async run(store, values) {
+      const int = (name: string, fallback: number, min: number, max: number): number => {
+        const raw = values[name];
+        if (raw === undefined) return fallback;
+        const n = Number(raw);
+        if (!/^\d+$/.test(String(raw)) || n < min || n > max) throw new UsageError(`--${name} must be an integer ${min}..${max}`);
+        return n;
+      };
+      const stats = await runWorkerUntilSignal(store, WORKER_TASKS, {
+        concurrency: int('concurrency', 4, 1, 64), visibilityTimeoutMs: int('visibility-timeout', 30_000, 1000, 86_400_000),
+      });
+      return { json: stats, text: `worker ${stats.workerId} stopped: ${stats.completed} job(s) completed, ${stats.retried} retried, ${stats.failed} failed` };
+    },
+  },
   'db migrate': {
     options: {},
     async run(_store, _values, _actor, applied) {
       // Migrations run whenever the CLI opens the store; this command only reports what they did.
       return { json: { applied }, text: applied.length ? `applied: ${applied.join(', ')}` : 'schema is up to date' };
+    },
+  },
+  'vault rotate': {
+    options: {},
+    async run(store) {
+      // The master keys come from where the server takes them (KEYHOLD_MASTER_KEYS, else the SQLite data directory's file).
+      const masterKeys = masterKeysFromConfig(loadVaultConfig(), (msg) => process.stderr.write(`keyhold: ${msg}\n`));
+      if (!masterKeys) throw new ConfigError('KEYHOLD_MASTER_KEYS must be set to rotate the vault of a PostgreSQL database');
+      try {
+        const { rewrapped } = await createVault(masterKeys).rotate(store.db);
+        return { json: { rewrapped }, text: `${rewrapped} data key(s) re-wrapped under master key "${masterKeys[0].id}"` };
+      } catch (e) {
+        if (e instanceof VaultError) throw new AppError('state/precondition-failed', e.message);
+        throw e;
+      }
     },
   },
 };

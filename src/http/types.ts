@@ -3,12 +3,18 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Caller } from '../services/caller.ts';
 import type { Store } from '../store/store.ts';
 import type { Verifier } from '../services/verification/verify-key.ts';
+import type { Vault } from '../crypto/vault.ts';
 
 /** The Fastify instance routes are registered on, typed by their TypeBox schemas. */
 export type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider>;
 
 /** What route handlers may use. */
-export interface Deps { store: Store; verifier: Verifier }
+export interface Deps {
+  store: Store;
+  verifier: Verifier;
+  /** Absent when the server has no master keys: what needs the vault answers 412. */
+  vault?: Vault;
+}
 
 declare module 'fastify' {
   interface FastifyRequest {

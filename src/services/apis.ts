@@ -3,7 +3,8 @@ import { newId } from '../domain/ids.ts';
 import type { Db } from '../store/store.ts';
 import { recordAudit } from './audit.ts';
 import { actorOf, requirePermissions, type Caller } from './caller.ts';
-import { loadKeyViews, type KeyView } from './key-view.ts';
+import { attachPlaintexts, loadKeyViews, type KeyView } from './key-view.ts';
+import { requireVault, type Vault } from '../crypto/vault.ts';
 import { requireApi } from './lookups.ts';
 import { splitPage } from './pagination.ts';
 import { transact } from './changes.ts';
@@ -60,9 +61,10 @@ export interface KeyPage { keys: KeyView[]; total: number; cursor?: string }
  * Live keys of an API ordered by id, `limit` at a time. `cursor` is returned only when another page
  * exists; pass it back to get that page. `total` is the exact number of live keys matching the filter.
  */
-export async function listKeys(db: Db, caller: Caller, q: ListKeysQuery): Promise<KeyPage> {
+export async function listKeys(db: Db, caller: Caller, q: ListKeysQuery, vault?: Vault): Promise<KeyPage> {
   await requireApi(db, caller.workspaceId, q.apiId);
   requirePermissions(caller, `api.${q.apiId}.read_api`, `api.${q.apiId}.read_key`, ...(q.decrypt ? [`api.${q.apiId}.decrypt_key`] : []));
+  const decryptor = q.decrypt ? requireVault(vault, 'decrypt=true') : undefined;
   const externalId = q.externalId ?? q.ownerId;
   let identityId: string | undefined;
   if (externalId !== undefined) {
@@ -79,5 +81,7 @@ export async function listKeys(db: Db, caller: Caller, q: ListKeysQuery): Promis
     base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
   ]);
   const { page, cursor } = splitPage(rows, q.limit);
-  return { keys: await loadKeyViews(db, page), total: Number(count.n), cursor };
+  const keys = await loadKeyViews(db, page);
+  if (decryptor) await attachPlaintexts(db, decryptor, caller.workspaceId, keys);
+  return { keys, total: Number(count.n), cursor };
 }

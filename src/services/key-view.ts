@@ -1,6 +1,7 @@
 import { parseJson } from '../domain/json.ts';
 import type { Executor } from '../store/store.ts';
 import type { KeyRow } from '../store/schema.ts';
+import type { Vault } from '../crypto/vault.ts';
 
 /** The v1 Key object (keys.getKey, apis.listKeys). Absent members are `undefined`, which the serializer omits. */
 export interface KeyView {
@@ -101,4 +102,21 @@ export async function loadKeyViews(db: Executor, rows: KeyRow[]): Promise<KeyVie
       identity: identity ? { id: identity.id, externalId: identity.external_id, meta: parseJson(identity.meta) ?? {} } : undefined,
     };
   });
+}
+
+/**
+ * Sets `plaintext` on the views of keys stored encrypted (recoverable or imported from plaintext), decrypting
+ * them in one batch; other views stay without it. The caller has checked `decrypt_key`.
+ */
+export async function attachPlaintexts(db: Executor, vault: Vault, workspaceId: string, views: KeyView[]): Promise<void> {
+  if (views.length === 0) return;
+  const rows = await db.selectFrom('encrypted_keys').select(['key_id', 'data_key_id', 'ciphertext'])
+    .where('workspace_id', '=', workspaceId).where('key_id', 'in', views.map((v) => v.id)).execute();
+  if (rows.length === 0) return;
+  const plaintexts = await vault.decrypt(db, workspaceId, rows.map((r) => ({ dataKeyId: r.data_key_id, ciphertext: r.ciphertext })));
+  const byKey = new Map(rows.map((r, i) => [r.key_id, plaintexts[i]]));
+  for (const view of views) {
+    const plaintext = byKey.get(view.id);
+    if (plaintext !== undefined) view.plaintext = plaintext;
+  }
 }

@@ -2,11 +2,12 @@ import { AppError, invalid, type FieldProblem } from '../domain/errors.ts';
 import { newId } from '../domain/ids.ts';
 import { jsonSize, MAX_META_BYTES, parseJson } from '../domain/json.ts';
 import { generateKey, hashKey } from '../crypto/keys.ts';
+import { requireVault, type Vault } from '../crypto/vault.ts';
 import type { Db } from '../store/store.ts';
 import { recordAudit, type AuditEntry } from './audit.ts';
 import { actorOf, requirePermissions, type Caller } from './caller.ts';
 import { ensureIdentity } from './identities.ts';
-import { loadKeyViews, type KeyView } from './key-view.ts';
+import { attachPlaintexts, loadKeyViews, type KeyView } from './key-view.ts';
 import { requireApi, requireKey } from './lookups.ts';
 import { resolveOrCreateAll } from './rbac-names.ts';
 import { transact } from './changes.ts';
@@ -45,14 +46,13 @@ export function keyAttributeProblems(input: Pick<CreateKeyInput, 'meta' | 'remai
   return problems;
 }
 
-export async function createKey(db: Db, caller: Caller, input: CreateKeyInput): Promise<{ keyId: string; key: string }> {
+/** `recoverable` keys are also stored encrypted by `vault` (SPEC §7), in the same transaction as the key; without a vault they are a 412. */
+export async function createKey(db: Db, caller: Caller, input: CreateKeyInput, vault?: Vault): Promise<{ keyId: string; key: string }> {
   const problems = keyAttributeProblems(input);
   if (problems.length) throw invalid(problems);
   const api = await requireApi(db, caller.workspaceId, input.apiId);
   requirePermissions(caller, `api.${api.id}.create_key`, ...(input.recoverable ? [`api.${api.id}.encrypt_key`] : []));
-  if (input.recoverable) {
-    throw new AppError('state/precondition-failed', 'recoverable keys need the vault, which this server does not provide yet');
-  }
+  const encryptor = input.recoverable ? requireVault(vault, 'a recoverable key') : undefined;
   const { key, start } = generateKey(input.prefix || api.default_prefix || undefined, input.byteLength ?? api.default_bytes ?? 16);
   const keyId = newId('key');
   const now = Date.now();
@@ -72,6 +72,12 @@ export async function createKey(db: Db, caller: Caller, input: CreateKeyInput): 
       last_refill_at: input.refill ? now : null, migration_id: null,
       created_at: now, updated_at: now, last_used_at: null, deleted_at: null,
     }).execute();
+    if (encryptor) {
+      const [sealed] = await encryptor.encrypt(tx, caller.workspaceId, [key]);
+      await tx.insertInto('encrypted_keys').values({
+        key_id: keyId, workspace_id: caller.workspaceId, data_key_id: sealed.dataKeyId, ciphertext: sealed.ciphertext, created_at: now,
+      }).execute();
+    }
     if (input.ratelimit) {
       const rl = input.ratelimit;
       await tx.insertInto('ratelimits').values({
@@ -89,7 +95,7 @@ export async function createKey(db: Db, caller: Caller, input: CreateKeyInput): 
     const actor = actorOf(caller);
     const audit: AuditEntry[] = [{
       workspaceId: caller.workspaceId, event: 'key.create', actor, target: { type: 'key', id: keyId }, requestId: caller.requestId,
-      diff: { apiId: api.id, start, name: input.name ?? null, externalId: externalId ?? null, enabled: input.enabled !== false },
+      diff: { apiId: api.id, start, name: input.name ?? null, externalId: externalId ?? null, enabled: input.enabled !== false, ...(encryptor ? { recoverable: true } : {}) },
     }];
     for (const r of roles) audit.push({ workspaceId: caller.workspaceId, event: 'authorization.connect_role_and_key', actor, target: { type: 'key', id: keyId }, requestId: caller.requestId, diff: { roleId: r.id, role: r.name } });
     for (const p of permissions) audit.push({ workspaceId: caller.workspaceId, event: 'authorization.connect_permission_and_key', actor, target: { type: 'key', id: keyId }, requestId: caller.requestId, diff: { permissionId: p.id, permission: p.name } });
@@ -98,11 +104,14 @@ export async function createKey(db: Db, caller: Caller, input: CreateKeyInput): 
   return { keyId, key };
 }
 
-export async function getKey(db: Db, caller: Caller, keyId: string, decrypt: boolean): Promise<KeyView> {
+/** With `decrypt`, a recoverable key carries its `plaintext` (a 412 when there is no vault). */
+export async function getKey(db: Db, caller: Caller, keyId: string, decrypt: boolean, vault?: Vault): Promise<KeyView> {
   const row = await requireKey(db, caller.workspaceId, keyId);
   requirePermissions(caller, `api.${row.api_id}.read_key`, ...(decrypt ? [`api.${row.api_id}.decrypt_key`] : []));
-  const [view] = await loadKeyViews(db, [row]);
-  return view;
+  const decryptor = decrypt ? requireVault(vault, 'decrypt=true') : undefined;
+  const views = await loadKeyViews(db, [row]);
+  if (decryptor) await attachPlaintexts(db, decryptor, caller.workspaceId, views);
+  return views[0];
 }
 
 /** Soft delete by default (the row stays, marked deleted); `permanent` removes the row and everything attached to it. */

@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { openStore, type Store } from '../../src/store/store.ts';
 import { buildApp } from '../../src/app.ts';
+import { createVault } from '../../src/crypto/vault.ts';
 import type { App } from '../../src/http/types.ts';
 import { createWorkspace } from '../../src/services/workspaces.ts';
 import { insertRootKey, revokeRootKey } from '../../src/services/root-keys.ts';
@@ -71,7 +72,8 @@ export interface World {
 
 export async function world(dialect: 'sqlite' | 'postgres'): Promise<World> {
   const { store, url, close } = await freshStore(dialect);
-  const app = await buildApp({ store });
+  // A fixed test master key, so recoverable keys work in every route test.
+  const app = await buildApp({ store }, { vault: createVault([{ id: 'test', key: Buffer.alloc(32, 7) }]) });
   const { workspaceId } = await createWorkspace(store.db, 'test', OPERATOR);
   const rootKey = async (permissions: string[], opts: { workspaceId?: string; expiresAt?: number } = {}) =>
     (await insertRootKey(store.db, { workspaceId: opts.workspaceId ?? workspaceId, permissions, expiresAt: opts.expiresAt }, OPERATOR)).rootKey;

@@ -22,5 +22,5 @@ export default function apisListKeys(app: App, deps: Deps) {
         cursor: Type.Optional(Type.String({ description: 'Present when another page exists.' })),
       })),
     },
-  }, (req) => listKeys(deps.store.db, req.caller, req.query));
+  }, (req) => listKeys(deps.store.db, req.caller, req.query, deps.vault));
 }

@@ -34,6 +34,9 @@ import identitiesDeleteIdentity from './identities.delete-identity.ts';
 import auditListLogs from './audit.list-logs.ts';
 import keysGetVerifications from './keys.get-verifications.ts';
 import analyticsGetVerifications from './analytics.get-verifications.ts';
+import migrationsCreateKeys from './migrations.create-keys.ts';
+import migrationsEnqueueKeys from './migrations.enqueue-keys.ts';
+import migrationsGetMigration from './migrations.get-migration.ts';
 
 /** Every operation, registered in this order. */
 export const ROUTES: Array<(app: App, deps: Deps) => void> = [
@@ -47,4 +50,6 @@ export const ROUTES: Array<(app: App, deps: Deps) => void> = [
   identitiesCreateIdentity, identitiesGetIdentity, identitiesListIdentities, identitiesUpdateIdentity, identitiesDeleteIdentity,
   auditListLogs,
   keysGetVerifications, analyticsGetVerifications,
+  migrationsCreateKeys,
+  migrationsEnqueueKeys, migrationsGetMigration,
 ];

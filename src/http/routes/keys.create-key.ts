@@ -51,6 +51,6 @@ export default function keysCreateKey(app: App, deps: Deps) {
     },
   }, (req) => {
     rejectInvalidBody(req, keyAttributeProblems);
-    return createKey(deps.store.db, req.caller, req.body);
+    return createKey(deps.store.db, req.caller, req.body, deps.vault);
   });
 }

@@ -10,5 +10,5 @@ export default function keysGetKey(app: App, deps: Deps) {
       querystring: Type.Object({ keyId: Type.String({ minLength: 1 }), decrypt: Type.Optional(Type.Boolean()) }),
       response: responses(KeyView),
     },
-  }, (req) => getKey(deps.store.db, req.caller, req.query.keyId, req.query.decrypt === true));
+  }, (req) => getKey(deps.store.db, req.caller, req.query.keyId, req.query.decrypt === true, deps.vault));
 }
