@@ -1,3 +1,555 @@
-// `npm run bench`: the load benchmarks. The verification benchmark (real server, load from a separate
-// process, baseline route in the same run) arrives with keys.verifyKey; until then there is nothing to measure.
-console.log('keyhold bench: no benchmarks yet (the keys.verifyKey load benchmark arrives with verification)');
+// `npm run bench`: the keys.verifyKey load benchmark.
+//
+// For each store (a temporary SQLite file always; PostgreSQL in a fresh schema when KEYHOLD_BENCH_POSTGRES_URL
+// or KEYHOLD_TEST_POSTGRES_URL is set) it starts the real server (src/main.ts) in its own process on
+// 127.0.0.1, creates an API and one key per case through the HTTP interface, checks that every case
+// answers 200 / valid: true, and then puts load on the server from a SEPARATE process (the autocannon CLI,
+// `--json`): the trivial baseline `GET /v1/liveness` before, between and after the verify cases, and
+// `POST /v1/keys.verifyKey` for each case, all with the same connections, pipelining and duration.
+// It prints requests/s, p50/p99 and the ratio to the same run's baseline (the mean of the baseline runs
+// just before and just after the case) next to the target, and writes everything to bench/out/results.json.
+// It reports numbers and never asserts them: a missed target is printed, not an error. It exits non-zero
+// only when the setup is wrong (a case does not verify as VALID, the server does not start or dies) or a
+// run fails. Every process it starts is killed on the way out, success or not.
+//
+// Settings (environment):
+//   BENCH_DURATION     seconds of each measured run (default 10)
+//   BENCH_CONNECTIONS  concurrent connections (default 50)
+//   BENCH_PIPELINING   pipelined requests per connection (default 1)
+//   BENCH_WARMUP       seconds of load before each measured run, not measured (default 3)
+//   BENCH_STORES       comma-separated subset of "sqlite,postgres" (default: sqlite, plus postgres when a URL is set)
+//   BENCH_CASES        comma-separated subset of the verify case ids (default: all), e.g. verify-credits
+//   BENCH_CPU_PROF     set to 1 to run the server with --cpu-prof (profiles in bench/out/prof-<store>/; slows it down)
+//   KEYHOLD_BENCH_POSTGRES_URL / KEYHOLD_TEST_POSTGRES_URL  postgres://… (a schema kh_bench_<random> is created and dropped)
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
+import { createServer } from 'node:net';
+import { randomBytes, randomInt } from 'node:crypto';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import { dirname, join } from 'node:path';
+import pg from 'pg';
+
+type StoreKind = 'sqlite' | 'postgres';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+const OUT_DIR = join(ROOT, 'bench', 'out');
+// The CLI's script, run with this same Node (node_modules/.bin/autocannon would run whichever `node` is first on PATH).
+const AUTOCANNON = createRequire(import.meta.url).resolve('autocannon');
+const HOST = '127.0.0.1';
+
+const settings = {
+  duration: positiveInt('BENCH_DURATION', 10),
+  connections: positiveInt('BENCH_CONNECTIONS', 50),
+  pipelining: positiveInt('BENCH_PIPELINING', 1),
+  warmup: nonNegativeInt('BENCH_WARMUP', 3),
+  cpuProf: process.env.BENCH_CPU_PROF === '1',
+};
+const POSTGRES_URL = process.env.KEYHOLD_BENCH_POSTGRES_URL || process.env.KEYHOLD_TEST_POSTGRES_URL || undefined;
+
+/** Requests each verify case must answer correctly (200, valid: true) before it is measured. */
+const CHECK_REQUESTS = 200;
+const CHECK_CONCURRENCY = 20;
+/** Large enough never to run out during a benchmark: credits, and the rate limit per 60 s window. */
+const PLENTY = 1_000_000_000_000;
+const RATELIMIT_DURATION_MS = 60_000;
+
+interface Case {
+  id: string;
+  label: string;
+  method: 'GET' | 'POST';
+  path: string;
+  /** The key this case verifies (verify cases only). */
+  keyBody?: Record<string, unknown>;
+  /** Minimum ratio to the baseline, per store; absent: reported without a target. */
+  target?: Partial<Record<StoreKind, number>>;
+  /** A problem with one correct-looking response, or undefined. */
+  check(status: number, body: any): string | undefined;
+}
+
+const verifyValid = (extra?: (body: any) => string | undefined) => (status: number, body: any): string | undefined => {
+  if (status !== 200) return `status ${status}: ${JSON.stringify(body)}`;
+  if (body?.valid !== true || body?.code !== 'VALID') return `not VALID: ${JSON.stringify(body)}`;
+  return extra?.(body);
+};
+
+const BASELINE: Case = {
+  id: 'baseline', label: 'baseline GET /v1/liveness', method: 'GET', path: '/v1/liveness',
+  check: (status, body) => (status === 200 && body?.status === 'ok' ? undefined : `status ${status}: ${JSON.stringify(body)}`),
+};
+
+const VERIFY_CASES: Case[] = [
+  {
+    id: 'verify-cached', label: 'verifyKey cached, no credits', method: 'POST', path: '/v1/keys.verifyKey',
+    keyBody: {},
+    target: { sqlite: 0.85, postgres: 0.85 },
+    check: verifyValid((b) => (b.remaining === undefined && b.ratelimit === undefined ? undefined : `unexpected remaining/ratelimit: ${JSON.stringify(b)}`)),
+  },
+  {
+    id: 'verify-credits', label: 'verifyKey cached, with credits', method: 'POST', path: '/v1/keys.verifyKey',
+    keyBody: { remaining: PLENTY },
+    target: { sqlite: 0.65, postgres: 0.40 },
+    check: verifyValid((b) => (typeof b.remaining === 'number' && b.remaining < PLENTY ? undefined : `credits not spent: ${JSON.stringify(b)}`)),
+  },
+  {
+    id: 'verify-ratelimit-consistent', label: 'verifyKey cached, ratelimit consistent', method: 'POST', path: '/v1/keys.verifyKey',
+    // `consistent` is what keys.createKey gives a limit without `type`/`async`: one store upsert per verification.
+    keyBody: { ratelimit: { type: 'consistent', limit: PLENTY, duration: RATELIMIT_DURATION_MS } },
+    check: verifyValid((b) => (b.ratelimit?.limit === PLENTY ? undefined : `no ratelimit in response: ${JSON.stringify(b)}`)),
+  },
+  {
+    id: 'verify-ratelimit-fast', label: 'verifyKey cached, ratelimit fast', method: 'POST', path: '/v1/keys.verifyKey',
+    // `fast`: decided in memory, synced with the store every 250 ms.
+    keyBody: { ratelimit: { type: 'fast', limit: PLENTY, duration: RATELIMIT_DURATION_MS } },
+    check: verifyValid((b) => (b.ratelimit?.limit === PLENTY ? undefined : `no ratelimit in response: ${JSON.stringify(b)}`)),
+  },
+];
+
+/** The verify cases of this run (BENCH_CASES). */
+let cases: Case[] = VERIFY_CASES;
+
+interface RunResult {
+  store: StoreKind;
+  case: string;
+  label: string;
+  requestsPerSec: number;
+  latencyP50Ms: number;
+  latencyP99Ms: number;
+  latencyMeanMs: number;
+  totalRequests: number;
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+  /** CPU time the server process used per request during the run (µs; Linux only, from /proc). */
+  serverCpuUsPerRequest?: number;
+  /** The same, split into user (JavaScript, V8, libuv) and system (kernel: sockets, files) time. */
+  serverCpuUsPerRequestUserSystem?: { user: number; system: number };
+  /** 1-minute load average of the machine right after the run (2 of it are the server and the load generator). */
+  load1: number;
+  /** Verify cases: the mean req/s of the baseline runs just before and just after this one. */
+  baselineRequestsPerSec?: number;
+  /** requests/s over baselineRequestsPerSec. */
+  ratio?: number;
+  target?: number;
+  met?: boolean;
+  /** A check request after the run still verified as VALID (verify cases). */
+  validAfterRun?: boolean;
+}
+
+// ---------------------------------------------------------------- process bookkeeping
+
+const children = new Set<ChildProcess>();
+const cleanups: Array<() => Promise<void>> = [];
+
+function track(child: ChildProcess): ChildProcess {
+  children.add(child);
+  child.once('exit', () => children.delete(child));
+  return child;
+}
+
+function killAll(): void {
+  for (const child of children) {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  }
+}
+
+async function runCleanups(): Promise<void> {
+  while (cleanups.length) {
+    const fn = cleanups.pop()!;
+    await fn().catch((err: Error) => console.error(`cleanup failed: ${err.message}`));
+  }
+}
+
+process.on('exit', killAll);
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    console.error(`\n${signal}: stopping`);
+    killAll();
+    const force = setTimeout(() => process.exit(130), 5_000);
+    force.unref();
+    void runCleanups().finally(() => process.exit(130));
+  });
+}
+
+// ---------------------------------------------------------------- helpers
+
+function positiveInt(name: string, fallback: number): number {
+  const n = nonNegativeInt(name, fallback);
+  if (n === 0) throw new Error(`${name} must be > 0`);
+  return n;
+}
+
+function nonNegativeInt(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer, got "${raw}"`);
+  return n;
+}
+
+/** User and system CPU seconds of a process so far (Linux /proc), or undefined where that is not available. */
+async function processCpuSeconds(pid: number | undefined): Promise<{ user: number; system: number } | undefined> {
+  if (pid === undefined || process.platform !== 'linux') return undefined;
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the parenthesised command name; utime and stime are fields 14 and 15 (1-based), in clock ticks.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { user: Number(fields[11]) / CLOCK_TICKS, system: Number(fields[12]) / CLOCK_TICKS };
+  } catch {
+    return undefined;
+  }
+}
+/** USER_HZ: 100 on every mainstream Linux. */
+const CLOCK_TICKS = 100;
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+const BASE58 = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz';
+const base58 = (n: number) => Array.from({ length: n }, () => BASE58[randomInt(BASE58.length)]).join('');
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, HOST, () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** Resolves when the child exits (immediately if it already has). */
+function exited(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((r) => child.once('exit', () => r()));
+}
+
+async function stopChild(child: ChildProcess, graceMs = 10_000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+  await exited(child);
+  clearTimeout(timer);
+}
+
+// ---------------------------------------------------------------- the server
+
+interface Server {
+  base: string;
+  rootKey: string;
+  child: ChildProcess;
+  /** Recent output lines, for diagnostics. */
+  output: string[];
+  /** Log lines at warn or above (the server runs with LOG_LEVEL=warn). */
+  warnings: number;
+}
+
+async function startServer(store: StoreKind, databaseUrl: string): Promise<Server> {
+  const port = await freePort();
+  const rootKey = `kh_root_${base58(32)}`;
+  const args = ['--disable-warning=ExperimentalWarning'];
+  if (settings.cpuProf) {
+    const dir = join(OUT_DIR, `prof-${store}`);
+    await mkdir(dir, { recursive: true });
+    args.push('--cpu-prof', `--cpu-prof-dir=${dir}`);
+  }
+  args.push(join(ROOT, 'src', 'main.ts'));
+  const child = track(spawn(process.execPath, args, {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      PORT: String(port), HOST, LOG_LEVEL: 'warn', DATABASE_URL: databaseUrl, KEYHOLD_BOOTSTRAP_ROOT_KEY: rootKey,
+      REDIS_URL: '', // the benchmark measures the store-backed paths only
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  }));
+  const server: Server = { base: `http://${HOST}:${port}`, rootKey, child, output: [], warnings: 0 };
+  const collect = (chunk: Buffer) => {
+    for (const line of chunk.toString('utf8').split('\n')) {
+      if (!line.trim()) continue;
+      server.output.push(line);
+      if (server.output.length > 50) server.output.shift();
+      try {
+        if ((JSON.parse(line) as { level?: number }).level! >= 40) server.warnings++;
+      } catch { /* not a log line */ }
+    }
+  };
+  child.stdout!.on('data', collect);
+  child.stderr!.on('data', collect);
+
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new Error(`the server exited (${child.exitCode ?? child.signalCode}) before it was up:\n${server.output.join('\n')}`);
+    }
+    try {
+      const res = await fetch(`${server.base}/v1/liveness`, { signal: AbortSignal.timeout(1_000) });
+      if (res.ok) {
+        server.warnings = 0; // first-start notices (bootstrap, generated files) are not about the load
+        return server;
+      }
+    } catch { /* not listening yet */ }
+    if (Date.now() > deadline) throw new Error(`the server did not answer /v1/liveness within 30 s:\n${server.output.join('\n')}`);
+    await sleep(100);
+  }
+}
+
+async function call(server: Server, method: 'GET' | 'POST', path: string, body?: unknown, rootKey?: string): Promise<{ status: number; json: any }> {
+  const headers: Record<string, string> = {};
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  if (rootKey) headers.authorization = `Bearer ${rootKey}`;
+  const res = await fetch(server.base + path, {
+    method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal: AbortSignal.timeout(10_000),
+  });
+  const text = await res.text();
+  let json: any;
+  try { json = JSON.parse(text); } catch { json = text; }
+  return { status: res.status, json };
+}
+
+// ---------------------------------------------------------------- load (separate process)
+
+interface Load { method: 'GET' | 'POST'; path: string; body?: string }
+
+interface AutocannonJson {
+  requests: { average: number; total: number };
+  latency: { p50: number; p99: number; mean: number };
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+}
+
+/** Runs the autocannon CLI in its own process (same Node binary) and returns its JSON summary. */
+async function autocannon(server: Server, load: Load, seconds: number): Promise<AutocannonJson> {
+  const args = [
+    AUTOCANNON, '--json', '--no-progress',
+    '--connections', String(settings.connections),
+    '--pipelining', String(settings.pipelining),
+    '--duration', String(seconds),
+    '--timeout', '10',
+    '--method', load.method,
+  ];
+  if (load.body !== undefined) args.push('--headers', 'content-type=application/json', '--body', load.body);
+  args.push(server.base + load.path);
+  const child = track(spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] }));
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (c: Buffer) => { stdout += c.toString('utf8'); });
+  child.stderr!.on('data', (c: Buffer) => { stderr += c.toString('utf8'); });
+  const timer = setTimeout(() => child.kill('SIGKILL'), (seconds + 30) * 1000);
+  await exited(child);
+  clearTimeout(timer);
+  if (child.exitCode !== 0) throw new Error(`autocannon exited with ${child.exitCode ?? child.signalCode}: ${stderr.trim()}`);
+  const line = stdout.trim().split('\n').filter(Boolean).at(-1);
+  if (!line) throw new Error(`autocannon printed no result: ${stderr.trim()}`);
+  return JSON.parse(line) as AutocannonJson;
+}
+
+// ---------------------------------------------------------------- one store
+
+interface Prepared { kase: Case; load: Load }
+
+async function prepare(server: Server): Promise<Prepared[]> {
+  const api = await call(server, 'POST', '/v1/apis.createApi', { name: 'bench' }, server.rootKey);
+  if (api.status !== 200) throw new Error(`apis.createApi: ${api.status} ${JSON.stringify(api.json)}`);
+  const apiId = api.json.apiId as string;
+  const prepared: Prepared[] = [{ kase: BASELINE, load: { method: 'GET', path: BASELINE.path } }];
+  for (const kase of cases) {
+    const created = await call(server, 'POST', '/v1/keys.createKey', { apiId, prefix: 'bench', name: kase.id, ...kase.keyBody }, server.rootKey);
+    if (created.status !== 200) throw new Error(`keys.createKey (${kase.id}): ${created.status} ${JSON.stringify(created.json)}`);
+    prepared.push({ kase, load: { method: 'POST', path: kase.path, body: JSON.stringify({ apiId, key: created.json.key }) } });
+  }
+  return prepared;
+}
+
+/** Sends `n` requests, `concurrency` at a time, and fails on the first response the case does not accept. */
+async function checkCase(server: Server, { kase, load }: Prepared, n: number, concurrency: number): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < n) {
+      next++;
+      const res = await call(server, load.method, load.path, load.body === undefined ? undefined : JSON.parse(load.body));
+      const problem = kase.check(res.status, res.json);
+      if (problem) throw new Error(`setup check failed for "${kase.label}": ${problem}`);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, n) }, worker));
+}
+
+async function benchStore(store: StoreKind, databaseUrl: string): Promise<RunResult[]> {
+  console.log(`\n== ${store}: starting the server`);
+  const server = await startServer(store, databaseUrl);
+  try {
+    const prepared = await prepare(server);
+    console.log(`== ${store}: checking every case (${CHECK_REQUESTS} requests each, ${CHECK_CONCURRENCY} concurrent)`);
+    for (const p of prepared) await checkCase(server, p, CHECK_REQUESTS, CHECK_CONCURRENCY);
+
+    const results: RunResult[] = [];
+    const measure = async (p: Prepared, label: string): Promise<RunResult> => {
+      if (settings.warmup > 0) {
+        const warm = await autocannon(server, p.load, settings.warmup);
+        if (warm.non2xx || warm.errors || warm.timeouts) {
+          throw new Error(`warm-up of "${label}" had ${warm.non2xx} non-2xx responses, ${warm.errors} errors, ${warm.timeouts} timeouts:\n${server.output.slice(-10).join('\n')}`);
+        }
+      }
+      const cpuBefore = await processCpuSeconds(server.child.pid);
+      const r = await autocannon(server, p.load, settings.duration);
+      const cpuAfter = await processCpuSeconds(server.child.pid);
+      if (server.child.exitCode !== null || server.child.signalCode !== null) {
+        throw new Error(`the server died during "${label}" (${server.child.exitCode ?? server.child.signalCode}):\n${server.output.slice(-10).join('\n')}`);
+      }
+      const perRequest = (seconds: number) => Math.round((seconds * 1e6 * 10) / r.requests.total) / 10;
+      const cpu = cpuBefore && cpuAfter && r.requests.total > 0
+        ? { user: perRequest(cpuAfter.user - cpuBefore.user), system: perRequest(cpuAfter.system - cpuBefore.system) }
+        : undefined;
+      const serverCpuUsPerRequest = cpu && cpu.user + cpu.system;
+      const load1 = loadavg()[0];
+      let validAfterRun: boolean | undefined;
+      if (p.kase !== BASELINE) {
+        validAfterRun = await checkCase(server, p, 1, 1).then(() => true, () => false);
+      }
+      const result: RunResult = {
+        store, case: p.kase.id, label,
+        requestsPerSec: r.requests.average, latencyP50Ms: r.latency.p50, latencyP99Ms: r.latency.p99, latencyMeanMs: r.latency.mean,
+        totalRequests: r.requests.total, non2xx: r.non2xx, errors: r.errors, timeouts: r.timeouts, serverCpuUsPerRequest, serverCpuUsPerRequestUserSystem: cpu, load1, validAfterRun,
+      };
+      console.log(`   ${label.padEnd(40)} ${fmt(result.requestsPerSec, 0).padStart(8)} req/s  p50 ${result.latencyP50Ms} ms  p99 ${result.latencyP99Ms} ms${result.non2xx ? `  non-2xx ${result.non2xx}` : ''}${serverCpuUsPerRequest === undefined ? '' : `  server CPU ${fmt(serverCpuUsPerRequest, 0)} µs/req (user ${fmt(cpu!.user, 0)}, sys ${fmt(cpu!.system, 0)})`}  (load avg ${fmt(load1, 1)})`);
+      await sleep(500);
+      return result;
+    };
+
+    // Baseline runs are interleaved with the cases (B C1 B C2 … B), and each case is compared with the
+    // mean of the two baseline runs around it, so drift in what else the machine does hurts less.
+    const [baseline, ...verifies] = prepared;
+    console.log(`== ${store}: load (${settings.connections} connections, pipelining ${settings.pipelining}, ${settings.warmup} s warm-up + ${settings.duration} s per run)`);
+    let before = await measure(baseline, BASELINE.label);
+    results.push(before);
+    for (const p of verifies) {
+      const r = await measure(p, p.kase.label);
+      const after = await measure(baseline, BASELINE.label);
+      r.baselineRequestsPerSec = (before.requestsPerSec + after.requestsPerSec) / 2;
+      r.ratio = r.requestsPerSec / r.baselineRequestsPerSec;
+      r.target = p.kase.target?.[store];
+      if (r.target !== undefined) r.met = r.ratio >= r.target;
+      results.push(r, after);
+      before = after;
+    }
+    if (server.warnings) console.log(`   (the server logged ${server.warnings} warnings/errors; last lines:\n${server.output.slice(-5).join('\n')})`);
+    return results;
+  } finally {
+    await stopChild(server.child);
+  }
+}
+
+// ---------------------------------------------------------------- output
+
+function fmt(n: number, digits: number): string {
+  return n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+}
+
+function table(results: RunResult[]): string {
+  const header = ['case', 'store', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'srv CPU µs/req', 'load', 'baseline req/s', 'ratio', 'target', 'met'];
+  const rows = results.map((r) => [
+    r.label, r.store, fmt(r.requestsPerSec, 0), String(r.latencyP50Ms), String(r.latencyP99Ms), String(r.non2xx + r.errors + r.timeouts),
+    r.serverCpuUsPerRequest === undefined ? '' : fmt(r.serverCpuUsPerRequest, 0),
+    fmt(r.load1, 1),
+    r.baselineRequestsPerSec === undefined ? '' : fmt(r.baselineRequestsPerSec, 0),
+    r.ratio === undefined ? '' : fmt(r.ratio, 3),
+    r.target === undefined ? '-' : `>= ${fmt(r.target, 2)}`,
+    r.met === undefined ? '-' : r.met ? 'yes' : 'NO',
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i].length)));
+  const numeric = new Set([2, 3, 4, 5, 6, 7, 8, 9]);
+  const line = (cells: string[]) => cells.map((c, i) => (numeric.has(i) ? c.padStart(widths[i]) : c.padEnd(widths[i]))).join('  ');
+  return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
+}
+
+// ---------------------------------------------------------------- main
+
+async function sqliteUrl(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'keyhold-bench-'));
+  cleanups.push(() => rm(dir, { recursive: true, force: true }));
+  return `sqlite:${join(dir, 'keyhold.db')}`;
+}
+
+function postgresUrl(base: string): string {
+  const schema = `kh_bench_${randomBytes(6).toString('hex')}`;
+  const url = new URL(base);
+  url.searchParams.delete('schema');
+  const admin = url.toString();
+  cleanups.push(async () => {
+    const client = new pg.Client({ connectionString: admin });
+    await client.connect();
+    try {
+      await client.query(`drop schema if exists ${schema} cascade`);
+    } finally {
+      await client.end();
+    }
+  });
+  url.searchParams.set('schema', schema);
+  return url.toString();
+}
+
+async function main(): Promise<number> {
+  const wanted = (process.env.BENCH_STORES || (POSTGRES_URL ? 'sqlite,postgres' : 'sqlite')).split(',').map((s) => s.trim()).filter(Boolean);
+  for (const s of wanted) if (s !== 'sqlite' && s !== 'postgres') throw new Error(`BENCH_STORES: unknown store "${s}"`);
+  if (wanted.includes('postgres') && !POSTGRES_URL) throw new Error('BENCH_STORES names postgres but neither KEYHOLD_BENCH_POSTGRES_URL nor KEYHOLD_TEST_POSTGRES_URL is set');
+  const stores = wanted as StoreKind[];
+  const caseIds = (process.env.BENCH_CASES || VERIFY_CASES.map((c) => c.id).join(',')).split(',').map((s) => s.trim()).filter(Boolean);
+  for (const id of caseIds) if (!VERIFY_CASES.some((c) => c.id === id)) throw new Error(`BENCH_CASES: unknown case "${id}" (known: ${VERIFY_CASES.map((c) => c.id).join(', ')})`);
+  cases = VERIFY_CASES.filter((c) => caseIds.includes(c.id));
+
+  // Bounded: every run has its own timeout; this is the backstop for the whole benchmark.
+  const runs = 2 * cases.length + 1;
+  const budgetMs = stores.length * (runs * (settings.warmup + settings.duration + 35) + 120) * 1000;
+  const watchdog = setTimeout(() => {
+    console.error(`bench: still running after ${Math.round(budgetMs / 1000)} s; stopping`);
+    killAll();
+    void runCleanups().finally(() => process.exit(1));
+  }, budgetMs);
+  watchdog.unref();
+
+  const startLoad = loadavg()[0];
+  const machine = `${cpus().length} x ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
+  console.log(`keyhold verification benchmark: ${machine}`);
+  console.log(`server and load generator are separate processes sharing this machine's ${cpus().length} CPUs${settings.cpuProf ? '; the server runs with --cpu-prof (slower)' : ''}`);
+  if (startLoad > cpus().length) console.log(`note: the machine is already busy (1-min load average ${fmt(startLoad, 1)} before starting); the numbers will be noisy`);
+  if (!POSTGRES_URL) console.log('PostgreSQL: skipped (set KEYHOLD_BENCH_POSTGRES_URL or KEYHOLD_TEST_POSTGRES_URL to include it)');
+
+  const results: RunResult[] = [];
+  try {
+    for (const store of stores) {
+      const url = store === 'sqlite' ? await sqliteUrl() : postgresUrl(POSTGRES_URL!);
+      results.push(...await benchStore(store, url));
+    }
+  } finally {
+    killAll();
+    await runCleanups();
+  }
+
+  console.log(`\nResults (${settings.connections} connections, pipelining ${settings.pipelining}, ${settings.duration} s per run; baseline req/s = mean of the baseline runs just before and after the case; ratio = req/s / baseline req/s; srv CPU = server process CPU time per request; load = 1-min load average after the run; latency resolution 1 ms)\n`);
+  console.log(table(results));
+  const withTarget = results.filter((r) => r.met !== undefined);
+  const missed = withTarget.filter((r) => !r.met);
+  console.log(`\nTargets met: ${withTarget.length - missed.length} of ${withTarget.length}${missed.length ? ` (missed: ${missed.map((r) => `${r.label} on ${r.store}`).join('; ')})` : ''}`);
+  const invalid = results.filter((r) => r.validAfterRun === false);
+  if (invalid.length) console.log(`Warning: no longer VALID after its run: ${invalid.map((r) => `${r.label} on ${r.store}`).join('; ')}`);
+
+  await mkdir(OUT_DIR, { recursive: true });
+  const file = join(OUT_DIR, 'results.json');
+  await writeFile(file, JSON.stringify({ date: new Date().toISOString(), machine, settings, results }, null, 2) + '\n');
+  console.log(`Written: ${file}`);
+  return 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  async (err: Error) => {
+    console.error(`\nbench failed: ${err.stack ?? err.message}`);
+    killAll();
+    await runCleanups();
+    process.exit(1);
+  },
+);
