@@ -1,8 +1,8 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import { base58 } from '../domain/base58.ts';
 
 /** `sha256_base64`: standard base64 of SHA-256 over the whole key string (SPEC §4). */
-export const hashKey = (key: string): string => createHash('sha256').update(key).digest('base64');
+export const hashKey = (key: string): string => hash('sha256', key, 'base64');
 
 /** New key material: `<prefix>_` + base58 of `byteLength` random bytes, and its `start`. */
 export function generateKey(prefix: string | undefined, byteLength: number): { key: string; start: string } {
