@@ -5,7 +5,7 @@ import { sql } from 'kysely';
 import { DIALECTS, freshStore } from './helpers/harness.ts';
 import { openStore, type Store } from '../src/store/store.ts';
 import type { Database } from '../src/store/schema.ts';
-import { isUniqueViolation } from '../src/store/errors.ts';
+import { isForeignKeyViolation, isUniqueViolation } from '../src/store/errors.ts';
 import { newId } from '../src/domain/ids.ts';
 import { ensureIdentity } from '../src/services/identities.ts';
 import { resolveOrCreate } from '../src/services/rbac-names.ts';
@@ -146,6 +146,16 @@ for (const dialect of DIALECTS) {
       assert.equal(isUniqueViolation(err), false, String(err));
       assert.equal(isUniqueViolation(new Error('something else')), false);
       assert.equal(isUniqueViolation(undefined), false);
+    });
+
+    test('a reference to a deleted row is a foreign-key violation recognised by isForeignKeyViolation (the API maps it to 409)', async () => {
+      const { workspaceId } = await seed(store.db);
+      const err = await rejection(insertKey(store.db, { id: newId('key'), workspaceId, apiId: 'api_missing', hash: `h-${newId('key')}` }));
+      assert.equal(isForeignKeyViolation(err), true, String(err));
+      const { hash, apiId } = await seed(store.db);
+      const duplicate = await rejection(insertKey(store.db, { id: newId('key'), workspaceId, apiId, hash }));
+      assert.equal(isForeignKeyViolation(duplicate), false, String(duplicate));
+      assert.equal(isForeignKeyViolation(new Error('something else')), false);
     });
 
     test('foreign keys cascade: deleting a key removes its keys_roles rows', async () => {

@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, ERROR_CATALOG, STATUS_TITLES, errorTypeUri, type ErrorKind, type FieldProblem } from '../domain/errors.ts';
+import { isForeignKeyViolation } from '../store/errors.ts';
 
 interface AjvIssue { instancePath: string; keyword: string; params: Record<string, unknown>; message?: string }
 
@@ -43,6 +44,9 @@ function classify(err: FastifyError | AppError): AppError {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE': return new AppError('request/unsupported-media-type', 'Bodies must be sent with Content-Type: application/json');
   }
   if (e.statusCode === 400) return new AppError('request/invalid-body', e.message);
+  if (isForeignKeyViolation(err)) {
+    return new AppError('data/conflict', 'A resource this request refers to was deleted while the request ran; nothing was changed');
+  }
   return new AppError('internal', 'An internal error occurred; it has been logged with the request id');
 }
 
