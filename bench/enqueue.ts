@@ -19,14 +19,12 @@
 // are not comparable.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { cpus, loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { cpus, loadavg } from 'node:os';
 import { parseArgs, promisify } from 'node:util';
 import { execFile } from 'node:child_process';
-import pg from 'pg';
 import { base58 } from '../src/domain/base58.ts';
+import { BENCH_PG_URL, scratchStore } from './scratch-store.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -45,7 +43,7 @@ const CONCURRENCY = Number(args.concurrency);
 const PLAINTEXT_EVERY = Number(args['plaintext-every']);
 const BASELINE_KEYS = Number(args.baseline);
 const TARGET_SECONDS = 30;
-const PG_URL = process.env.KEYHOLD_BENCH_POSTGRES_URL || process.env.KEYHOLD_TEST_POSTGRES_URL;
+const PG_URL = BENCH_PG_URL;
 const ROOT = `kh_root_${base58(randomBytes(24), 33)}`;
 const MAIN = new URL('../src/main.ts', import.meta.url).pathname;
 const CLI = new URL('../bin/keyhold.js', import.meta.url).pathname;
@@ -120,22 +118,7 @@ const fmt = (n: number) => Math.round(n).toLocaleString('en');
 type Mode = 'server' | 'separate' | 'backlog';
 
 async function benchOne(dialect: 'sqlite' | 'postgres', mode: Mode): Promise<void> {
-  let url: string;
-  let cleanup: () => Promise<void>;
-  if (dialect === 'sqlite') {
-    const dir = mkdtempSync(join(tmpdir(), 'keyhold-bench-'));
-    url = `sqlite:${join(dir, 'keyhold.db')}`;
-    cleanup = async () => rmSync(dir, { recursive: true, force: true });
-  } else {
-    const schema = `kh_bench_${randomBytes(6).toString('hex')}`;
-    url = `${PG_URL}${PG_URL!.includes('?') ? '&' : '?'}schema=${schema}`;
-    cleanup = async () => {
-      const client = new pg.Client({ connectionString: PG_URL });
-      await client.connect();
-      await client.query(`drop schema if exists ${schema} cascade`);
-      await client.end();
-    };
-  }
+  const { url, cleanup } = scratchStore(dialect);
   const server = await startServer(url, mode === 'server' ? undefined : '0');
   let worker: ChildProcess | undefined;
   try {

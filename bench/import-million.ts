@@ -19,14 +19,13 @@
 // load average is printed too.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { cpus, loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { cpus, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
-import pg from 'pg';
 import { base58 } from '../src/domain/base58.ts';
+import { scratchStore } from './scratch-store.ts';
 
 const HOST = '127.0.0.1';
 const DEADLINE_MS = 15 * 60_000;
@@ -135,20 +134,9 @@ async function main(): Promise<void> {
   }, DEADLINE_MS);
   deadline.unref();
 
-  let url: string;
-  if (dialect === 'sqlite') {
-    const dir = mkdtempSync(join(tmpdir(), 'keyhold-bench-million-'));
-    url = `sqlite:${join(dir, 'keyhold.db')}`;
-    cleanup = async () => rmSync(dir, { recursive: true, force: true });
-  } else {
-    const schema = `kh_bench_${randomBytes(6).toString('hex')}`;
-    url = `${PG_URL}${PG_URL!.includes('?') ? '&' : '?'}schema=${schema}`;
-    cleanup = async () => {
-      const client = new pg.Client({ connectionString: PG_URL });
-      await client.connect();
-      try { await client.query(`drop schema if exists ${schema} cascade`); } finally { await client.end(); }
-    };
-  }
+  const scratch = scratchStore(dialect);
+  const url = scratch.url;
+  cleanup = scratch.cleanup;
 
   const root = `kh_root_${base58(randomBytes(24), 33)}`;
   const port = await new Promise<number>((resolve, reject) => {

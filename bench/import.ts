@@ -10,13 +10,11 @@
 // The load average is printed too: numbers from a machine that is busy with other work are not comparable.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { cpus, loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { cpus, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
 import { base58 } from '../src/domain/base58.ts';
+import { BENCH_PG_URL, scratchStore } from './scratch-store.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -31,7 +29,7 @@ const BATCHES = Number(args.batches);
 const SIZE = Number(args.size);
 const WARMUP = Number(args.warmup);
 const CONCURRENCY = args.concurrency!.split(',').map(Number);
-const PG_URL = process.env.KEYHOLD_BENCH_POSTGRES_URL || process.env.KEYHOLD_TEST_POSTGRES_URL;
+const PG_URL = BENCH_PG_URL;
 const ROOT = `kh_root_${base58(randomBytes(24), 33)}`;
 const MAIN = new URL('../src/main.ts', import.meta.url).pathname;
 
@@ -104,22 +102,7 @@ async function run(base: string, bodies: string[], concurrency: number): Promise
 }
 
 async function benchDialect(dialect: 'sqlite' | 'postgres'): Promise<void> {
-  let url: string;
-  let cleanup: () => Promise<void>;
-  if (dialect === 'sqlite') {
-    const dir = mkdtempSync(join(tmpdir(), 'keyhold-bench-'));
-    url = `sqlite:${join(dir, 'keyhold.db')}`;
-    cleanup = async () => rmSync(dir, { recursive: true, force: true });
-  } else {
-    const schema = `kh_bench_${randomBytes(6).toString('hex')}`;
-    url = `${PG_URL}${PG_URL!.includes('?') ? '&' : '?'}schema=${schema}`;
-    cleanup = async () => {
-      const client = new pg.Client({ connectionString: PG_URL });
-      await client.connect();
-      await client.query(`drop schema if exists ${schema} cascade`);
-      await client.end();
-    };
-  }
+  const { url, cleanup } = scratchStore(dialect);
   const server = await startServer(url);
   try {
     const api = await post(server.base, '/v1/apis.createApi', JSON.stringify({ name: 'bench-import' }));

@@ -1,0 +1,27 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+
+/** The PostgreSQL benchmarks use: KEYHOLD_BENCH_POSTGRES_URL, else KEYHOLD_TEST_POSTGRES_URL, else none. */
+export const BENCH_PG_URL = process.env.KEYHOLD_BENCH_POSTGRES_URL || process.env.KEYHOLD_TEST_POSTGRES_URL;
+
+/** A throwaway store for one benchmark run: a SQLite file in a temp dir, or a fresh PostgreSQL schema. `cleanup` removes it. */
+export function scratchStore(dialect: 'sqlite' | 'postgres'): { url: string; cleanup: () => Promise<void> } {
+  if (dialect === 'sqlite') {
+    const dir = mkdtempSync(join(tmpdir(), 'keyhold-bench-'));
+    return { url: `sqlite:${join(dir, 'keyhold.db')}`, cleanup: async () => rmSync(dir, { recursive: true, force: true }) };
+  }
+  if (!BENCH_PG_URL) throw new Error('PostgreSQL benchmarks need KEYHOLD_BENCH_POSTGRES_URL or KEYHOLD_TEST_POSTGRES_URL');
+  const base = BENCH_PG_URL;
+  const schema = `kh_bench_${randomBytes(6).toString('hex')}`;
+  return {
+    url: `${base}${base.includes('?') ? '&' : '?'}schema=${schema}`,
+    async cleanup() {
+      const client = new pg.Client({ connectionString: base });
+      await client.connect();
+      try { await client.query(`drop schema if exists ${schema} cascade`); } finally { await client.end(); }
+    },
+  };
+}
