@@ -23,14 +23,14 @@
 //   KEYHOLD_BENCH_POSTGRES_URL / KEYHOLD_TEST_POSTGRES_URL  postgres://… (a schema kh_bench_<random> is created and dropped)
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { cpus, loadavg, totalmem } from 'node:os';
 import { createServer } from 'node:net';
-import { randomBytes, randomInt } from 'node:crypto';
+import { randomInt } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
-import pg from 'pg';
+import { BENCH_PG_URL, scratchStore } from './scratch-store.ts';
 
 type StoreKind = 'sqlite' | 'postgres';
 
@@ -47,7 +47,7 @@ const settings = {
   warmup: nonNegativeInt('BENCH_WARMUP', 3),
   cpuProf: process.env.BENCH_CPU_PROF === '1',
 };
-const POSTGRES_URL = process.env.KEYHOLD_BENCH_POSTGRES_URL || process.env.KEYHOLD_TEST_POSTGRES_URL || undefined;
+const POSTGRES_URL = BENCH_PG_URL;
 
 /** Requests each verify case must answer correctly (200, valid: true) before it is measured. */
 const CHECK_REQUESTS = 200;
@@ -468,30 +468,6 @@ function table(results: RunResult[]): string {
 
 // ---------------------------------------------------------------- main
 
-async function sqliteUrl(): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'keyhold-bench-'));
-  cleanups.push(() => rm(dir, { recursive: true, force: true }));
-  return `sqlite:${join(dir, 'keyhold.db')}`;
-}
-
-function postgresUrl(base: string): string {
-  const schema = `kh_bench_${randomBytes(6).toString('hex')}`;
-  const url = new URL(base);
-  url.searchParams.delete('schema');
-  const admin = url.toString();
-  cleanups.push(async () => {
-    const client = new pg.Client({ connectionString: admin });
-    await client.connect();
-    try {
-      await client.query(`drop schema if exists ${schema} cascade`);
-    } finally {
-      await client.end();
-    }
-  });
-  url.searchParams.set('schema', schema);
-  return url.toString();
-}
-
 async function main(): Promise<number> {
   const wanted = (process.env.BENCH_STORES || (POSTGRES_URL ? 'sqlite,postgres' : 'sqlite')).split(',').map((s) => s.trim()).filter(Boolean);
   for (const s of wanted) if (s !== 'sqlite' && s !== 'postgres') throw new Error(`BENCH_STORES: unknown store "${s}"`);
@@ -521,7 +497,8 @@ async function main(): Promise<number> {
   const results: RunResult[] = [];
   try {
     for (const store of stores) {
-      const url = store === 'sqlite' ? await sqliteUrl() : postgresUrl(POSTGRES_URL!);
+      const { url, cleanup } = scratchStore(store);
+      cleanups.push(cleanup);
       results.push(...await benchStore(store, url));
     }
   } finally {

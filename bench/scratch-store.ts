@@ -14,12 +14,15 @@ export function scratchStore(dialect: 'sqlite' | 'postgres'): { url: string; cle
     return { url: `sqlite:${join(dir, 'keyhold.db')}`, cleanup: async () => rmSync(dir, { recursive: true, force: true }) };
   }
   if (!BENCH_PG_URL) throw new Error('PostgreSQL benchmarks need KEYHOLD_BENCH_POSTGRES_URL or KEYHOLD_TEST_POSTGRES_URL');
-  const base = BENCH_PG_URL;
   const schema = `kh_bench_${randomBytes(6).toString('hex')}`;
+  const url = new URL(BENCH_PG_URL);
+  url.searchParams.delete('schema');
+  const admin = url.toString();
+  url.searchParams.set('schema', schema);
   return {
-    url: `${base}${base.includes('?') ? '&' : '?'}schema=${schema}`,
+    url: url.toString(),
     async cleanup() {
-      const client = new pg.Client({ connectionString: base });
+      const client = new pg.Client({ connectionString: admin });
       await client.connect();
       try { await client.query(`drop schema if exists ${schema} cascade`); } finally { await client.end(); }
     },
