@@ -59,6 +59,17 @@ export async function addRoles(db: Db, caller: Caller, keyId: string, refs: Refe
 }
 
 /**
+ * keys.setRoles (seed + SPEC §6): the key's roles become exactly the referenced set, atomically. Items name a
+ * role by `id` (wins when both are given) or `name`; `create: true` creates an unknown name (needs
+ * `rbac.*.create_role`). Unknown ids or names → 404 listing every one. Concurrent calls on one key are
+ * serialized by writing the key row first, so the result is always one caller's set, never a mix.
+ * Returns every role now connected, `{id, name}` sorted by name. Needs `rbac.*.add_role_to_key`.
+ */
+export async function setRoles(db: Db, caller: Caller, keyId: string, refs: Reference[]): Promise<Named[]> {
+  return change(db, caller, 'role', 'set', keyId, refs, ['rbac.*.add_role_to_key']);
+}
+
+/**
  * keys.removeRoles: disconnects every listed role from the key. Listed roles that exist but are not
  * connected are ignored; unknown ones → 404 and nothing changes. Needs `rbac.*.remove_role_from_key`.
  */
@@ -68,7 +79,7 @@ export async function removeRoles(db: Db, caller: Caller, keyId: string, refs: R
 
 /**
  * One change to a key's direct roles or permissions, in one transaction (all or nothing). Concurrent
- * changes to one key are serialized by writing the key row first, as keys.setRoles does.
+ * changes to one key are serialized by writing the key row first.
  */
 async function change(db: Db, caller: Caller, kind: Kind, mode: Mode, keyId: string, refs: Reference[], required: string[]): Promise<Named[]> {
   const k = KIND[kind];

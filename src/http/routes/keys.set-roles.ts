@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { setRoles } from '../../services/set-roles.ts';
+import { setRoles } from '../../services/key-permissions.ts';
 import type { App, Deps } from '../types.ts';
 import { Body, requires, responses } from '../schemas.ts';
 
