@@ -1,7 +1,7 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { DIALECTS, world, type World } from './helpers/harness.ts';
+import { DIALECTS, world, type World, rowCounts } from './helpers/harness.ts';
 import { securityTests } from './helpers/security.ts';
 import { hashKey } from '../src/crypto/keys.ts';
 
@@ -12,15 +12,7 @@ const sha256b64 = (s: string): string => createHash('sha256').update(s).digest('
 const decode58 = (s: string): bigint => [...s].reduce((n, c) => n * 58n + BigInt(ALPHABET.indexOf(c)), 0n);
 
 const TABLES = ['keys', 'identities', 'roles', 'permissions', 'keys_roles', 'keys_permissions', 'ratelimits', 'encrypted_keys', 'audit_logs'] as const;
-/** Row counts of every table a createKey may write. */
-async function snapshot(w: World): Promise<Record<string, number>> {
-  const out: Record<string, number> = {};
-  for (const t of TABLES) {
-    const r = await w.store.db.selectFrom(t).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
-    out[t] = Number(r.n);
-  }
-  return out;
-}
+const snapshot = (w: World) => rowCounts(w, TABLES);
 const paths = (res: { json: any }): string[] => [...new Set<string>(res.json.error.errors.map((e: { path: string }) => e.path))].sort();
 const rootKeyId = async (w: World, key: string): Promise<string> =>
   (await w.store.db.selectFrom('root_keys').select('id').where('hash', '=', sha256b64(key)).executeTakeFirstOrThrow()).id;

@@ -1,20 +1,13 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { DIALECTS, world, type World } from './helpers/harness.ts';
+import { DIALECTS, world, type World, rowCounts } from './helpers/harness.ts';
 import { buildApp } from '../src/app.ts';
 import type { App } from '../src/http/types.ts';
 
 /** Recoverable keys (SPEC §4, §7): created encrypted with encrypt_key, read back with decrypt_key. */
 
 const TABLES = ['keys', 'identities', 'roles', 'permissions', 'keys_roles', 'keys_permissions', 'ratelimits', 'data_keys', 'encrypted_keys', 'audit_logs'] as const;
-async function snapshot(w: World): Promise<Record<string, number>> {
-  const out: Record<string, number> = {};
-  for (const t of TABLES) {
-    const r = await w.store.db.selectFrom(t).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
-    out[t] = Number(r.n);
-  }
-  return out;
-}
+const snapshot = (w: World) => rowCounts(w, TABLES);
 const encryptedRow = (w: World, keyId: string) => w.store.db.selectFrom('encrypted_keys').selectAll().where('key_id', '=', keyId).executeTakeFirst();
 
 for (const dialect of DIALECTS) {

@@ -1,7 +1,7 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
-import { DIALECTS, world, type Response, type World } from './helpers/harness.ts';
+import { DIALECTS, world, type Response, type World, rowCounts } from './helpers/harness.ts';
 import { securityTests } from './helpers/security.ts';
 import { importedStart, isSha256Base64 } from '../src/services/key-import.ts';
 import { buildApp } from '../src/app.ts';
@@ -15,15 +15,7 @@ const hashOf = (plaintext: string) => ({ value: sha256b64(plaintext), variant: '
 const hashItem = (apiId: string, extra: Record<string, unknown> = {}) => ({ apiId, hash: hashOf(newPlain()), ...extra });
 
 const TABLES = ['keys', 'identities', 'roles', 'permissions', 'keys_roles', 'keys_permissions', 'ratelimits', 'encrypted_keys', 'data_keys', 'audit_logs'] as const;
-/** Row counts of every table an import may write. */
-async function snapshot(w: World): Promise<Record<string, number>> {
-  const out: Record<string, number> = {};
-  for (const t of TABLES) {
-    const r = await w.store.db.selectFrom(t).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
-    out[t] = Number(r.n);
-  }
-  return out;
-}
+const snapshot = (w: World) => rowCounts(w, TABLES);
 const paths = (res: Response): string[] => res.json.error.errors.map((e: { path: string }) => e.path);
 const keyRow = (w: World, keyId: string) => w.store.db.selectFrom('keys').selectAll().where('id', '=', keyId).executeTakeFirstOrThrow();
 const assertError = (res: Response, status: number, type: string, code: string) => {

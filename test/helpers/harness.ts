@@ -9,6 +9,7 @@ import { createVault } from '../../src/crypto/vault.ts';
 import type { App } from '../../src/http/types.ts';
 import { createWorkspace } from '../../src/services/workspaces.ts';
 import { insertRootKey, revokeRootKey } from '../../src/services/root-keys.ts';
+import type { Database } from '../../src/store/schema.ts';
 
 /**
  * Usage, once per dialect:  `let w: World; before(async () => { w = await world(dialect); }); after(() => w.close());`
@@ -116,4 +117,14 @@ export async function world(dialect: 'sqlite' | 'postgres'): Promise<World> {
     },
   };
   return w;
+}
+
+/** Row counts of the given tables: compare two snapshots to show that a failed request wrote nothing. */
+export async function rowCounts(w: World, tables: readonly (keyof Database)[]): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  for (const t of tables) {
+    const r = await w.store.db.selectFrom(t).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+    out[t] = Number(r.n);
+  }
+  return out;
 }
