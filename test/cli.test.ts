@@ -5,10 +5,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
-import pg from 'pg';
-import { DIALECTS, freshStore } from './helpers/harness.ts';
+import { DIALECTS, freshStore, scratchDatabase } from './helpers/harness.ts';
 import { run } from '../src/cli/main.ts';
 import { buildApp } from '../src/app.ts';
 import { openStore, type Store } from '../src/store/store.ts';
@@ -211,23 +209,7 @@ for (const dialect of DIALECTS) {
       assert.deepEqual(r.json, { applied: [] });
 
       // A brand-new database gets the whole schema.
-      let target: string;
-      let cleanup: () => Promise<void>;
-      if (dialect === 'sqlite') {
-        const dir = mkdtempSync(join(tmpdir(), 'keyhold-cli-'));
-        target = `sqlite:${join(dir, 'new.db')}`;
-        cleanup = async () => rmSync(dir, { recursive: true, force: true });
-      } else {
-        const base = process.env.KEYHOLD_TEST_POSTGRES_URL!;
-        const schema = `kh_test_${randomBytes(6).toString('hex')}`;
-        target = `${base}${base.includes('?') ? '&' : '?'}schema=${schema}`;
-        cleanup = async () => {
-          const client = new pg.Client({ connectionString: base });
-          await client.connect();
-          await client.query(`drop schema if exists ${schema} cascade`);
-          await client.end();
-        };
-      }
+      const { url: target, cleanup } = scratchDatabase(dialect);
       try {
         const first = await cli(target, 'db', 'migrate', '--json');
         assert.equal(first.code, 0, JSON.stringify(first));

@@ -20,27 +20,30 @@ export const DIALECTS: Array<'sqlite' | 'postgres'> = ['sqlite', ...(process.env
 const OPERATOR = { type: 'operator' as const, id: 'test' };
 
 /**
- * A fresh, migrated store: a new SQLite file in a temp dir, or a new PostgreSQL schema. Removed after the test file.
- * When KEYHOLD_TEST_POSTGRES_URL is set and the server is unreachable this fails (it never skips).
+ * A place for a new, empty database: a SQLite file in a temp dir, or a new PostgreSQL schema. `cleanup` removes it.
+ * When KEYHOLD_TEST_POSTGRES_URL is set and the server is unreachable, using it fails (it never skips).
  */
-export async function freshStore(dialect: 'sqlite' | 'postgres'): Promise<{ store: Store; url: string; close(): Promise<void> }> {
-  let url: string;
-  let cleanup: () => Promise<void>;
+export function scratchDatabase(dialect: 'sqlite' | 'postgres'): { url: string; cleanup(): Promise<void> } {
   if (dialect === 'sqlite') {
     const dir = mkdtempSync(join(tmpdir(), 'keyhold-test-'));
-    url = `sqlite:${join(dir, 'keyhold.db')}`;
-    cleanup = async () => rmSync(dir, { recursive: true, force: true });
-  } else {
-    const base = process.env.KEYHOLD_TEST_POSTGRES_URL!;
-    const schema = `kh_test_${randomBytes(6).toString('hex')}`;
-    url = `${base}${base.includes('?') ? '&' : '?'}schema=${schema}`;
-    cleanup = async () => {
+    return { url: `sqlite:${join(dir, 'keyhold.db')}`, cleanup: async () => rmSync(dir, { recursive: true, force: true }) };
+  }
+  const base = process.env.KEYHOLD_TEST_POSTGRES_URL!;
+  const schema = `kh_test_${randomBytes(6).toString('hex')}`;
+  return {
+    url: `${base}${base.includes('?') ? '&' : '?'}schema=${schema}`,
+    async cleanup() {
       const client = new pg.Client({ connectionString: base });
       await client.connect();
       await client.query(`drop schema if exists ${schema} cascade`);
       await client.end();
-    };
-  }
+    },
+  };
+}
+
+/** A fresh, migrated store in a scratch database; `close` closes it and removes the database. */
+export async function freshStore(dialect: 'sqlite' | 'postgres'): Promise<{ store: Store; url: string; close(): Promise<void> }> {
+  const { url, cleanup } = scratchDatabase(dialect);
   const store = openStore(url);
   await store.migrate();
   return { store, url, close: async () => { await store.close(); await cleanup(); } };
