@@ -8,7 +8,7 @@ import { recordAudit, type AuditEntry } from './audit.ts';
 import { actorOf, requirePermissions, type Caller } from './caller.ts';
 import { ensureIdentity } from './identities.ts';
 import { attachPlaintexts, loadKeyViews, type KeyView } from './key-view.ts';
-import { requireApi, requireKey } from './lookups.ts';
+import { liveKeys, requireApi, requireKey } from './lookups.ts';
 import { resolveOrCreateAll } from './rbac-names.ts';
 import { transact } from './changes.ts';
 
@@ -141,10 +141,7 @@ export interface WhoamiView {
 
 /** Describes the key whose plaintext is given, if it belongs to the caller's workspace. */
 export async function whoami(db: Db, caller: Caller, key: string): Promise<WhoamiView> {
-  const row = await db.selectFrom('keys').innerJoin('apis', 'apis.id', 'keys.api_id').selectAll('keys')
-    .where('keys.hash', '=', hashKey(key)).where('keys.workspace_id', '=', caller.workspaceId)
-    .where('keys.deleted_at', 'is', null).where('apis.deleted_at', 'is', null)
-    .executeTakeFirst();
+  const row = await liveKeys(db).where('keys.hash', '=', hashKey(key)).where('keys.workspace_id', '=', caller.workspaceId).executeTakeFirst();
   if (!row) throw new AppError('data/key-not-found', 'key not found');
   requirePermissions(caller, `api.${row.api_id}.read_key`);
   const identity = row.identity_id

@@ -19,15 +19,15 @@ export async function requireApi(db: Executor, workspaceId: string, apiId: strin
 }
 
 /**
- * A live key of the workspace, or 404. A key is live when neither it nor its API is deleted: checking
- * the API here (rather than relying only on deleteApi marking every key) also covers a key created
- * while its API was being deleted.
+ * Live keys: a key is live when neither it nor its API is deleted. Checking the API here (rather than
+ * relying only on deleteApi marking every key) also covers a key created while its API was being deleted.
  */
+export const liveKeys = (db: Executor) => db.selectFrom('keys').innerJoin('apis', 'apis.id', 'keys.api_id').selectAll('keys')
+  .where('keys.deleted_at', 'is', null).where('apis.deleted_at', 'is', null);
+
+/** A live key of the workspace, or 404. */
 export async function requireKey(db: Executor, workspaceId: string, keyId: string): Promise<KeyRow> {
-  const key = await db.selectFrom('keys').innerJoin('apis', 'apis.id', 'keys.api_id').selectAll('keys')
-    .where('keys.id', '=', keyId).where('keys.workspace_id', '=', workspaceId)
-    .where('keys.deleted_at', 'is', null).where('apis.deleted_at', 'is', null)
-    .executeTakeFirst();
+  const key = await liveKeys(db).where('keys.id', '=', keyId).where('keys.workspace_id', '=', workspaceId).executeTakeFirst();
   if (!key) throw new AppError('data/key-not-found', `key ${keyId} not found`);
   return key;
 }

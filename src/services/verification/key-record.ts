@@ -1,6 +1,7 @@
 import type { RefillSchedule } from '../../domain/refill.ts';
 import type { Executor } from '../../store/store.ts';
 import { loadKeyViews } from '../key-view.ts';
+import { liveKeys } from '../lookups.ts';
 
 export interface ConfiguredLimit { name: string; limit: number; duration: number; type: 'fast' | 'consistent'; autoApply: boolean }
 
@@ -29,9 +30,7 @@ export interface KeyRecord {
 
 /** Loads a live key (key and API not deleted) by its plaintext's hash, or null. */
 export async function loadKeyRecord(db: Executor, hash: string): Promise<KeyRecord | null> {
-  const row = await db.selectFrom('keys').innerJoin('apis', 'apis.id', 'keys.api_id').selectAll('keys')
-    .where('keys.hash', '=', hash).where('keys.deleted_at', 'is', null).where('apis.deleted_at', 'is', null)
-    .executeTakeFirst();
+  const row = await liveKeys(db).where('keys.hash', '=', hash).executeTakeFirst();
   if (!row) return null;
   const [[view], limitRows] = await Promise.all([
     loadKeyViews(db, [row]),
