@@ -1,5 +1,7 @@
 import { lastRefillDue } from '../domain/refill.ts';
+import type { ExpressionBuilder } from 'kysely';
 import type { Executor } from '../store/store.ts';
+import type { Database } from '../store/schema.ts';
 
 /** The largest credit count a key can hold. */
 export const MAX_REMAINING = Number.MAX_SAFE_INTEGER;
@@ -25,6 +27,10 @@ export async function currentRemaining(db: Executor, keyId: string): Promise<num
   return row?.remaining ?? null;
 }
 
+/** The guard that makes a refill happen once per period: no refill since the period's due time. */
+const notRefilledSince = (due: number) => (eb: ExpressionBuilder<Database, 'keys'>) =>
+  eb.or([eb('last_refill_at', 'is', null), eb('last_refill_at', '<', due)]);
+
 /**
  * Sets remaining to `amount` if no refill happened since `due`: exactly once per period, whichever node
  * or sweep gets there first (the others' guarded update matches no row). Returns whether it refilled.
@@ -32,7 +38,7 @@ export async function currentRemaining(db: Executor, keyId: string): Promise<num
 export async function refillIfDue(db: Executor, keyId: string, amount: number, due: number, now: number): Promise<boolean> {
   const res = await db.updateTable('keys').set({ remaining: amount, last_refill_at: now })
     .where('id', '=', keyId).where('refill_amount', 'is not', null)
-    .where((eb) => eb.or([eb('last_refill_at', 'is', null), eb('last_refill_at', '<', due)]))
+    .where(notRefilledSince(due))
     .executeTakeFirst();
   return Number(res.numUpdatedRows) > 0;
 }
@@ -52,7 +58,7 @@ export async function refillDueKeys(db: Executor, now: number): Promise<number> 
     const due = lastRefillDue(s, now);
     let q = db.updateTable('keys').set((eb) => ({ remaining: eb.ref('refill_amount'), last_refill_at: now }))
       .where('refill_interval', '=', s.interval).where('refill_amount', 'is not', null).where('deleted_at', 'is', null)
-      .where((eb) => eb.or([eb('last_refill_at', 'is', null), eb('last_refill_at', '<', due)]));
+      .where(notRefilledSince(due));
     if (s.refillDay !== null) q = q.where('refill_day', '=', s.refillDay);
     refilled += Number((await q.executeTakeFirst()).numUpdatedRows);
   }

@@ -9,11 +9,15 @@ export async function requireWorkspace(db: Executor, workspaceId: string): Promi
   if (!ws) throw new AppError('data/workspace-not-found', `workspace ${workspaceId} not found`);
 }
 
-/** A live (not deleted) API of the workspace, or 404. */
-export async function requireApi(db: Executor, workspaceId: string, apiId: string): Promise<ApiRow> {
-  const api = await db.selectFrom('apis').selectAll()
+/** A live (not deleted) API of the workspace, if there is one. */
+export const findApi = (db: Executor, workspaceId: string, apiId: string): Promise<ApiRow | undefined> =>
+  db.selectFrom('apis').selectAll()
     .where('id', '=', apiId).where('workspace_id', '=', workspaceId).where('deleted_at', 'is', null)
     .executeTakeFirst();
+
+/** A live (not deleted) API of the workspace, or 404. */
+export async function requireApi(db: Executor, workspaceId: string, apiId: string): Promise<ApiRow> {
+  const api = await findApi(db, workspaceId, apiId);
   if (!api) throw new AppError('data/api-not-found', `api ${apiId} not found`);
   return api;
 }

@@ -9,6 +9,7 @@ import type { VerificationRecorder, VerifyCode } from '../analytics.ts';
 import type { KeyCache } from './key-cache.ts';
 import { CreditSpender } from './credit-spender.ts';
 import { loadKeyRecord, type KeyRecord } from './key-record.ts';
+import { findApi } from '../lookups.ts';
 
 export interface VerifyRequest {
   key: string;
@@ -81,9 +82,7 @@ export class Verifier {
 
   /** An apiId that is not the key's: FORBIDDEN when it is a live API of the key's workspace, else NOT_FOUND. */
   async #sameWorkspaceApi(apiId: string, workspaceId: string): Promise<boolean> {
-    const api = await this.#deps.db.selectFrom('apis').select('id')
-      .where('id', '=', apiId).where('workspace_id', '=', workspaceId).where('deleted_at', 'is', null).executeTakeFirst();
-    return api !== undefined;
+    return (await findApi(this.#deps.db, workspaceId, apiId)) !== undefined;
   }
 
   async #check(record: KeyRecord, req: VerifyRequest, query: PermissionQuery | undefined, now: number): Promise<VerifyResponse> {
