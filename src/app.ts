@@ -9,6 +9,8 @@ import { errorHandler, sendError } from './http/errors.ts';
 import { createMetrics } from './http/metrics.ts';
 import { ErrorEnvelope } from './http/schemas.ts';
 import { ROUTES } from './http/routes/index.ts';
+import { VerifyKeyBody } from './http/routes/keys.verify-key.ts';
+import { createLaneServer, createVerifyLane, type VerifyLane } from './http/verify-lane.ts';
 import type { App } from './http/types.ts';
 import type { Store } from './store/store.ts';
 import { createRuntime } from './runtime.ts';
@@ -34,14 +36,16 @@ const queryAjv = new Ajv({ allErrors: true, coerceTypes: true, useDefaults: true
 
 /** Builds the HTTP application (never listens): hooks, error envelope, docs, metrics and every route. */
 export async function buildApp({ store }: { store: Store }, options: AppOptions = {}): Promise<App> {
+  // keys.verifyKey over HTTP is answered by its lane (src/http/verify-lane.ts), made once the verifier exists;
+  // app.inject() always goes through Fastify's route.
+  let lane: VerifyLane | undefined;
   const app = Fastify({
+    serverFactory: (handler) => createLaneServer(handler, () => lane, { requestTimeout: 30_000, connectionTimeout: 60_000, keepAliveTimeout: 72_000 }),
     ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
     // No log line per request (a large share of a fast route's cost): errors are logged, the rest counted in /metrics.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: BODY_LIMIT,
     genReqId: () => newId('req'),
-    requestTimeout: 30_000,
-    connectionTimeout: 60_000,
     return503OnClosing: true,
     // Failures Fastify meets before routing (a path that is not valid percent-encoding) get the envelope
     // and the request id too, instead of Fastify's own body.
@@ -74,9 +78,7 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
     }
   });
   app.addHook('onResponse', async (request, reply) => {
-    const route = request.routeOptions.url ?? 'unknown';
-    metrics.requests.inc({ route, status: String(reply.statusCode) });
-    metrics.duration.observe({ route }, reply.elapsedTime / 1000);
+    metrics.observe(request.routeOptions.url ?? 'unknown', reply.statusCode, reply.elapsedTime / 1000);
   });
 
   app.setNotFoundHandler((request, reply) => {
@@ -107,6 +109,10 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
   app.addHook('onClose', () => runtime.close());
   const deps = { store, verifier: runtime.verifier, vault: options.vault };
   for (const register of ROUTES) register(app, deps);
+  lane = createVerifyLane({
+    verifier: runtime.verifier, validate: bodyAjv.compile(VerifyKeyBody), parseJson: app.getDefaultJsonParser('error', 'error'), metrics, logger: options.logger,
+  });
+  app.addHook('preClose', (done) => { lane?.close(); done(); });
 
   app.get('/openapi.json', { schema: { hide: true }, config: { public: true } }, async () => app.swagger());
   app.get('/metrics', { schema: { hide: true }, config: { public: true } }, async (_req, reply) => {

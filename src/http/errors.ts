@@ -1,4 +1,4 @@
-import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, ERROR_CATALOG, STATUS_TITLES, errorTypeUri, type ErrorKind, type FieldProblem } from '../domain/errors.ts';
 import { isForeignKeyViolation } from '../store/errors.ts';
 
@@ -17,6 +17,9 @@ export function validationProblems(issues: AjvIssue[]): FieldProblem[] {
 const invalidRequest = (where: string, problems: FieldProblem[]): AppError =>
   new AppError('request/invalid-body', `The request ${where} is invalid: ${problems.map((p) => `${p.path} ${p.message}`).join('; ')}`, problems);
 
+/** The 400 for a body its schema rejected, listing every failed rule. */
+export const invalidBody = (issues: AjvIssue[]): AppError => invalidRequest('body', validationProblems(issues));
+
 /**
  * For routes with `attachValidation` and rules across fields that a schema cannot state: when the schema
  * failed, throws one 400 listing its problems together with the cross-field ones, so every problem is
@@ -30,9 +33,9 @@ export function rejectInvalidBody<B>(request: FastifyRequest, crossFieldProblems
 }
 
 /** Maps anything thrown during a request to a catalog kind. */
-function classify(err: FastifyError | AppError): AppError {
+function classify(err: unknown): AppError {
   if (err instanceof AppError) return err;
-  const e = err as FastifyError;
+  const e = (err ?? {}) as FastifyError;
   if (e.validation) {
     const where = e.validationContext === 'querystring' ? 'query' : e.validationContext ?? 'body';
     return invalidRequest(where, validationProblems(e.validation as unknown as AjvIssue[]));
@@ -70,8 +73,14 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, kind: Er
   return reply.code(err.status).send(envelope(request.id, err));
 }
 
-export function errorHandler(err: FastifyError | AppError, request: FastifyRequest, reply: FastifyReply) {
+/** The status and envelope answering anything thrown during a request; an internal failure is logged with the request id. */
+export function errorResponse(err: unknown, requestId: string, url: string, log: FastifyBaseLogger | undefined) {
   const appErr = classify(err);
-  if (appErr.kind === 'internal') request.log.error({ err, requestId: request.id, url: request.url }, 'request failed');
-  return reply.code(appErr.status).send(envelope(request.id, appErr));
+  if (appErr.kind === 'internal') log?.error({ err, requestId, url }, 'request failed');
+  return { status: appErr.status, body: envelope(requestId, appErr) };
+}
+
+export function errorHandler(err: FastifyError | AppError, request: FastifyRequest, reply: FastifyReply) {
+  const { status, body } = errorResponse(err, request.id, request.url, request.log);
+  return reply.code(status).send(body);
 }

@@ -11,6 +11,11 @@ export function createMetrics(withProcessMetrics: boolean) {
     name: 'keyhold_http_request_duration_seconds', help: 'Time to respond, by route', labelNames: ['route'] as const,
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1], registers: [registry],
   });
-  return { registry, requests, duration };
+  /** Counts one answered request and its time to respond. */
+  const observe = (route: string, status: number, seconds: number): void => {
+    requests.inc({ route, status: String(status) });
+    duration.observe({ route }, seconds);
+  };
+  return { registry, observe };
 }
 export type Metrics = ReturnType<typeof createMetrics>;
