@@ -4,19 +4,25 @@
 // or KEYHOLD_TEST_POSTGRES_URL is set) it starts the real server (src/main.ts) in its own process on
 // 127.0.0.1, creates an API and one key per case through the HTTP interface, checks that every case
 // answers 200 / valid: true, and then puts load on the server from a SEPARATE process (the autocannon CLI,
-// `--json`): the trivial baseline `GET /v1/liveness` before, between and after the verify cases, and
-// `POST /v1/keys.verifyKey` for each case, all with the same connections, pipelining and duration.
-// It prints requests/s, p50/p99 and the ratio to the same run's baseline (the mean of the baseline runs
-// just before and just after the case) next to the target, and writes everything to bench/out/results.json.
-// It reports numbers and never asserts them: a missed target is printed, not an error. It exits non-zero
-// only when the setup is wrong (a case does not verify as VALID, the server does not start or dies) or a
-// run fails. Every process it starts is killed on the way out, success or not.
+// `--json`): the trivial baseline `GET /v1/liveness` and `POST /v1/keys.verifyKey` for each case, all with
+// the same connections, pipelining and duration.
+//
+// This machine's throughput drifts by tens of percent within seconds (a shared virtual machine, and the
+// load generator shares its 2 CPUs with the server), so a case is measured in several short rounds
+// interleaved with baseline runs (B C B C B C B): each round's ratio is its req/s over the mean of the
+// baseline runs just before and just after it, and the case's ratio is the MEDIAN of its rounds' ratios
+// (all of them are printed and written). It prints requests/s, p50/p99 and the ratio next to the target,
+// and writes every run to bench/out/results.json. It reports numbers and never asserts them: a missed
+// target is printed, not an error. It exits non-zero only when the setup is wrong (a case does not verify
+// as VALID, the server does not start or dies) or a run fails. Every process it starts is killed on the
+// way out, success or not.
 //
 // Settings (environment):
-//   BENCH_DURATION     seconds of each measured run (default 10)
+//   BENCH_DURATION     seconds of each measured run (default 4)
+//   BENCH_ROUNDS       measured rounds per case, each followed by a baseline run (default 5)
 //   BENCH_CONNECTIONS  concurrent connections (default 50)
 //   BENCH_PIPELINING   pipelined requests per connection (default 1)
-//   BENCH_WARMUP       seconds of load before each measured run, not measured (default 3)
+//   BENCH_WARMUP       seconds of load before the first baseline run and before each case's first round, not measured (default 3)
 //   BENCH_STORES       comma-separated subset of "sqlite,postgres" (default: sqlite, plus postgres when a URL is set)
 //   BENCH_CASES        comma-separated subset of the verify case ids (default: all), e.g. verify-credits
 //   BENCH_CPU_PROF     set to 1 to run the server with --cpu-prof (profiles in bench/out/prof-<store>/; slows it down)
@@ -41,7 +47,8 @@ const AUTOCANNON = createRequire(import.meta.url).resolve('autocannon');
 const HOST = '127.0.0.1';
 
 const settings = {
-  duration: positiveInt('BENCH_DURATION', 10),
+  duration: positiveInt('BENCH_DURATION', 4),
+  rounds: positiveInt('BENCH_ROUNDS', 5),
   connections: positiveInt('BENCH_CONNECTIONS', 50),
   pipelining: positiveInt('BENCH_PIPELINING', 1),
   warmup: nonNegativeInt('BENCH_WARMUP', 3),
@@ -128,14 +135,33 @@ interface RunResult {
   serverCpuUsPerRequestUserSystem?: { user: number; system: number };
   /** 1-minute load average of the machine right after the run (2 of it are the server and the load generator). */
   load1: number;
+  /** Verify cases: the round (1-based). */
+  round?: number;
   /** Verify cases: the mean req/s of the baseline runs just before and just after this one. */
   baselineRequestsPerSec?: number;
   /** requests/s over baselineRequestsPerSec. */
   ratio?: number;
-  target?: number;
-  met?: boolean;
   /** A check request after the run still verified as VALID (verify cases). */
   validAfterRun?: boolean;
+}
+
+/** One case on one store over all its rounds: medians, and the spread of the rounds' ratios. */
+interface CaseSummary {
+  store: StoreKind;
+  case: string;
+  label: string;
+  rounds: number;
+  requestsPerSec: number;
+  latencyP50Ms: number;
+  latencyP99Ms: number;
+  serverCpuUsPerRequest?: number;
+  baselineRequestsPerSec: number;
+  /** The median of the rounds' ratios. */
+  ratio: number;
+  ratios: number[];
+  target?: number;
+  met?: boolean;
+  non2xx: number;
 }
 
 // ---------------------------------------------------------------- process bookkeeping
@@ -378,7 +404,7 @@ async function checkCase(server: Server, { kase, load }: Prepared, n: number, co
   await Promise.all(Array.from({ length: Math.min(concurrency, n) }, worker));
 }
 
-async function benchStore(store: StoreKind, databaseUrl: string): Promise<RunResult[]> {
+async function benchStore(store: StoreKind, databaseUrl: string): Promise<{ runs: RunResult[]; summaries: CaseSummary[] }> {
   console.log(`\n== ${store}: starting the server`);
   const server = await startServer(store, databaseUrl);
   try {
@@ -386,9 +412,10 @@ async function benchStore(store: StoreKind, databaseUrl: string): Promise<RunRes
     console.log(`== ${store}: checking every case (${CHECK_REQUESTS} requests each, ${CHECK_CONCURRENCY} concurrent)`);
     for (const p of prepared) await checkCase(server, p, CHECK_REQUESTS, CHECK_CONCURRENCY);
 
-    const results: RunResult[] = [];
-    const measure = async (p: Prepared, label: string): Promise<RunResult> => {
-      if (settings.warmup > 0) {
+    const runs: RunResult[] = [];
+    const summaries: CaseSummary[] = [];
+    const measure = async (p: Prepared, label: string, warmUp: boolean): Promise<RunResult> => {
+      if (warmUp && settings.warmup > 0) {
         const warm = await autocannon(server, p.load, settings.warmup);
         if (warm.non2xx || warm.errors || warm.timeouts) {
           throw new Error(`warm-up of "${label}" had ${warm.non2xx} non-2xx responses, ${warm.errors} errors, ${warm.timeouts} timeouts:\n${server.output.slice(-10).join('\n')}`);
@@ -411,7 +438,7 @@ async function benchStore(store: StoreKind, databaseUrl: string): Promise<RunRes
         validAfterRun = await checkCase(server, p, 1, 1).then(() => true, () => false);
       }
       const result: RunResult = {
-        store, case: p.kase.id, label,
+        store, case: p.kase.id, label: p.kase.label,
         requestsPerSec: r.requests.average, latencyP50Ms: r.latency.p50, latencyP99Ms: r.latency.p99, latencyMeanMs: r.latency.mean,
         totalRequests: r.requests.total, non2xx: r.non2xx, errors: r.errors, timeouts: r.timeouts, serverCpuUsPerRequest, serverCpuUsPerRequestUserSystem: cpu, load1, validAfterRun,
       };
@@ -420,24 +447,28 @@ async function benchStore(store: StoreKind, databaseUrl: string): Promise<RunRes
       return result;
     };
 
-    // Baseline runs are interleaved with the cases (B C1 B C2 … B), and each case is compared with the
+    // Baseline runs are interleaved with the rounds of each case (B C B C … B); a round is compared with the
     // mean of the two baseline runs around it, so drift in what else the machine does hurts less.
     const [baseline, ...verifies] = prepared;
-    console.log(`== ${store}: load (${settings.connections} connections, pipelining ${settings.pipelining}, ${settings.warmup} s warm-up + ${settings.duration} s per run)`);
-    let before = await measure(baseline, BASELINE.label);
-    results.push(before);
+    console.log(`== ${store}: load (${settings.connections} connections, pipelining ${settings.pipelining}, ${settings.rounds} rounds of ${settings.duration} s per case, ${settings.warmup} s warm-up)`);
+    let before = await measure(baseline, BASELINE.label, true);
+    runs.push(before);
     for (const p of verifies) {
-      const r = await measure(p, p.kase.label);
-      const after = await measure(baseline, BASELINE.label);
-      r.baselineRequestsPerSec = (before.requestsPerSec + after.requestsPerSec) / 2;
-      r.ratio = r.requestsPerSec / r.baselineRequestsPerSec;
-      r.target = p.kase.target?.[store];
-      if (r.target !== undefined) r.met = r.ratio >= r.target;
-      results.push(r, after);
-      before = after;
+      const rounds: RunResult[] = [];
+      for (let round = 1; round <= settings.rounds; round++) {
+        const r = await measure(p, `${p.kase.label} #${round}`, round === 1);
+        const after = await measure(baseline, BASELINE.label, false);
+        r.round = round;
+        r.baselineRequestsPerSec = (before.requestsPerSec + after.requestsPerSec) / 2;
+        r.ratio = r.requestsPerSec / r.baselineRequestsPerSec;
+        rounds.push(r);
+        runs.push(r, after);
+        before = after;
+      }
+      summaries.push(summarize(store, p.kase, rounds));
     }
     if (server.warnings) console.log(`   (the server logged ${server.warnings} warnings/errors; last lines:\n${server.output.slice(-5).join('\n')})`);
-    return results;
+    return { runs, summaries };
   } finally {
     await stopChild(server.child);
   }
@@ -449,19 +480,38 @@ function fmt(n: number, digits: number): string {
   return n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 }
 
-function table(results: RunResult[]): string {
-  const header = ['case', 'store', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'srv CPU µs/req', 'load', 'baseline req/s', 'ratio', 'target', 'met'];
-  const rows = results.map((r) => [
-    r.label, r.store, fmt(r.requestsPerSec, 0), String(r.latencyP50Ms), String(r.latencyP99Ms), String(r.non2xx + r.errors + r.timeouts),
+const median = (xs: number[]): number => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+};
+
+function summarize(store: StoreKind, kase: Case, rounds: RunResult[]): CaseSummary {
+  const of = (pick: (r: RunResult) => number | undefined) => median(rounds.map(pick).filter((x): x is number => x !== undefined));
+  const ratios = rounds.map((r) => r.ratio!);
+  const target = kase.target?.[store];
+  const ratio = median(ratios);
+  const cpu = rounds.every((r) => r.serverCpuUsPerRequest !== undefined) ? of((r) => r.serverCpuUsPerRequest) : undefined;
+  return {
+    store, case: kase.id, label: kase.label, rounds: rounds.length,
+    requestsPerSec: of((r) => r.requestsPerSec), latencyP50Ms: of((r) => r.latencyP50Ms), latencyP99Ms: of((r) => r.latencyP99Ms),
+    serverCpuUsPerRequest: cpu, baselineRequestsPerSec: of((r) => r.baselineRequestsPerSec),
+    ratio, ratios, target, met: target === undefined ? undefined : ratio >= target,
+    non2xx: rounds.reduce((n, r) => n + r.non2xx + r.errors + r.timeouts, 0),
+  };
+}
+
+function table(summaries: CaseSummary[]): string {
+  const header = ['case', 'store', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'srv CPU µs/req', 'baseline req/s', 'ratio', 'rounds\' ratios', 'target', 'met'];
+  const rows = summaries.map((r) => [
+    r.label, r.store, fmt(r.requestsPerSec, 0), String(r.latencyP50Ms), String(r.latencyP99Ms), String(r.non2xx),
     r.serverCpuUsPerRequest === undefined ? '' : fmt(r.serverCpuUsPerRequest, 0),
-    fmt(r.load1, 1),
-    r.baselineRequestsPerSec === undefined ? '' : fmt(r.baselineRequestsPerSec, 0),
-    r.ratio === undefined ? '' : fmt(r.ratio, 3),
+    fmt(r.baselineRequestsPerSec, 0), fmt(r.ratio, 3), r.ratios.map((x) => fmt(x, 2)).join(' '),
     r.target === undefined ? '-' : `>= ${fmt(r.target, 2)}`,
     r.met === undefined ? '-' : r.met ? 'yes' : 'NO',
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i].length)));
-  const numeric = new Set([2, 3, 4, 5, 6, 7, 8, 9]);
+  const numeric = new Set([2, 3, 4, 5, 6, 7, 8]);
   const line = (cells: string[]) => cells.map((c, i) => (numeric.has(i) ? c.padStart(widths[i]) : c.padEnd(widths[i]))).join('  ');
   return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
 }
@@ -478,8 +528,8 @@ async function main(): Promise<number> {
   cases = VERIFY_CASES.filter((c) => caseIds.includes(c.id));
 
   // Bounded: every run has its own timeout; this is the backstop for the whole benchmark.
-  const runs = 2 * cases.length + 1;
-  const budgetMs = stores.length * (runs * (settings.warmup + settings.duration + 35) + 120) * 1000;
+  const runCount = 2 * settings.rounds * cases.length + 1;
+  const budgetMs = stores.length * (runCount * (settings.warmup + settings.duration + 35) + 120) * 1000;
   const watchdog = setTimeout(() => {
     console.error(`bench: still running after ${Math.round(budgetMs / 1000)} s; stopping`);
     killAll();
@@ -494,29 +544,32 @@ async function main(): Promise<number> {
   if (startLoad > cpus().length) console.log(`note: the machine is already busy (1-min load average ${fmt(startLoad, 1)} before starting); the numbers will be noisy`);
   if (!POSTGRES_URL) console.log('PostgreSQL: skipped (set KEYHOLD_BENCH_POSTGRES_URL or KEYHOLD_TEST_POSTGRES_URL to include it)');
 
-  const results: RunResult[] = [];
+  const runs: RunResult[] = [];
+  const summaries: CaseSummary[] = [];
   try {
     for (const store of stores) {
       const { url, cleanup } = scratchStore(store);
       cleanups.push(cleanup);
-      results.push(...await benchStore(store, url));
+      const measured = await benchStore(store, url);
+      runs.push(...measured.runs);
+      summaries.push(...measured.summaries);
     }
   } finally {
     killAll();
     await runCleanups();
   }
 
-  console.log(`\nResults (${settings.connections} connections, pipelining ${settings.pipelining}, ${settings.duration} s per run; baseline req/s = mean of the baseline runs just before and after the case; ratio = req/s / baseline req/s; srv CPU = server process CPU time per request; load = 1-min load average after the run; latency resolution 1 ms)\n`);
-  console.log(table(results));
-  const withTarget = results.filter((r) => r.met !== undefined);
+  console.log(`\nResults (${settings.connections} connections, pipelining ${settings.pipelining}, ${settings.rounds} rounds of ${settings.duration} s per case; a round's ratio = its req/s / the mean of the baseline runs just before and after it; ratio = the median of the rounds' ratios; req/s, latency, srv CPU (server process CPU time per request) and baseline req/s are medians over the rounds; latency resolution 1 ms)\n`);
+  console.log(table(summaries));
+  const withTarget = summaries.filter((r) => r.met !== undefined);
   const missed = withTarget.filter((r) => !r.met);
   console.log(`\nTargets met: ${withTarget.length - missed.length} of ${withTarget.length}${missed.length ? ` (missed: ${missed.map((r) => `${r.label} on ${r.store}`).join('; ')})` : ''}`);
-  const invalid = results.filter((r) => r.validAfterRun === false);
-  if (invalid.length) console.log(`Warning: no longer VALID after its run: ${invalid.map((r) => `${r.label} on ${r.store}`).join('; ')}`);
+  const invalid = runs.filter((r) => r.validAfterRun === false);
+  if (invalid.length) console.log(`Warning: no longer VALID after its run: ${invalid.map((r) => `${r.label} #${r.round} on ${r.store}`).join('; ')}`);
 
   await mkdir(OUT_DIR, { recursive: true });
   const file = join(OUT_DIR, 'results.json');
-  await writeFile(file, JSON.stringify({ date: new Date().toISOString(), machine, settings, results }, null, 2) + '\n');
+  await writeFile(file, JSON.stringify({ date: new Date().toISOString(), machine, settings, summaries, runs }, null, 2) + '\n');
   console.log(`Written: ${file}`);
   return 0;
 }
