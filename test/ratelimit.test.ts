@@ -301,6 +301,23 @@ for (const backend of BACKENDS) {
       assert.equal(await ctx.shared(counterBucket(id3, 'default', 50, D, Math.floor(now / D))), 48);
     });
 
+    test('consistent: checks of one counter waiting at the same time decide exactly as one by one, in call order', async (t) => {
+      const ctx = await backend.open(t);
+      const l = ctx.limiter();
+      const now = nextWindow() + 5;
+      const window = Math.floor(now / D);
+      // 3 + 4 + 5 + 2 + 1 = 15 does not fit 10: decided one by one, 5 is refused (7 counted then) and the rest fit.
+      const mixed = uid();
+      const results = await Promise.all([3, 4, 5, 2, 1].map((cost) => l.check([creq({ identifier: mixed, limit: 10, cost })], now)));
+      assert.deepEqual(results.flat().map((r) => [r.passed, r.remaining]), [[true, 7], [true, 3], [false, 3], [true, 1], [true, 0]]);
+      assert.equal(await ctx.shared(counterBucket(mixed, 'default', 10, D, window)), 10);
+      // 1 + 2 + 3 fits 50: one operation, each sees the count it would have seen alone.
+      const fitting = uid();
+      const together = await Promise.all([1, 2, 3].map((cost) => l.check([creq({ identifier: fitting, cost })], now)));
+      assert.deepEqual(together.flat().map((r) => [r.passed, r.remaining]), [[true, 49], [true, 47], [true, 44]]);
+      assert.equal(await ctx.shared(counterBucket(fitting, 'default', 50, D, window)), 6);
+    });
+
     test('fast: exact on one node: 200 concurrent checks against limit 50 pass exactly 50 times', async (t) => {
       const ctx = await backend.open(t);
       const l = ctx.limiter();

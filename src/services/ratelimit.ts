@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { Redis } from 'ioredis';
 import type { Database } from '../store/schema.ts';
+import { CoalescedCounter } from './coalesced-counter.ts';
 
 /**
  * Fixed-window rate limiting for key verification.
@@ -17,10 +18,11 @@ import type { Database } from '../store/schema.ts';
  * once CLOCK_SKEW_MS past their window's end).
  *
  * Guarantees:
- * - `consistent`: each decision is ONE atomic operation on the shared counter (a Lua script in Redis;
- *   one guarded `INSERT … ON CONFLICT DO UPDATE … WHERE count + cost <= limit RETURNING count` in the
- *   store, the same statement on SQLite and PostgreSQL). Exact under any concurrency and any number of
- *   processes: in one window the costs of passed requests never sum to more than `limit` (unless `fast`
+ * - `consistent`: each decision is made by ONE atomic operation on the shared counter (a Lua script in
+ *   Redis; one guarded `INSERT … ON CONFLICT DO UPDATE … WHERE count + cost <= limit RETURNING count` in
+ *   the store, the same statement on SQLite and PostgreSQL). Concurrent checks of one counter on one node
+ *   share one operation for their summed cost, deciding exactly as one operation each in call order
+ *   (CoalescedCounter). Exact under any concurrency and any number of processes: in one window the costs of passed requests never sum to more than `limit` (unless `fast`
  *   checks of the same limit add to the same counter), and a request
  *   is rejected only if `count + cost > limit` when it is decided; N concurrent cost-1 requests on a
  *   fresh window pass exactly min(N, limit) times. Errors (store/Redis down) reject the `check` promise:
@@ -108,6 +110,17 @@ export async function deleteExpiredRatelimitCounters(db: Kysely<Database>, befor
 export function createRateLimiter(opts: RateLimiterOptions): SyncingRateLimiter {
   const counters = opts.redis ? redisCounters(opts.redis) : storeCounters(opts.db);
   const fast = new FastCounters(counters);
+  const consistent = new CoalescedCounter(1);
+  /** A consistent decision; concurrent ones of one counter share an operation. */
+  const decideConsistent = async (bucket: string, cost: number, limit: number, reset: number): Promise<{ passed: boolean; count: number }> => {
+    // Cost 0 only reads, and a cost above the limit can never fit: neither changes the counter, so neither waits to be batched.
+    if (cost === 0 || cost > limit) return counters.addIfFits(bucket, cost, limit, reset);
+    const outcome = await consistent.change(bucket, cost, async (amount) => {
+      const { passed, count } = await counters.addIfFits(bucket, amount, limit, reset);
+      return passed ? { applied: true, value: count } : { applied: false, value: count };
+    });
+    return { passed: outcome.applied, count: outcome.value! }; // the change above always reports the count
+  };
   const onError = opts.onError ?? (() => {});
   const syncIntervalMs = opts.syncIntervalMs ?? 250;
   if (!(syncIntervalMs > 0)) throw new RangeError(`syncIntervalMs must be > 0, got ${syncIntervalMs}`);
@@ -135,7 +148,7 @@ export function createRateLimiter(opts: RateLimiterOptions): SyncingRateLimiter 
         const reset = (window + 1) * r.duration;
         const bucket = counterBucket(r.identifier, r.name, r.limit, r.duration, window);
         const { passed, count } = r.type === 'consistent'
-          ? await counters.addIfFits(bucket, r.cost, r.limit, reset)
+          ? await decideConsistent(bucket, r.cost, r.limit, reset)
           : fast.decide(bucket, r.cost, r.limit, reset);
         return { passed, limit: r.limit, remaining: Math.max(0, r.limit - count), reset };
       }));

@@ -3,11 +3,11 @@ import { permissionQueryProblems, satisfies, type PermissionQuery } from '../../
 import { lastRefillDue, refillIsDue } from '../../domain/refill.ts';
 import { hashKey } from '../../crypto/keys.ts';
 import type { Db } from '../../store/store.ts';
-import { currentRemaining, refillIfDue } from '../credits.ts';
+import { currentRemaining, decrementCreditsIfEnough, refillIfDue } from '../credits.ts';
 import type { LimitRequest, LimitResult, RateLimiter } from '../ratelimit.ts';
 import type { VerificationRecorder, VerifyCode } from '../analytics.ts';
 import type { KeyCache } from './key-cache.ts';
-import { CreditSpender } from './credit-spender.ts';
+import { CoalescedCounter, type GuardedOutcome } from '../coalesced-counter.ts';
 import { loadKeyRecord, type KeyRecord } from './key-record.ts';
 import { findApi } from '../lookups.ts';
 
@@ -43,15 +43,15 @@ export interface VerifierDeps { db: Db; cache: KeyCache; limiter: RateLimiter; r
  * keys.verifyKey (SPEC §5). Checks in order, first failure wins: NOT_FOUND → DISABLED → FORBIDDEN →
  * EXPIRED → INSUFFICIENT_PERMISSIONS → RATE_LIMITED → USAGE_EXCEEDED → VALID. A cached key without credits
  * costs no store read; credits are spent in the store, exactly (concurrent spends of one key share one
- * statement: see CreditSpender). Request errors (an invalid permission query, a rate limit that is
+ * statement: see CoalescedCounter). Request errors (an invalid permission query, a rate limit that is
  * neither configured nor given inline) throw 400.
  */
 export class Verifier {
   readonly #deps: VerifierDeps;
-  readonly #credits: CreditSpender;
+  /** Credits taken per key, concurrent spends of one key in one statement. */
+  readonly #credits = new CoalescedCounter(-1);
   constructor(deps: VerifierDeps) {
     this.#deps = deps;
-    this.#credits = new CreditSpender(deps.db);
   }
 
   async verify(req: VerifyRequest, now = Date.now()): Promise<VerifyResponse> {
@@ -112,9 +112,13 @@ export class Verifier {
     }
     const cost = req.remaining?.cost ?? 1;
     if (cost === 0) return out('VALID', { ratelimit, remaining: (await currentRemaining(db, record.id)) ?? undefined });
-    const left = await this.#credits.spend(record.id, cost);
-    if (left === null) return withCredits('USAGE_EXCEEDED', { ratelimit });
-    return out('VALID', { ratelimit, remaining: left });
+    const spend = async (amount: number): Promise<GuardedOutcome> => {
+      const left = await decrementCreditsIfEnough(db, record.id, amount);
+      return left === null ? { applied: false } : { applied: true, value: left };
+    };
+    const spent = await this.#credits.change(record.id, cost, spend);
+    if (!spent.applied) return withCredits('USAGE_EXCEEDED', { ratelimit });
+    return out('VALID', { ratelimit, remaining: spent.value });
   }
 }
 
