@@ -37,15 +37,18 @@ const queryAjv = new Ajv({ allErrors: true, coerceTypes: true, useDefaults: true
 /** Builds the HTTP application (never listens): hooks, error envelope, docs, metrics and every route. */
 export async function buildApp({ store }: { store: Store }, options: AppOptions = {}): Promise<App> {
   // keys.verifyKey over HTTP is answered by its lane (src/http/verify-lane.ts), made once the verifier exists;
-  // app.inject() always goes through Fastify's route.
+  // app.inject() always goes through Fastify's route. The lane runs none of the hooks below: what a hook
+  // adds to every response must be added to the lane too.
   let lane: VerifyLane | undefined;
   const app = Fastify({
-    serverFactory: (handler) => createLaneServer(handler, () => lane, { requestTimeout: 30_000, connectionTimeout: 60_000, keepAliveTimeout: 72_000 }),
+    serverFactory: (handler, opts) => createLaneServer(handler, () => lane, opts),
     ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
     // No log line per request (a large share of a fast route's cost): errors are logged, the rest counted in /metrics.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: BODY_LIMIT,
     genReqId: () => newId('req'),
+    requestTimeout: 30_000,
+    connectionTimeout: 60_000,
     return503OnClosing: true,
     // Failures Fastify meets before routing (a path that is not valid percent-encoding) get the envelope
     // and the request id too, instead of Fastify's own body.
@@ -110,7 +113,7 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
   const deps = { store, verifier: runtime.verifier, vault: options.vault };
   for (const register of ROUTES) register(app, deps);
   lane = createVerifyLane({
-    verifier: runtime.verifier, validate: bodyAjv.compile(VerifyKeyBody), parseJson: app.getDefaultJsonParser('error', 'error'), metrics, logger: options.logger,
+    verifier: runtime.verifier, validate: bodyAjv.compile(VerifyKeyBody), parseJson: app.getDefaultJsonParser(app.initialConfig.onProtoPoisoning ?? 'error', app.initialConfig.onConstructorPoisoning ?? 'error'), metrics, logger: options.logger,
   });
   app.addHook('preClose', (done) => { lane?.close(); done(); });
 

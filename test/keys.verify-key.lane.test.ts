@@ -14,7 +14,7 @@ import type { App } from '../src/http/types.ts';
 
 const REQUEST_ID = /^req_[1-9A-HJ-NP-Za-km-z]+$/;
 
-interface Answer { status: number; contentType: string; requestId: string; json: any }
+interface Answer { status: number; contentType: string; requestId: string; json: any; closesConnection: boolean }
 
 /** One HTTP/1.1 request to a listening app: with Content-Length, unless the headers ask for a chunked body. */
 function send(base: URL, method: string, path: string, body: string | undefined, headers: Record<string, string>): Promise<Answer> {
@@ -25,6 +25,7 @@ function send(base: URL, method: string, path: string, body: string | undefined,
       res.on('data', (c: string) => { text += c; });
       res.on('end', () => resolve({
         status: res.statusCode!, contentType: String(res.headers['content-type']), requestId: String(res.headers['x-request-id']), json: JSON.parse(text),
+        closesConnection: res.headers.connection === 'close',
       }));
     });
     req.on('error', reject);
@@ -75,7 +76,10 @@ for (const dialect of DIALECTS) {
       send(base, method, path, body, headers);
     const throughFastify = async (body: string): Promise<Answer> => {
       const res = await w.app.inject({ method: 'POST', url: VERIFY_PATH, payload: body, headers: JSON_TYPE });
-      return { status: res.statusCode, contentType: String(res.headers['content-type']), requestId: String(res.headers['x-request-id']), json: res.json() };
+      return {
+        status: res.statusCode, contentType: String(res.headers['content-type']), requestId: String(res.headers['x-request-id']), json: res.json(),
+        closesConnection: res.headers.connection === 'close',
+      };
     };
 
     test('answers every outcome and every bad request exactly as the Fastify route does, without passing through Fastify', async () => {
@@ -106,6 +110,7 @@ for (const dialect of DIALECTS) {
         ['400: empty body', ''],
         ['400: prototype poisoning', '{"key":"a","__proto__":{"x":1}}'],
       ];
+      const closing: string[] = [];
       for (const [name, body] of cases) {
         const seen = seenByFastify();
         const lane = await overHttp(body);
@@ -113,9 +118,12 @@ for (const dialect of DIALECTS) {
         const route = await throughFastify(body);
         assert.equal(lane.status, route.status, `${name}: ${JSON.stringify(lane.json)}`);
         assert.equal(lane.contentType, route.contentType, name);
+        assert.equal(lane.closesConnection, route.closesConnection, `${name}: the connection is closed after a body that is not JSON, kept otherwise`);
         assert.deepEqual(withoutRequestId(lane), withoutRequestId(route), name);
         assert.notEqual(lane.requestId, route.requestId, name);
+        if (lane.closesConnection) closing.push(name);
       }
+      assert.deepEqual(closing, ['400: not JSON', '400: empty body', '400: prototype poisoning']);
     });
 
     test('credits and rate limits are spent once per request, whichever path answers', async () => {

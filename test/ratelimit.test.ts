@@ -306,15 +306,20 @@ for (const backend of BACKENDS) {
       const l = ctx.limiter();
       const now = nextWindow() + 5;
       const window = Math.floor(now / D);
+      const together = (identifier: string, limit: number, costs: number[]) =>
+        Promise.all(costs.map((cost) => l.check([creq({ identifier, limit, cost })], now))).then((rs) => rs.flat().map((r) => [r.passed, r.remaining]));
       // 3 + 4 + 5 + 2 + 1 = 15 does not fit 10: decided one by one, 5 is refused (7 counted then) and the rest fit.
       const mixed = uid();
-      const results = await Promise.all([3, 4, 5, 2, 1].map((cost) => l.check([creq({ identifier: mixed, limit: 10, cost })], now)));
-      assert.deepEqual(results.flat().map((r) => [r.passed, r.remaining]), [[true, 7], [true, 3], [false, 3], [true, 1], [true, 0]]);
+      assert.deepEqual(await together(mixed, 10, [3, 4, 5, 2, 1]), [[true, 7], [true, 3], [false, 3], [true, 1], [true, 0]]);
       assert.equal(await ctx.shared(counterBucket(mixed, 'default', 10, D, window)), 10);
-      // 1 + 2 + 3 fits 50: one operation, each sees the count it would have seen alone.
+      // From 7 of 10: 4 is refused (3 left), 2 fits (1 left), 5 is refused with the count the 2 left (1 left).
+      const refusedTwice = uid();
+      assert.deepEqual(await together(refusedTwice, 10, [7]), [[true, 3]]);
+      assert.deepEqual(await together(refusedTwice, 10, [4, 2, 5]), [[false, 3], [true, 1], [false, 1]]);
+      assert.equal(await ctx.shared(counterBucket(refusedTwice, 'default', 10, D, window)), 9);
+      // 1 + 2 + 3 fits 50: each sees the count it would have seen alone.
       const fitting = uid();
-      const together = await Promise.all([1, 2, 3].map((cost) => l.check([creq({ identifier: fitting, cost })], now)));
-      assert.deepEqual(together.flat().map((r) => [r.passed, r.remaining]), [[true, 49], [true, 47], [true, 44]]);
+      assert.deepEqual(await together(fitting, 50, [1, 2, 3]), [[true, 49], [true, 47], [true, 44]]);
       assert.equal(await ctx.shared(counterBucket(fitting, 'default', 50, D, window)), 6);
     });
 

@@ -18,7 +18,7 @@ export interface VerifyLaneDeps {
   verifier: Verifier;
   /** The route's body schema, compiled by the Ajv that validates every body. */
   validate: ValidateFunction;
-  /** Fastify's own application/json parser (`app.getDefaultJsonParser`): same rules, same errors. */
+  /** Fastify's own application/json parser (`app.getDefaultJsonParser` with the app's poisoning settings): same rules, same errors. */
   parseJson: FastifyBodyParser<string>;
   metrics: Metrics;
   logger?: FastifyBaseLogger;
@@ -68,8 +68,15 @@ export function createVerifyLane(deps: VerifyLaneDeps): VerifyLane {
   async function answer(res: ServerResponse, requestId: string, started: number, text: string): Promise<void> {
     let status = 200;
     let payload: string;
+    const headers: Record<string, string | number> = { 'content-type': 'application/json; charset=utf-8', 'x-request-id': requestId };
     try {
-      const body = parse(text);
+      let body: unknown;
+      try {
+        body = parse(text);
+      } catch (err) {
+        headers.connection = 'close'; // as Fastify does after a body it could not parse
+        throw err;
+      }
       if (!validate(body)) throw invalidBody(validate.errors ?? []);
       payload = serializeResult(await answerVerifyKey(verifier, body as VerifyRequest, requestId));
     } catch (err) {
@@ -77,11 +84,8 @@ export function createVerifyLane(deps: VerifyLaneDeps): VerifyLane {
       status = failed.status;
       payload = serializeError(failed.body);
     }
-    res.writeHead(status, {
-      'content-type': 'application/json; charset=utf-8',
-      'content-length': Buffer.byteLength(payload),
-      'x-request-id': requestId,
-    });
+    headers['content-length'] = Buffer.byteLength(payload);
+    res.writeHead(status, headers);
     res.end(payload);
     metrics.observe(VERIFY_PATH, status, (performance.now() - started) / 1000);
   }
@@ -100,7 +104,7 @@ export function createVerifyLane(deps: VerifyLaneDeps): VerifyLane {
         const text = chunks.length === 1 ? chunks[0].toString('utf8') : Buffer.concat(chunks).toString('utf8');
         answer(res, requestId, started, text).catch((err: unknown) => {
           logger?.error({ err, requestId, url: VERIFY_PATH }, 'request failed');
-          res.destroy();
+          if (!res.headersSent) res.destroy();
         });
       }));
       // A client that goes away mid-body gets no answer; Node closes the socket.
@@ -117,15 +121,19 @@ function isJson(contentType: string | undefined): boolean {
   return value === 'application/json' || value === 'application/json; charset=utf-8';
 }
 
-export interface ServerTimeouts { requestTimeout: number; connectionTimeout: number; keepAliveTimeout: number }
+export interface ServerTimeouts { requestTimeout?: number; connectionTimeout?: number; keepAliveTimeout?: number }
 
-/** The HTTP server: the verification lane first, Fastify for every request it does not take. */
+/**
+ * The HTTP server: the verification lane first, Fastify for every request it does not take. Fastify hands
+ * its options to a server factory and leaves the server's timeouts to it: they are set here as Fastify sets
+ * them on its own server.
+ */
 export function createLaneServer(fastify: (req: IncomingMessage, res: ServerResponse) => void, lane: () => VerifyLane | undefined, timeouts: ServerTimeouts): Server {
   const server = createServer((req, res) => {
     if (!lane()?.take(req, res)) fastify(req, res);
   });
-  server.requestTimeout = timeouts.requestTimeout;
-  server.keepAliveTimeout = timeouts.keepAliveTimeout;
-  server.setTimeout(timeouts.connectionTimeout);
+  if (timeouts.requestTimeout !== undefined) server.requestTimeout = timeouts.requestTimeout;
+  if (timeouts.keepAliveTimeout !== undefined) server.keepAliveTimeout = timeouts.keepAliveTimeout;
+  if (timeouts.connectionTimeout !== undefined) server.setTimeout(timeouts.connectionTimeout);
   return server;
 }

@@ -1,10 +1,13 @@
-/** The outcome of one guarded change of a counter: applied, with the value after it; or refused, with the value then when known. */
-export type GuardedOutcome = { applied: true; value: number } | { applied: false; value?: number };
+/**
+ * The outcome of one guarded change of a counter: applied, with the value after it; or refused, with the
+ * value then (`R` = number) or without it (`R` = undefined).
+ */
+export type GuardedOutcome<R extends number | undefined = number | undefined> = { applied: true; value: number } | { applied: false; value: R };
 
 /** One guarded statement: applies `amount` to the counter if the guard allows it (e.g. `remaining >= amount`). */
-export type GuardedChange = (amount: number) => Promise<GuardedOutcome>;
+export type GuardedChange<R extends number | undefined> = (amount: number) => Promise<GuardedOutcome<R>>;
 
-interface Waiting { amount: number; change: GuardedChange; resolve(o: GuardedOutcome): void; reject(err: unknown): void }
+interface Waiting<R extends number | undefined> { amount: number; change: GuardedChange<R>; resolve(o: GuardedOutcome<R>): void; reject(err: unknown): void }
 
 /**
  * Coalesces the guarded changes of one counter (a key's credits, a rate-limit window's count) that wait at
@@ -18,7 +21,7 @@ interface Waiting { amount: number; change: GuardedChange; resolve(o: GuardedOut
  * (`value before + step × (amount 1 + … + amount i)`); when it is not, the waiting changes run one by one
  * (each its own statement), in call order, except that a change behind a refused one of no smaller amount
  * is refused without a statement (the guard refused as much at that moment, within its call), with the
- * value the refused one reported. The shared counter stays the only authority (other processes' statements
+ * value last reported (by the refused one, or by a change applied after it). The shared counter stays the only authority (other processes' statements
  * interleave between ours), so N changes of 1 against a bound of R still pass exactly min(N, R) times.
  * A failing statement rejects every change it carried.
  *
@@ -27,18 +30,18 @@ interface Waiting { amount: number; change: GuardedChange; resolve(o: GuardedOut
  * statement is in flight go into the next one. A batch runs the statement of its first change: every
  * change of one counter must guard it the same way.
  */
-export class CoalescedCounter {
+export class CoalescedCounter<R extends number | undefined> {
   /** -1: changes take from the counter (credits); +1: they add to it (a rate-limit count). */
   readonly #step: 1 | -1;
   /** Changes waiting for their counter's next statement, in call order. */
-  readonly #waiting = new Map<string, Waiting[]>();
+  readonly #waiting = new Map<string, Array<Waiting<R>>>();
   /** Counters whose statements are running or scheduled. */
   readonly #active = new Set<string>();
 
   constructor(step: 1 | -1) { this.#step = step; }
 
   /** Applies `amount` (> 0) to the counter `key` through `change`, coalesced with the other changes of that counter waiting now. */
-  change(key: string, amount: number, change: GuardedChange): Promise<GuardedOutcome> {
+  change(key: string, amount: number, change: GuardedChange<R>): Promise<GuardedOutcome<R>> {
     return new Promise((resolve, reject) => {
       const waiting = this.#waiting.get(key);
       if (waiting) waiting.push({ amount, change, resolve, reject });
@@ -59,10 +62,10 @@ export class CoalescedCounter {
   }
 
   /** Never rejects: failures go to the changes concerned. */
-  async #run(batch: Waiting[]): Promise<void> {
+  async #run(batch: Array<Waiting<R>>): Promise<void> {
     const total = batch.reduce((sum, w) => sum + w.amount, 0);
     if (batch.length > 1 && Number.isSafeInteger(total)) {
-      let outcome: GuardedOutcome;
+      let outcome: GuardedOutcome<R>;
       try {
         outcome = await batch[0].change(total);
       } catch (err) {
@@ -79,7 +82,7 @@ export class CoalescedCounter {
       }
       // Not allowed for all of them: decide each on its own, as if never coalesced.
     }
-    let refused: { amount: number; outcome: GuardedOutcome } | undefined;
+    let refused: { amount: number; outcome: GuardedOutcome<R> } | undefined;
     for (const w of batch) {
       if (refused && w.amount >= refused.amount) {
         w.resolve(refused.outcome);
@@ -88,6 +91,8 @@ export class CoalescedCounter {
       try {
         const outcome = await w.change(w.amount);
         if (!outcome.applied) refused = { amount: w.amount, outcome };
+        // A later refusal reports the counter as it is after this change (a refused credit spend reports no value).
+        else if (refused) refused = { amount: refused.amount, outcome: { applied: false, value: (refused.outcome.value === undefined ? undefined : outcome.value) as R } };
         w.resolve(outcome);
       } catch (err) {
         w.reject(err);

@@ -110,16 +110,21 @@ export async function deleteExpiredRatelimitCounters(db: Kysely<Database>, befor
 export function createRateLimiter(opts: RateLimiterOptions): SyncingRateLimiter {
   const counters = opts.redis ? redisCounters(opts.redis) : storeCounters(opts.db);
   const fast = new FastCounters(counters);
-  const consistent = new CoalescedCounter(1);
-  /** A consistent decision; concurrent ones of one counter share an operation. */
+  const consistent = new CoalescedCounter<number>(1);
+  /**
+   * A consistent decision; concurrent ones of one counter share an operation. Cost 0 only reads, and a cost
+   * above the limit can never fit: neither changes the counter, so neither waits to be batched (their
+   * `remaining` may then be from before the changes batched in the same turn).
+   */
   const decideConsistent = async (bucket: string, cost: number, limit: number, reset: number): Promise<{ passed: boolean; count: number }> => {
-    // Cost 0 only reads, and a cost above the limit can never fit: neither changes the counter, so neither waits to be batched.
     if (cost === 0 || cost > limit) return counters.addIfFits(bucket, cost, limit, reset);
     const outcome = await consistent.change(bucket, cost, async (amount) => {
+      // A batch summing to more than the limit cannot fit: its members are then decided one by one.
+      if (amount > limit) return { applied: false, value: 0 };
       const { passed, count } = await counters.addIfFits(bucket, amount, limit, reset);
-      return passed ? { applied: true, value: count } : { applied: false, value: count };
+      return { applied: passed, value: count } as const;
     });
-    return { passed: outcome.applied, count: outcome.value! }; // the change above always reports the count
+    return { passed: outcome.applied, count: outcome.value };
   };
   const onError = opts.onError ?? (() => {});
   const syncIntervalMs = opts.syncIntervalMs ?? 250;

@@ -49,7 +49,7 @@ export interface VerifierDeps { db: Db; cache: KeyCache; limiter: RateLimiter; r
 export class Verifier {
   readonly #deps: VerifierDeps;
   /** Credits taken per key, concurrent spends of one key in one statement. */
-  readonly #credits = new CoalescedCounter(-1);
+  readonly #credits = new CoalescedCounter<undefined>(-1);
   constructor(deps: VerifierDeps) {
     this.#deps = deps;
   }
@@ -112,9 +112,9 @@ export class Verifier {
     }
     const cost = req.remaining?.cost ?? 1;
     if (cost === 0) return out('VALID', { ratelimit, remaining: (await currentRemaining(db, record.id)) ?? undefined });
-    const spend = async (amount: number): Promise<GuardedOutcome> => {
+    const spend = async (amount: number): Promise<GuardedOutcome<undefined>> => {
       const left = await decrementCreditsIfEnough(db, record.id, amount);
-      return left === null ? { applied: false } : { applied: true, value: left };
+      return left === null ? { applied: false, value: undefined } : { applied: true, value: left };
     };
     const spent = await this.#credits.change(record.id, cost, spend);
     if (!spent.applied) return withCredits('USAGE_EXCEEDED', { ratelimit });
