@@ -21,9 +21,9 @@ interface Waiting<R extends number | undefined> { amount: number; change: Guarde
  * (`value before + step × (amount 1 + … + amount i)`); when it is not, the waiting changes run one by one
  * (each its own statement), in call order, except that a change behind a refused one of no smaller amount
  * is refused without a statement (the guard refused as much at that moment, within its call), with the
- * value last reported (by the refused one, or by a change applied after it). The shared counter stays the only authority (other processes' statements
- * interleave between ours), so N changes of 1 against a bound of R still pass exactly min(N, R) times.
- * A failing statement rejects every change it carried.
+ * value last reported (by the refused one, or by a change applied after it). The shared counter stays the
+ * only authority (other processes' statements interleave between ours), so N changes of 1 against a bound
+ * of R still pass exactly min(N, R) times. A failing statement rejects every change it carried.
  *
  * Changes called in one turn of the event loop wait for the end of that turn (`setImmediate`), so the
  * requests read from the sockets in the same turn share a statement; changes called while a counter's
@@ -82,17 +82,17 @@ export class CoalescedCounter<R extends number | undefined> {
       }
       // Not allowed for all of them: decide each on its own, as if never coalesced.
     }
-    let refused: { amount: number; outcome: GuardedOutcome<R> } | undefined;
+    let refused: { amount: number; value: R } | undefined;
     for (const w of batch) {
       if (refused && w.amount >= refused.amount) {
-        w.resolve(refused.outcome);
+        w.resolve({ applied: false, value: refused.value });
         continue;
       }
       try {
         const outcome = await w.change(w.amount);
-        if (!outcome.applied) refused = { amount: w.amount, outcome };
-        // A later refusal reports the counter as it is after this change (a refused credit spend reports no value).
-        else if (refused) refused = { amount: refused.amount, outcome: { applied: false, value: (refused.outcome.value === undefined ? undefined : outcome.value) as R } };
+        if (!outcome.applied) refused = { amount: w.amount, value: outcome.value };
+        // Where refusals report the counter, a later one reports it as this change left it.
+        else if (refused?.value !== undefined) refused.value = outcome.value as R;
         w.resolve(outcome);
       } catch (err) {
         w.reject(err);

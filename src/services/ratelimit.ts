@@ -22,11 +22,11 @@ import { CoalescedCounter } from './coalesced-counter.ts';
  *   Redis; one guarded `INSERT … ON CONFLICT DO UPDATE … WHERE count + cost <= limit RETURNING count` in
  *   the store, the same statement on SQLite and PostgreSQL). Concurrent checks of one counter on one node
  *   share one operation for their summed cost, deciding exactly as one operation each in call order
- *   (CoalescedCounter). Exact under any concurrency and any number of processes: in one window the costs of passed requests never sum to more than `limit` (unless `fast`
- *   checks of the same limit add to the same counter), and a request
- *   is rejected only if `count + cost > limit` when it is decided; N concurrent cost-1 requests on a
- *   fresh window pass exactly min(N, limit) times. Errors (store/Redis down) reject the `check` promise:
- *   callers fail closed.
+ *   (CoalescedCounter). Exact under any concurrency and any number of processes: in one window the costs
+ *   of passed requests never sum to more than `limit` (unless `fast` checks of the same limit add to the
+ *   same counter), and a request is rejected only if `count + cost > limit` when it is decided; N
+ *   concurrent cost-1 requests on a fresh window pass exactly min(N, limit) times. Errors (store/Redis
+ *   down) reject the `check` promise: callers fail closed.
  * - `fast`: decided on this node with no I/O on the request path, from
  *   `last known shared count + increments not yet synced`. Every `syncIntervalMs` (default 250) the node
  *   adds its pending increments to the shared counter (unconditionally) and reads back the totals of the
