@@ -1,10 +1,8 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
 import { readFileSync } from 'node:fs';
-import pino from 'pino';
 import type { LightMyRequestResponse } from 'fastify';
-import { DIALECTS, freshStore, world, type World } from './helpers/harness.ts';
+import { DIALECTS, capturedErrorLog, freshStore, world, type World } from './helpers/harness.ts';
 import { BODY_LIMIT, buildApp } from '../src/app.ts';
 import { ROUTES } from '../src/http/routes/index.ts';
 import { ERROR_CATALOG, STATUS_TITLES, type ErrorKind } from '../src/domain/errors.ts';
@@ -171,8 +169,7 @@ for (const dialect of DIALECTS) {
 
       test('an internal failure → 500 envelope that does not echo the internal message; it is logged with the request id', async () => {
         const fresh = await freshStore(dialect);
-        const lines: string[] = [];
-        const logger = pino({ level: 'error' }, new Writable({ write(chunk, _enc, done) { lines.push(String(chunk)); done(); } }));
+        const { logger, lines } = capturedErrorLog();
         const app = await buildApp({ store: fresh.store }, { logger });
         try {
           // The store goes away under the running app: the root-key lookup fails inside the driver.

@@ -1,13 +1,12 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
-import { Writable } from 'node:stream';
 import { request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
-import pino from 'pino';
 import { Ajv } from 'ajv';
-import { DIALECTS, freshStore, world, type World } from './helpers/harness.ts';
+import { DIALECTS, capturedErrorLog, freshStore, world, type World } from './helpers/harness.ts';
 import { buildApp } from '../src/app.ts';
-import { createVerifyLane, LANE_MAX_BODY, VERIFY_PATH } from '../src/http/verify-lane.ts';
+import { createVerifyLane, LANE_MAX_BODY } from '../src/http/verify-lane.ts';
+import { VERIFY_PATH } from '../src/http/routes/keys.verify-key.ts';
 import { createMetrics } from '../src/http/metrics.ts';
 import type { Verifier } from '../src/services/verification/verify-key.ts';
 import type { App } from '../src/http/types.ts';
@@ -182,8 +181,7 @@ for (const dialect of DIALECTS) {
 
     test('an internal failure → 500 envelope without the internal message, logged with the request id', async () => {
       const fresh = await freshStore(dialect);
-      const lines: string[] = [];
-      const logger = pino({ level: 'error' }, new Writable({ write(chunk, _enc, done) { lines.push(String(chunk)); done(); } }));
+      const { logger, lines } = capturedErrorLog();
       const app = await buildApp({ store: fresh.store }, { logger });
       try {
         const { base: freshBase, seenByFastify: freshSeen } = await listen(app);

@@ -8,9 +8,8 @@ import type { Verifier, VerifyRequest } from '../services/verification/verify-ke
 import { errorResponse, invalidBody } from './errors.ts';
 import type { Metrics } from './metrics.ts';
 import { ErrorEnvelope } from './schemas.ts';
-import { answerVerifyKey, VerifyKeyResult } from './routes/keys.verify-key.ts';
+import { answerVerifyKey, VERIFY_PATH, VerifyKeyResult } from './routes/keys.verify-key.ts';
 
-export const VERIFY_PATH = '/v1/keys.verifyKey';
 /** Larger bodies are no verification anyone sends; Fastify's route takes them (up to BODY_LIMIT). */
 export const LANE_MAX_BODY = 64 * 1024;
 

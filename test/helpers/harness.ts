@@ -2,7 +2,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { Writable } from 'node:stream';
 import pg from 'pg';
+import pino from 'pino';
 import { openStore, type Store } from '../../src/store/store.ts';
 import { buildApp } from '../../src/app.ts';
 import { createVault } from '../../src/crypto/vault.ts';
@@ -130,4 +132,11 @@ export async function rowCounts(w: World, tables: readonly (keyof Database)[]): 
     out[t] = Number(r.n);
   }
   return out;
+}
+
+/** A pino logger at level error whose lines are kept in `lines`, for tests that check what a failure logs. */
+export function capturedErrorLog(): { logger: pino.Logger; lines: string[] } {
+  const lines: string[] = [];
+  const logger = pino({ level: 'error' }, new Writable({ write(chunk, _enc, done) { lines.push(String(chunk)); done(); } }));
+  return { logger, lines };
 }

@@ -5,6 +5,8 @@ import type { Verifier, VerifyRequest } from '../../services/verification/verify
 
 const Code = OneOf(['VALID', 'NOT_FOUND', 'FORBIDDEN', 'USAGE_EXCEEDED', 'RATE_LIMITED', 'DISABLED', 'INSUFFICIENT_PERMISSIONS', 'EXPIRED'] as const);
 
+export const VERIFY_PATH = '/v1/keys.verifyKey';
+
 /** The request body of keys.verifyKey (also compiled by the verification lane, src/http/verify-lane.ts). */
 export const VerifyKeyBody = Body({
   key: Type.String({ minLength: 1, maxLength: 1024 }),
@@ -47,7 +49,7 @@ export async function answerVerifyKey(verifier: Verifier, body: VerifyRequest, r
 }
 
 export default function keysVerifyKey(app: App, deps: Deps) {
-  app.post('/v1/keys.verifyKey', {
+  app.post(VERIFY_PATH, {
     config: { public: true },
     schema: {
       summary: 'Verify a key',
