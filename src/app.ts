@@ -4,16 +4,16 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Ajv } from 'ajv';
 import { newId } from './domain/ids.ts';
-import { authenticateRootKey } from './services/root-keys.ts';
+import { authenticateRootKey } from './services/workspaces/root-keys.ts';
 import { errorHandler, sendError } from './http/errors.ts';
 import { createMetrics } from './http/metrics.ts';
 import { ErrorEnvelope } from './http/schemas.ts';
-import { ROUTES } from './http/routes/index.ts';
-import { VerifyKeyBody } from './http/routes/keys.verify-key.ts';
+import { ROUTES } from './http/v1/operations.ts';
+import { VerifyKeyBody } from './http/v1/routes/keys.verify-key.ts';
 import { createLaneServer, createVerifyLane, type VerifyLane } from './http/verify-lane.ts';
 import type { App } from './http/types.ts';
 import type { Store } from './store/store.ts';
-import { createRuntime } from './runtime.ts';
+import { createRuntime } from './services/verification/runtime.ts';
 import type { Vault } from './crypto/vault.ts';
 
 export interface AppOptions {

@@ -2,11 +2,11 @@ import pino from 'pino';
 import { loadConfig, ConfigError, masterKeysFromConfig } from './config.ts';
 import { createVault } from './crypto/vault.ts';
 import { openStore } from './store/store.ts';
-import { bootstrap } from './services/workspaces.ts';
+import { bootstrap } from './services/workspaces/workspaces.ts';
 import { buildApp } from './app.ts';
 import { JobQueue } from './jobs/queue.ts';
 import { Worker } from './jobs/worker.ts';
-import { WORKER_TASKS } from './services/migrations.ts';
+import { WORKER_TASKS } from './services/migrations/key-migrations.ts';
 
 /** Composition root: configuration, store, first-start bootstrap, HTTP server, job worker, graceful stop. */
 async function main(): Promise<void> {

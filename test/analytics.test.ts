@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { sql } from 'kysely';
 import { DIALECTS, freshStore, world, type Response, type World } from './helpers/harness.ts';
 import { securityTests } from './helpers/security.ts';
-import { VerificationRecorder, HOUR_MS, type VerifyCode } from '../src/services/analytics.ts';
+import { VerificationRecorder, HOUR_MS, type VerifyCode } from '../src/services/verification/verification-recorder.ts';
 
 const DAY_MS = 24 * HOUR_MS;
 /** A fixed, hour-aligned origin: 2025-01-30T00:00Z (the month ends two days later). */

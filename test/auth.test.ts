@@ -7,8 +7,8 @@ import { grants, permissionProblem } from '../src/domain/permissions.ts';
 import { newId } from '../src/domain/ids.ts';
 import { BASE58_ALPHABET } from '../src/domain/base58.ts';
 import { generateKey, generateRootKey, hashKey, isWellFormedRootKey, keyStart } from '../src/crypto/keys.ts';
-import { authenticateRootKey, insertRootKey, revokeRootKey } from '../src/services/root-keys.ts';
-import { bootstrap, createWorkspace } from '../src/services/workspaces.ts';
+import { authenticateRootKey, insertRootKey, revokeRootKey } from '../src/services/workspaces/root-keys.ts';
+import { bootstrap, createWorkspace } from '../src/services/workspaces/workspaces.ts';
 
 const OPERATOR = { type: 'operator' as const, id: 'test' };
 const B58 = '[1-9A-HJ-NP-Za-km-z]';

@@ -1,6 +1,6 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CoalescedCounter, type GuardedChange, type GuardedOutcome } from '../src/services/coalesced-counter.ts';
+import { CoalescedCounter, type GuardedChange, type GuardedOutcome } from '../src/services/verification/coalesced-counter.ts';
 
 /**
  * A counter in memory with a guard, recording every statement it is asked to run (the amounts). `hold()`

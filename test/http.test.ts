@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import type { LightMyRequestResponse } from 'fastify';
 import { DIALECTS, capturedErrorLog, freshStore, world, type World } from './helpers/harness.ts';
 import { BODY_LIMIT, buildApp } from '../src/app.ts';
-import { ROUTES } from '../src/http/routes/index.ts';
+import { ROUTES } from '../src/http/v1/operations.ts';
 import { ERROR_CATALOG, STATUS_TITLES, type ErrorKind } from '../src/domain/errors.ts';
 import { ACTIONS } from '../src/domain/permissions.ts';
 import { run as cli } from '../src/cli/main.ts';

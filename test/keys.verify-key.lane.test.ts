@@ -6,9 +6,9 @@ import { Ajv } from 'ajv';
 import { DIALECTS, capturedErrorLog, freshStore, world, type World } from './helpers/harness.ts';
 import { buildApp } from '../src/app.ts';
 import { createVerifyLane, LANE_MAX_BODY } from '../src/http/verify-lane.ts';
-import { VERIFY_PATH } from '../src/http/routes/keys.verify-key.ts';
+import { VERIFY_PATH } from '../src/http/v1/routes/keys.verify-key.ts';
 import { createMetrics } from '../src/http/metrics.ts';
-import type { Verifier } from '../src/services/verification/verify-key.ts';
+import type { Verifier } from '../src/services/verification/verifier.ts';
 import type { App } from '../src/http/types.ts';
 
 const REQUEST_ID = /^req_[1-9A-HJ-NP-Za-km-z]+$/;

@@ -4,7 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { DIALECTS, world, type World } from './helpers/harness.ts';
-import { createMigration } from '../src/services/migrations.ts';
+import { createMigration } from '../src/services/migrations/key-migrations.ts';
 
 /**
  * SPEC §6: every enqueued item ends exactly once as migrated or failed, across crashes. A `keyhold worker`

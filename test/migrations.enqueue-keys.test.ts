@@ -5,7 +5,7 @@ import { DIALECTS, world, type Response, type World } from './helpers/harness.ts
 import { securityTests } from './helpers/security.ts';
 import { buildApp } from '../src/app.ts';
 import { openStore, type Store } from '../src/store/store.ts';
-import { createMigration, WORKER_TASKS } from '../src/services/migrations.ts';
+import { createMigration, WORKER_TASKS } from '../src/services/migrations/key-migrations.ts';
 import { announceJobs, enqueue, JobQueue, PermanentJobError, type TaskDefinition, type TaskRegistry } from '../src/jobs/queue.ts';
 import { Worker } from '../src/jobs/worker.ts';
 import { run as cli } from '../src/cli/main.ts';

@@ -9,7 +9,7 @@ import { openRedis } from '../src/store/redis.ts';
 import {
   createRateLimiter, counterBucket, deleteExpiredRatelimitCounters, CLOCK_SKEW_MS, REDIS_KEY_PREFIX,
   type LimitRequest, type LimitResult, type SyncingRateLimiter,
-} from '../src/services/ratelimit.ts';
+} from '../src/services/verification/rate-limiter.ts';
 
 const REDIS_URL = process.env.KEYHOLD_TEST_REDIS_URL;
 /** Long enough that no background sync runs during a test: tests sync explicitly. */

@@ -1,7 +1,7 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { lastRefillDue, refillIsDue } from '../src/domain/refill.ts';
-import { refillDueKeys, refillIfDue } from '../src/services/credits.ts';
+import { refillDueKeys, refillIfDue } from '../src/services/keys/credits.ts';
 import { DIALECTS, world, type World } from './helpers/harness.ts';
 
 const at = (iso: string) => Date.parse(iso);

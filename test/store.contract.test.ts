@@ -7,8 +7,8 @@ import { openStore, type Store } from '../src/store/store.ts';
 import type { Database } from '../src/store/schema.ts';
 import { isForeignKeyViolation, isUniqueViolation } from '../src/store/errors.ts';
 import { newId } from '../src/domain/ids.ts';
-import { ensureIdentity } from '../src/services/identities.ts';
-import { resolveOrCreate } from '../src/services/rbac-names.ts';
+import { ensureIdentity } from '../src/services/identities/identities.ts';
+import { resolveOrCreate } from '../src/services/rbac/find-or-create-by-name.ts';
 import type { Caller } from '../src/services/caller.ts';
 
 /** Every table of src/store/schema.ts; the type check below fails when a table is added there but not here. */

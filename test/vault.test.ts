@@ -11,7 +11,7 @@ import {
   type MasterKey, type Sealed, type Vault,
 } from '../src/crypto/vault.ts';
 import { ConfigError, loadConfig, masterKeysFromConfig } from '../src/config.ts';
-import { createWorkspace } from '../src/services/workspaces.ts';
+import { createWorkspace } from '../src/services/workspaces/workspaces.ts';
 import { openStore, type Store } from '../src/store/store.ts';
 import { run as cli } from '../src/cli/main.ts';
 

@@ -5,11 +5,11 @@ import { ConfigError, loadDatabaseUrl, loadVaultConfig, masterKeysFromConfig } f
 import { createVault, VaultError } from '../crypto/vault.ts';
 import { openStore, type Store } from '../store/store.ts';
 import type { Actor } from '../services/caller.ts';
-import { createWorkspace } from '../services/workspaces.ts';
-import { createRootKey, listRootKeys, revokeRootKey } from '../services/root-keys.ts';
-import { listAuditLogs } from '../services/audit-log.ts';
+import { createWorkspace } from '../services/workspaces/workspaces.ts';
+import { createRootKey, listRootKeys, revokeRootKey } from '../services/workspaces/root-keys.ts';
+import { listAuditLogs } from '../services/audit/list-audit-logs.ts';
 import { requireWorkspace } from '../services/lookups.ts';
-import { createMigration, getMigration, WORKER_TASKS } from '../services/migrations.ts';
+import { createMigration, getMigration, WORKER_TASKS } from '../services/migrations/key-migrations.ts';
 import { runWorkerUntilSignal } from '../jobs/worker.ts';
 
 const USAGE = `keyhold — operate a Keyhold installation (uses DATABASE_URL, like the server)

@@ -2,7 +2,7 @@ import type { FastifyBaseLogger, FastifyInstance, RawReplyDefaultExpression, Raw
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Caller } from '../services/caller.ts';
 import type { Store } from '../store/store.ts';
-import type { Verifier } from '../services/verification/verify-key.ts';
+import type { Verifier } from '../services/verification/verifier.ts';
 import type { Vault } from '../crypto/vault.ts';
 
 /** The Fastify instance routes are registered on, typed by their TypeBox schemas. */

@@ -4,11 +4,11 @@ import fastJsonStringify from 'fast-json-stringify';
 import type { ValidateFunction } from 'ajv';
 import type { FastifyBaseLogger, FastifyBodyParser, FastifyRequest } from 'fastify';
 import { newId } from '../domain/ids.ts';
-import type { Verifier, VerifyRequest } from '../services/verification/verify-key.ts';
+import type { Verifier, VerifyRequest } from '../services/verification/verifier.ts';
 import { errorResponse, invalidBody } from './errors.ts';
 import type { Metrics } from './metrics.ts';
 import { ErrorEnvelope } from './schemas.ts';
-import { answerVerifyKey, VERIFY_PATH, VerifyKeyResult } from './routes/keys.verify-key.ts';
+import { answerVerifyKey, VERIFY_PATH, VerifyKeyResult } from './v1/routes/keys.verify-key.ts';
 
 /** Larger bodies are no verification anyone sends; Fastify's route takes them (up to BODY_LIMIT). */
 export const LANE_MAX_BODY = 64 * 1024;

@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import { newId } from '../domain/ids.ts';
 import type { Executor, Store, Tx } from '../store/store.ts';
 import type { JobRow } from '../store/schema.ts';
-import type { MigrationImportPayload } from '../services/migrations.ts';
+import type { MigrationImportPayload } from '../services/migrations/key-migrations.ts';
 
 /**
  * The durable job queue, in the store's `jobs` table.

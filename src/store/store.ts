@@ -2,7 +2,7 @@ import { Kysely, Migrator, sql, type Migration, type MigrationResultSet, type Tr
 import type { Database } from './schema.ts';
 import { sqliteDialect } from './dialects/sqlite.ts';
 import { postgresDialect } from './dialects/postgres.ts';
-import * as initial from './migrations/0001-initial.ts';
+import * as initial from './schema-migrations/0001-initial.ts';
 
 export type Db = Kysely<Database>;
 export type Tx = Transaction<Database>;

@@ -9,8 +9,8 @@ import { openStore, type Store } from '../../src/store/store.ts';
 import { buildApp } from '../../src/app.ts';
 import { createVault } from '../../src/crypto/vault.ts';
 import type { App } from '../../src/http/types.ts';
-import { createWorkspace } from '../../src/services/workspaces.ts';
-import { insertRootKey, revokeRootKey } from '../../src/services/root-keys.ts';
+import { createWorkspace } from '../../src/services/workspaces/workspaces.ts';
+import { insertRootKey, revokeRootKey } from '../../src/services/workspaces/root-keys.ts';
 import type { Database } from '../../src/store/schema.ts';
 
 /**

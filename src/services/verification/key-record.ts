@@ -1,6 +1,6 @@
 import type { RefillSchedule } from '../../domain/refill.ts';
 import type { Executor } from '../../store/store.ts';
-import { loadKeyViews } from '../key-view.ts';
+import { loadKeyViews } from '../keys/key-view.ts';
 import { liveKeys } from '../lookups.ts';
 
 export interface ConfiguredLimit { name: string; limit: number; duration: number; type: 'fast' | 'consistent'; autoApply: boolean }

@@ -1,0 +1,55 @@
+import type { App, Deps } from '../types.ts';
+import liveness from './routes/liveness.ts';
+import apisCreateApi from './routes/apis.create-api.ts';
+import apisGetApi from './routes/apis.get-api.ts';
+import apisListKeys from './routes/apis.list-keys.ts';
+import apisDeleteApi from './routes/apis.delete-api.ts';
+import keysCreateKey from './routes/keys.create-key.ts';
+import keysGetKey from './routes/keys.get-key.ts';
+import keysDeleteKey from './routes/keys.delete-key.ts';
+import keysWhoami from './routes/keys.whoami.ts';
+import keysUpdateKey from './routes/keys.update-key.ts';
+import keysUpdateRemaining from './routes/keys.update-remaining.ts';
+import keysVerifyKey from './routes/keys.verify-key.ts';
+import keysSetRoles from './routes/keys.set-roles.ts';
+import keysAddPermissions from './routes/keys.add-permissions.ts';
+import keysRemovePermissions from './routes/keys.remove-permissions.ts';
+import keysSetPermissions from './routes/keys.set-permissions.ts';
+import keysAddRoles from './routes/keys.add-roles.ts';
+import keysRemoveRoles from './routes/keys.remove-roles.ts';
+import permissionsCreateRole from './routes/permissions.create-role.ts';
+import permissionsGetRole from './routes/permissions.get-role.ts';
+import permissionsListRoles from './routes/permissions.list-roles.ts';
+import permissionsDeleteRole from './routes/permissions.delete-role.ts';
+import permissionsSetRolePermissions from './routes/permissions.set-role-permissions.ts';
+import permissionsCreatePermission from './routes/permissions.create-permission.ts';
+import permissionsGetPermission from './routes/permissions.get-permission.ts';
+import permissionsListPermissions from './routes/permissions.list-permissions.ts';
+import permissionsDeletePermission from './routes/permissions.delete-permission.ts';
+import identitiesCreateIdentity from './routes/identities.create-identity.ts';
+import identitiesGetIdentity from './routes/identities.get-identity.ts';
+import identitiesListIdentities from './routes/identities.list-identities.ts';
+import identitiesUpdateIdentity from './routes/identities.update-identity.ts';
+import identitiesDeleteIdentity from './routes/identities.delete-identity.ts';
+import auditListLogs from './routes/audit.list-logs.ts';
+import keysGetVerifications from './routes/keys.get-verifications.ts';
+import analyticsGetVerifications from './routes/analytics.get-verifications.ts';
+import migrationsCreateKeys from './routes/migrations.create-keys.ts';
+import migrationsEnqueueKeys from './routes/migrations.enqueue-keys.ts';
+import migrationsGetMigration from './routes/migrations.get-migration.ts';
+
+/** Every operation, registered in this order. */
+export const ROUTES: Array<(app: App, deps: Deps) => void> = [
+  liveness, keysVerifyKey,
+  apisCreateApi, apisGetApi, apisListKeys, apisDeleteApi,
+  keysCreateKey, keysGetKey, keysDeleteKey, keysWhoami, keysSetRoles,
+  keysUpdateKey, keysUpdateRemaining,
+  keysAddPermissions, keysRemovePermissions, keysSetPermissions, keysAddRoles, keysRemoveRoles,
+  permissionsCreateRole, permissionsGetRole, permissionsListRoles, permissionsDeleteRole, permissionsSetRolePermissions,
+  permissionsCreatePermission, permissionsGetPermission, permissionsListPermissions, permissionsDeletePermission,
+  identitiesCreateIdentity, identitiesGetIdentity, identitiesListIdentities, identitiesUpdateIdentity, identitiesDeleteIdentity,
+  auditListLogs,
+  keysGetVerifications, analyticsGetVerifications,
+  migrationsCreateKeys,
+  migrationsEnqueueKeys, migrationsGetMigration,
+];

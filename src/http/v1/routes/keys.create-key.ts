@@ -1,0 +1,56 @@
+import { Type } from '@sinclair/typebox';
+import { createKey, keyAttributeProblems } from '../../../services/keys/keys.ts';
+import type { App, Deps } from '../../types.ts';
+import { rejectInvalidBody } from '../../errors.ts';
+import { Body, Meta, OneOf, requires, responses } from '../../schemas.ts';
+
+const Name = Type.String({ minLength: 1, maxLength: 512 });
+
+export const Refill = Type.Object({
+  interval: OneOf(['daily', 'monthly'] as const),
+  amount: Type.Integer({ minimum: 1 }),
+  refillDay: Type.Optional(Type.Integer({ minimum: 1, maximum: 31, description: 'Monthly only; default 1. Past the month\'s end, the last day.' })),
+}, { additionalProperties: false });
+
+/** A key's own rate limit, stored as its limit named `default`; `duration` or its alias `refillInterval` is required (a cross-field rule). */
+export const Ratelimit = Type.Object({
+  type: Type.Optional(OneOf(['fast', 'consistent'] as const)),
+  async: Type.Optional(Type.Boolean({ description: 'Deprecated: true means type fast.' })),
+  limit: Type.Integer({ minimum: 1 }),
+  duration: Type.Optional(Type.Integer({ minimum: 1000, description: 'Window in milliseconds.' })),
+  refillRate: Type.Optional(Type.Integer({ minimum: 1, description: 'Deprecated.' })),
+  refillInterval: Type.Optional(Type.Integer({ minimum: 1000, description: 'Deprecated alias of duration.' })),
+}, { additionalProperties: false });
+
+export default function keysCreateKey(app: App, deps: Deps) {
+  app.post('/v1/keys.createKey', {
+    // A body that fails the schema reaches the handler, so the cross-field rules are reported with the schema problems.
+    attachValidation: true,
+    schema: {
+      ...requires('Create a key; its plaintext is returned once',
+        '`api.<apiId>.create_key`; with `recoverable` also `api.<apiId>.encrypt_key`; to create missing roles `rbac.*.create_role`, missing permissions `rbac.*.create_permission`'),
+      body: Body({
+        apiId: Type.String({ minLength: 1 }),
+        prefix: Type.Optional(Type.String({ maxLength: 16 })),
+        name: Type.Optional(Type.String({ maxLength: 256 })),
+        byteLength: Type.Optional(Type.Integer({ minimum: 16, maximum: 255, description: 'Random bytes; default the API\'s default, else 16.' })),
+        ownerId: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'Deprecated: use externalId.' })),
+        externalId: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
+        meta: Type.Optional(Meta),
+        roles: Type.Optional(Type.Array(Name, { maxItems: 1000 })),
+        permissions: Type.Optional(Type.Array(Name, { maxItems: 1000 })),
+        expires: Type.Optional(Type.Integer({ minimum: 0, description: 'Epoch milliseconds.' })),
+        remaining: Type.Optional(Type.Integer({ minimum: 1 })),
+        refill: Type.Optional(Refill),
+        ratelimit: Type.Optional(Ratelimit),
+        enabled: Type.Optional(Type.Boolean()),
+        recoverable: Type.Optional(Type.Boolean()),
+        environment: Type.Optional(Type.String({ maxLength: 256 })),
+      }),
+      response: responses(Type.Object({ keyId: Type.String(), key: Type.String() })),
+    },
+  }, (req) => {
+    rejectInvalidBody(req, keyAttributeProblems);
+    return createKey(deps.store.db, req.caller, req.body, deps.vault);
+  });
+}

@@ -1,0 +1,23 @@
+import { Type } from '@sinclair/typebox';
+import { getRole } from '../../../services/rbac/roles.ts';
+import type { App, Deps } from '../../types.ts';
+import { requires, responses } from '../../schemas.ts';
+import { Permission } from './permissions.get-permission.ts';
+
+/** The Role object; its permissions sorted by slug. */
+export const Role = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  description: Type.Optional(Type.String()),
+  permissions: Type.Array(Permission, { description: 'Sorted by slug.' }),
+});
+
+export default function permissionsGetRole(app: App, deps: Deps) {
+  app.get('/v1/permissions.getRole', {
+    schema: {
+      ...requires('Get a role with its permissions', '`rbac.*.read_role`'),
+      querystring: Type.Object({ roleId: Type.String({ minLength: 1 }) }),
+      response: responses(Role),
+    },
+  }, (req) => getRole(deps.store.db, req.caller, req.query.roleId));
+}

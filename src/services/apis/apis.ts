@@ -1,0 +1,87 @@
+import { AppError } from '../../domain/errors.ts';
+import { newId } from '../../domain/ids.ts';
+import type { Db } from '../../store/store.ts';
+import { recordAudit } from '../audit/record-audit.ts';
+import { actorOf, requirePermissions, type Caller } from '../caller.ts';
+import { attachPlaintexts, loadKeyViews, type KeyView } from '../keys/key-view.ts';
+import { requireVault, type Vault } from '../../crypto/vault.ts';
+import { requireApi } from '../lookups.ts';
+import { splitPage } from '../pagination.ts';
+import { transact } from '../changes.ts';
+
+export async function createApi(db: Db, caller: Caller, input: { name: string }): Promise<{ apiId: string; name: string }> {
+  requirePermissions(caller, 'api.*.create_api');
+  const apiId = newId('api');
+  const now = Date.now();
+  await db.transaction().execute(async (tx) => {
+    await tx.insertInto('apis').values({
+      id: apiId, workspace_id: caller.workspaceId, name: input.name, default_prefix: null, default_bytes: null,
+      delete_protection: 0, created_at: now, updated_at: now, deleted_at: null,
+    }).execute();
+    await recordAudit(tx, [{
+      workspaceId: caller.workspaceId, event: 'api.create', actor: actorOf(caller), target: { type: 'api', id: apiId },
+      requestId: caller.requestId, diff: { name: input.name },
+    }], now);
+  });
+  return { apiId, name: input.name };
+}
+
+export async function getApi(db: Db, caller: Caller, apiId: string): Promise<{ id: string; name: string; workspaceId: string }> {
+  const api = await requireApi(db, caller.workspaceId, apiId);
+  requirePermissions(caller, `api.${apiId}.read_api`);
+  return { id: api.id, name: api.name, workspaceId: api.workspace_id };
+}
+
+/** Soft-deletes the API and every live key of it in one transaction. */
+export async function deleteApi(db: Db, caller: Caller, apiId: string): Promise<void> {
+  await transact(db, async (tx, changes) => {
+    const api = await requireApi(tx, caller.workspaceId, apiId);
+    requirePermissions(caller, `api.${apiId}.delete_api`);
+    changes.api(apiId);
+    if (api.delete_protection === 1) throw new AppError('state/delete-protected', `api ${apiId} is protected from deletions`);
+    const now = Date.now();
+    // Only a live API is deleted: a concurrent delete that committed first (its row lock makes this one wait)
+    // leaves nothing to update, and this one is then a 404, not a second deletion with a second audit record.
+    const deleted = await tx.updateTable('apis').set({ deleted_at: now, updated_at: now })
+      .where('id', '=', apiId).where('deleted_at', 'is', null).executeTakeFirst();
+    if (Number(deleted.numUpdatedRows) === 0) throw new AppError('data/api-not-found', `api ${apiId} not found`);
+    const keys = await tx.updateTable('keys').set({ deleted_at: now, updated_at: now })
+      .where('api_id', '=', apiId).where('deleted_at', 'is', null).executeTakeFirst();
+    await recordAudit(tx, [{
+      workspaceId: caller.workspaceId, event: 'api.delete', actor: actorOf(caller), target: { type: 'api', id: apiId },
+      requestId: caller.requestId, diff: { name: api.name, deletedKeys: Number(keys.numUpdatedRows) },
+    }], now);
+  });
+}
+
+export interface ListKeysQuery { apiId: string; limit: number; cursor?: string; externalId?: string; ownerId?: string; decrypt?: boolean }
+export interface KeyPage { keys: KeyView[]; total: number; cursor?: string }
+
+/**
+ * Live keys of an API ordered by id, `limit` at a time. `cursor` is returned only when another page
+ * exists; pass it back to get that page. `total` is the exact number of live keys matching the filter.
+ */
+export async function listKeys(db: Db, caller: Caller, q: ListKeysQuery, vault?: Vault): Promise<KeyPage> {
+  await requireApi(db, caller.workspaceId, q.apiId);
+  requirePermissions(caller, `api.${q.apiId}.read_api`, `api.${q.apiId}.read_key`, ...(q.decrypt ? [`api.${q.apiId}.decrypt_key`] : []));
+  const decryptor = q.decrypt ? requireVault(vault, 'decrypt=true') : undefined;
+  const externalId = q.externalId ?? q.ownerId;
+  let identityId: string | undefined;
+  if (externalId !== undefined) {
+    const identity = await db.selectFrom('identities').select('id')
+      .where('workspace_id', '=', caller.workspaceId).where('external_id', '=', externalId).executeTakeFirst();
+    if (!identity) return { keys: [], total: 0 };
+    identityId = identity.id;
+  }
+  let base = db.selectFrom('keys').where('api_id', '=', q.apiId).where('deleted_at', 'is', null);
+  if (identityId !== undefined) base = base.where('identity_id', '=', identityId);
+  const pageQuery = (q.cursor ? base.where('id', '>', q.cursor) : base).selectAll().orderBy('id').limit(q.limit + 1);
+  const [rows, count] = await Promise.all([
+    pageQuery.execute(),
+    base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+  ]);
+  const { page, cursor } = splitPage(rows, q.limit);
+  const keys = await loadKeyViews(db, page);
+  if (decryptor) await attachPlaintexts(db, decryptor, caller.workspaceId, keys);
+  return { keys, total: Number(count.n), cursor };
+}

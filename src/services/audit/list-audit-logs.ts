@@ -1,0 +1,38 @@
+import { parseJson } from '../../domain/json.ts';
+import type { Db } from '../../store/store.ts';
+import { requirePermissions, type Caller } from '../caller.ts';
+import { splitPage } from '../pagination.ts';
+
+export interface AuditQuery { limit: number; cursor?: string; event?: string; targetId?: string; since?: number; until?: number }
+export interface AuditLogView {
+  id: string; time: number; event: string;
+  actor: { type: string; id: string };
+  target: { type: string; id: string };
+  requestId?: string; description?: string; diff?: Record<string, unknown>;
+}
+
+/** The workspace's audit records, newest first, `limit` at a time; `cursor` is returned when older records remain. */
+export async function listAuditLogs(db: Db, workspaceId: string, q: AuditQuery): Promise<{ logs: AuditLogView[]; cursor?: string }> {
+  let query = db.selectFrom('audit_logs').selectAll().where('workspace_id', '=', workspaceId);
+  if (q.cursor) query = query.where('id', '<', q.cursor);
+  if (q.event) query = query.where('event', '=', q.event);
+  if (q.targetId) query = query.where('target_id', '=', q.targetId);
+  if (q.since !== undefined) query = query.where('created_at', '>=', q.since);
+  if (q.until !== undefined) query = query.where('created_at', '<', q.until);
+  const rows = await query.orderBy('id', 'desc').limit(q.limit + 1).execute();
+  const { page, cursor } = splitPage(rows, q.limit);
+  return {
+    logs: page.map((r) => ({
+      id: r.id, time: r.created_at, event: r.event,
+      actor: { type: r.actor_type, id: r.actor_id }, target: { type: r.target_type, id: r.target_id },
+      requestId: r.request_id ?? undefined, description: r.description ?? undefined, diff: parseJson(r.diff) ?? undefined,
+    })),
+    cursor,
+  };
+}
+
+/** audit.listLogs over HTTP: needs `api.*.read_audit` (the log spans every API of the workspace). */
+export async function listAuditLogsFor(db: Db, caller: Caller, q: AuditQuery) {
+  requirePermissions(caller, 'api.*.read_audit');
+  return listAuditLogs(db, caller.workspaceId, q);
+}

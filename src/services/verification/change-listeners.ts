@@ -1,0 +1,122 @@
+import type { Redis } from 'ioredis';
+import { randomUUID } from 'node:crypto';
+import type { Db } from '../../store/store.ts';
+import { changeBus, type Change } from '../changes.ts';
+
+type OnChanges = (changes: Change[]) => void;
+
+/** Rows read per query, and queries per poll (a poll that hits the cap goes on from `since` next tick). */
+const PAGE_SIZE = 5000;
+const MAX_PAGES_PER_POLL = 100;
+
+/**
+ * Polls the store's change feed, so a change committed by any process sharing the store (another server,
+ * the CLI) reaches this node within one interval. Rows are read with an overlap window, because
+ * concurrent transactions can commit out of creation-time order; ids already seen are skipped.
+ */
+export class ChangeFeedPoller {
+  readonly #db: Db;
+  readonly #onChanges: OnChanges;
+  readonly #intervalMs: number;
+  readonly #overlapMs: number;
+  readonly #seen = new Map<string, number>();
+  #since: number;
+  #timer?: NodeJS.Timeout;
+  #running?: Promise<void>;
+  #lastPrune = 0;
+
+  constructor(db: Db, onChanges: OnChanges, opts: { intervalMs?: number; overlapMs?: number } = {}) {
+    this.#db = db;
+    this.#onChanges = onChanges;
+    this.#intervalMs = opts.intervalMs ?? 200;
+    this.#overlapMs = opts.overlapMs ?? 5000;
+    this.#since = Date.now();
+  }
+
+  start(): void {
+    const tick = () => {
+      this.#running = this.poll().catch(() => { /* store unavailable: try again next tick */ }).finally(() => {
+        if (this.#timer) this.#timer = setTimeout(tick, this.#intervalMs).unref();
+      });
+    };
+    this.#timer = setTimeout(tick, this.#intervalMs).unref();
+  }
+
+  async stop(): Promise<void> {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    await this.#running;
+  }
+
+  /**
+   * One poll: hands new changes to the listener; prunes feed rows older than an hour once a minute.
+   * The window is read in pages (keyset on created_at, id) to its end: reading only its first page would
+   * stall the feed for good once the overlap window holds more rows than a page (a burst of changes),
+   * because `since` would never move past that page and later changes would never be read.
+   */
+  async poll(now = Date.now()): Promise<void> {
+    const from = this.#since - this.#overlapMs;
+    let after: { createdAt: number; id: string } | undefined;
+    for (let page = 0; page < MAX_PAGES_PER_POLL; page++) {
+      let q = this.#db.selectFrom('change_feed').select(['id', 'kind', 'ref', 'created_at']).where('created_at', '>=', from);
+      if (after) {
+        const { createdAt, id } = after;
+        q = q.where((eb) => eb.or([eb('created_at', '>', createdAt), eb.and([eb('created_at', '=', createdAt), eb('id', '>', id)])]));
+      }
+      const rows = await q.orderBy('created_at').orderBy('id').limit(PAGE_SIZE).execute();
+      const fresh: Change[] = [];
+      for (const r of rows) {
+        if (this.#seen.has(r.id)) continue;
+        this.#seen.set(r.id, r.created_at);
+        fresh.push({ kind: r.kind as Change['kind'], id: r.ref });
+        if (r.created_at > this.#since) this.#since = r.created_at;
+      }
+      if (fresh.length) this.#onChanges(fresh);
+      if (rows.length < PAGE_SIZE) break;
+      const last = rows[rows.length - 1];
+      after = { createdAt: last.created_at, id: last.id };
+    }
+    for (const [id, at] of this.#seen) if (at < this.#since - 2 * this.#overlapMs) this.#seen.delete(id);
+    if (now - this.#lastPrune > 60_000) {
+      this.#lastPrune = now;
+      await this.#db.deleteFrom('change_feed').where('created_at', '<', now - 3_600_000).execute();
+    }
+  }
+}
+
+const CHANNEL = 'keyhold:changes';
+
+/**
+ * Carries changes between nodes through Redis pub/sub, in milliseconds rather than a poll interval:
+ * publishes what this process commits, and hands what other processes publish to the listener.
+ * The change feed stays the guarantee; this is the fast path.
+ */
+export class RedisChangeBridge {
+  readonly #origin = randomUUID();
+  readonly #publisher: Redis;
+  readonly #subscriber: Redis;
+  readonly #publish = (changes: Change[]) => {
+    this.#publisher.publish(CHANNEL, JSON.stringify({ origin: this.#origin, changes })).catch(() => { /* the feed still carries it */ });
+  };
+
+  constructor(redis: Redis, onChanges: OnChanges) {
+    this.#publisher = redis;
+    this.#subscriber = redis.duplicate();
+    this.#subscriber.on('message', (_channel: string, message: string) => {
+      try {
+        const { origin, changes } = JSON.parse(message) as { origin: string; changes: Change[] };
+        if (origin !== this.#origin) onChanges(changes);
+      } catch { /* not ours */ }
+    });
+  }
+
+  async start(): Promise<void> {
+    await this.#subscriber.subscribe(CHANNEL);
+    changeBus.on('committed', this.#publish);
+  }
+
+  async stop(): Promise<void> {
+    changeBus.off('committed', this.#publish);
+    this.#subscriber.disconnect();
+  }
+}

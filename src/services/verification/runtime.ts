@@ -1,0 +1,69 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { Redis } from 'ioredis';
+import type { Store } from '../../store/store.ts';
+import { openRedis } from '../../store/redis.ts';
+import { changeBus, type Change } from '../changes.ts';
+import { ChangeFeedPoller, RedisChangeBridge } from './change-listeners.ts';
+import { refillDueKeys } from '../keys/credits.ts';
+import { createRateLimiter } from './rate-limiter.ts';
+import { VerificationRecorder } from './verification-recorder.ts';
+import { KeyCache } from './key-cache.ts';
+import { Verifier } from './verifier.ts';
+
+export interface RuntimeOptions {
+  redisUrl?: string;
+  logger?: FastifyBaseLogger;
+  /** How often the change feed is polled (ms). */
+  changePollMs?: number;
+  /** How often due refills are swept (ms). */
+  refillSweepMs?: number;
+}
+
+export interface Runtime {
+  verifier: Verifier;
+  cache: KeyCache;
+  recorder: VerificationRecorder;
+  close(): Promise<void>;
+}
+
+/**
+ * The verification machinery of one server: key cache and its invalidation (this process' commits at
+ * once; other processes' through Redis pub/sub when configured and the store's change feed always),
+ * rate limiter, analytics recorder and the refill sweep.
+ */
+export async function createRuntime(store: Store, opts: RuntimeOptions = {}): Promise<Runtime> {
+  const { db } = store;
+  let redis: Redis | undefined;
+  if (opts.redisUrl) {
+    redis = openRedis(opts.redisUrl);
+    redis.on('error', (err: Error) => opts.logger?.warn({ err: err.message }, 'redis error'));
+  }
+  const cache = new KeyCache();
+  const invalidate = (changes: Change[]) => cache.invalidate(changes);
+  changeBus.on('committed', invalidate);
+  const poller = new ChangeFeedPoller(db, invalidate, { intervalMs: opts.changePollMs });
+  poller.start();
+  const bridge = redis ? new RedisChangeBridge(redis, invalidate) : undefined;
+  await bridge?.start();
+  const limiter = createRateLimiter({ db, redis });
+  const recorder = new VerificationRecorder(db, { onError: (err) => opts.logger?.warn({ err: (err as Error).message }, 'analytics flush failed; counts kept for the next flush') });
+  recorder.start();
+  const sweep = setInterval(() => {
+    refillDueKeys(db, Date.now()).catch((err: Error) => opts.logger?.warn({ err: err.message }, 'refill sweep failed'));
+  }, opts.refillSweepMs ?? 60_000).unref();
+
+  return {
+    verifier: new Verifier({ db, cache, limiter, recorder }),
+    cache,
+    recorder,
+    async close() {
+      clearInterval(sweep);
+      changeBus.off('committed', invalidate);
+      await poller.stop();
+      await bridge?.stop();
+      await limiter.close();
+      await recorder.close();
+      redis?.disconnect();
+    },
+  };
+}

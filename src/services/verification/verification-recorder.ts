@@ -1,0 +1,211 @@
+import { sql, type Kysely } from 'kysely';
+import type { Database, KeyVerificationHourlyRow } from '../../store/schema.ts';
+
+/** The outcome of one keys.verifyKey call (SPEC §5). */
+export type VerifyCode = 'VALID' | 'NOT_FOUND' | 'FORBIDDEN' | 'USAGE_EXCEEDED' | 'RATE_LIMITED' | 'DISABLED' | 'INSUFFICIENT_PERMISSIONS' | 'EXPIRED';
+
+/** One verification of a known key, as the verification path reports it. */
+export interface VerificationEvent { keyId: string; workspaceId: string; apiId: string; identityId: string | null; code: VerifyCode; time: number }
+
+export const HOUR_MS = 3_600_000;
+
+/**
+ * The outcomes stored in `key_verifications_hourly.outcome`. NOT_FOUND is not among them: such a
+ * verification has no key to count it against. A buffered (key, hour) keeps one count per code, at the
+ * code's index here.
+ */
+export const RECORDED_CODES = ['VALID', 'FORBIDDEN', 'USAGE_EXCEEDED', 'RATE_LIMITED', 'DISABLED', 'INSUFFICIENT_PERMISSIONS', 'EXPIRED'] as const;
+export type RecordedCode = (typeof RECORDED_CODES)[number];
+
+const CODE_INDEX: Readonly<Record<VerifyCode, number>> = {
+  VALID: 0, FORBIDDEN: 1, USAGE_EXCEEDED: 2, RATE_LIMITED: 3, DISABLED: 4, INSUFFICIENT_PERMISSIONS: 5, EXPIRED: 6, NOT_FOUND: -1,
+};
+
+/** What is buffered for one key: its counts per hour (one slot per recorded code) and its latest verification time. */
+interface KeyBuffer {
+  workspaceId: string;
+  apiId: string;
+  identityId: string | null;
+  latest: number;
+  hours: Map<number, number[]>;
+}
+
+/** Rows per INSERT / keys per UPDATE: well inside SQLite's and PostgreSQL's limits on bound parameters. */
+const CHUNK = 500;
+
+export interface RecorderOptions {
+  /** How often the timer started by `start()` flushes; default 1000 ms. */
+  flushIntervalMs?: number;
+  /**
+   * Distinct (key, hour, code) counters after which a flush starts at once instead of waiting for the
+   * timer; default 100 000. Nothing is ever dropped: while the store is failing, counters keep growing
+   * until a flush succeeds.
+   */
+  maxBuffered?: number;
+  /** Called with the error of a flush that nobody awaits (timer, early flush); the counts stay buffered. */
+  onError?: (err: unknown) => void;
+}
+
+/**
+ * Counts verifications in memory and writes them to the store in batches (DESIGN "Hot path").
+ *
+ * `record` is synchronous and does no I/O: it bumps a counter per (key, hour, code) and remembers the
+ * key's latest verification time. `flush` writes everything buffered in ONE transaction: each counter is
+ * added to its `key_verifications_hourly` row (`count = count + excluded.count`), and every key's
+ * `last_used_at` becomes the later of its stored value and the latest time seen (it never moves back).
+ * A flush that fails rolls back as a whole and puts its counts back in the buffer, so the next flush
+ * writes them: nothing is lost and nothing is counted twice. (One window remains, as with any client of
+ * a database: a COMMIT that succeeded but whose acknowledgement was lost is retried and counted twice.)
+ *
+ * Flushes run one at a time, in call order. Counts become visible to the analytics queries when flushed,
+ * i.e. within `flushIntervalMs` once `start()` has been called.
+ */
+export class VerificationRecorder {
+  readonly #db: Kysely<Database>;
+  readonly #intervalMs: number;
+  readonly #maxBuffered: number;
+  readonly #onError: (err: unknown) => void;
+  #keys = new Map<string, KeyBuffer>();
+  /** Distinct (key, hour, code) counters in `#keys`. */
+  #entries = 0;
+  /** The last flush queued; the next one starts after it settles. */
+  #tail: Promise<void> = Promise.resolve();
+  #inFlight = 0;
+  #failing = false;
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(db: Kysely<Database>, opts: RecorderOptions = {}) {
+    this.#db = db;
+    this.#intervalMs = opts.flushIntervalMs ?? 1000;
+    this.#maxBuffered = opts.maxBuffered ?? 100_000;
+    this.#onError = opts.onError ?? ((err) => process.emitWarning(`verification analytics flush failed; counts kept for the next flush: ${(err as Error)?.message ?? err}`));
+  }
+
+  /** Distinct (key, hour, code) counters waiting for a flush. */
+  get buffered(): number { return this.#entries; }
+
+  /** Counts one verification. O(1), no I/O; allocates only for a (key, hour) not yet buffered. NOT_FOUND is ignored. */
+  record(e: VerificationEvent): void {
+    const slot = CODE_INDEX[e.code];
+    if (slot === undefined || slot < 0) return;
+    let key = this.#keys.get(e.keyId);
+    if (key === undefined) {
+      key = { workspaceId: e.workspaceId, apiId: e.apiId, identityId: e.identityId, latest: e.time, hours: new Map() };
+      this.#keys.set(e.keyId, key);
+    } else {
+      key.identityId = e.identityId;
+      if (e.time > key.latest) key.latest = e.time;
+    }
+    const hour = e.time - (e.time % HOUR_MS);
+    let counts = key.hours.get(hour);
+    if (counts === undefined) {
+      counts = [0, 0, 0, 0, 0, 0, 0];
+      key.hours.set(hour, counts);
+    }
+    if (counts[slot]++ === 0 && ++this.#entries >= this.#maxBuffered && this.#inFlight === 0 && !this.#failing) {
+      this.flush().catch(this.#onError);
+    }
+  }
+
+  /** Writes everything buffered so far in one transaction; rejects (keeping the counts) when the store fails. */
+  flush(): Promise<void> {
+    this.#inFlight++;
+    const run = this.#tail.then(() => this.#flushBuffered()).finally(() => { this.#inFlight--; });
+    this.#tail = run.then(() => {}, () => {});
+    return run;
+  }
+
+  /** Flushes every `flushIntervalMs` (a timer that does not keep the process alive); a tick is skipped while a flush runs. */
+  start(): void {
+    if (this.#timer) return;
+    this.#timer = setInterval(() => {
+      if (this.#inFlight === 0 && this.#keys.size > 0) this.flush().catch(this.#onError);
+    }, this.#intervalMs);
+    this.#timer.unref();
+  }
+
+  /** Stops the timer and flushes what is left. */
+  async close(): Promise<void> {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+    await this.flush();
+  }
+
+  async #flushBuffered(): Promise<void> {
+    if (this.#keys.size === 0) return;
+    const batch = this.#keys;
+    this.#keys = new Map();
+    this.#entries = 0;
+    try {
+      await writeBatch(this.#db, batch);
+      this.#failing = false;
+    } catch (err) {
+      this.#restore(batch);
+      this.#failing = true;
+      throw err;
+    }
+  }
+
+  /** Puts the counts of a failed flush back, adding them to whatever was recorded meanwhile. */
+  #restore(batch: Map<string, KeyBuffer>): void {
+    for (const [keyId, failed] of batch) {
+      const current = this.#keys.get(keyId);
+      if (current === undefined) {
+        this.#keys.set(keyId, failed);
+        for (const counts of failed.hours.values()) for (const n of counts) if (n > 0) this.#entries++;
+        continue;
+      }
+      // `current` was recorded later, so its identity is the newer one.
+      if (failed.latest > current.latest) current.latest = failed.latest;
+      for (const [hour, counts] of failed.hours) {
+        let into = current.hours.get(hour);
+        if (into === undefined) {
+          into = [0, 0, 0, 0, 0, 0, 0];
+          current.hours.set(hour, into);
+        }
+        for (let i = 0; i < counts.length; i++) {
+          if (counts[i] === 0) continue;
+          if (into[i] === 0) this.#entries++;
+          into[i] += counts[i];
+        }
+      }
+    }
+  }
+}
+
+/**
+ * One transaction: upsert every counter, then move each key's last_used_at forward. Rows and keys are
+ * written in a fixed order (key id, hour, code) so that two nodes flushing at once lock rows in the same
+ * order instead of deadlocking.
+ */
+async function writeBatch(db: Kysely<Database>, batch: Map<string, KeyBuffer>): Promise<void> {
+  const keyIds = [...batch.keys()].sort();
+  const rows: KeyVerificationHourlyRow[] = [];
+  for (const keyId of keyIds) {
+    const key = batch.get(keyId)!;
+    for (const hour of [...key.hours.keys()].sort((a, b) => a - b)) {
+      const counts = key.hours.get(hour)!;
+      for (let i = 0; i < RECORDED_CODES.length; i++) {
+        if (counts[i] === 0) continue;
+        rows.push({ key_id: keyId, hour, outcome: RECORDED_CODES[i], workspace_id: key.workspaceId, api_id: key.apiId, identity_id: key.identityId, count: counts[i] });
+      }
+    }
+  }
+  await db.transaction().execute(async (tx) => {
+    for (let i = 0; i < rows.length; i += CHUNK) {
+      await tx.insertInto('key_verifications_hourly').values(rows.slice(i, i + CHUNK))
+        .onConflict((oc) => oc.columns(['key_id', 'hour', 'outcome'])
+          .doUpdateSet((eb) => ({ count: eb('key_verifications_hourly.count', '+', eb.ref('excluded.count')) })))
+        .execute();
+    }
+    for (let i = 0; i < keyIds.length; i += CHUNK) {
+      const ids = keyIds.slice(i, i + CHUNK);
+      // The CAST gives PostgreSQL the parameter's type (a bare parameter in CASE would be text).
+      const latest = sql<number>`(case ${sql.ref('id')} ${sql.join(ids.map((id) => sql`when ${id} then cast(${batch.get(id)!.latest} as bigint)`), sql` `)} end)`;
+      await tx.updateTable('keys').set({ last_used_at: latest })
+        .where('id', 'in', ids)
+        .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', latest)]))
+        .execute();
+    }
+  });
+}

@@ -1,0 +1,172 @@
+import { invalid, type FieldProblem } from '../../domain/errors.ts';
+import { permissionQueryProblems, satisfies, type PermissionQuery } from '../../domain/permission-query.ts';
+import { lastRefillDue, refillIsDue } from '../../domain/refill.ts';
+import { hashKey } from '../../crypto/keys.ts';
+import type { Db } from '../../store/store.ts';
+import { currentRemaining, decrementCreditsIfEnough, refillIfDue } from '../keys/credits.ts';
+import type { LimitRequest, LimitResult, RateLimiter } from './rate-limiter.ts';
+import type { VerificationRecorder, VerifyCode } from './verification-recorder.ts';
+import type { KeyCache } from './key-cache.ts';
+import { CoalescedCounter, type GuardedOutcome } from './coalesced-counter.ts';
+import { loadKeyRecord, type KeyRecord } from './key-record.ts';
+import { findApi } from '../lookups.ts';
+
+export interface VerifyRequest {
+  key: string;
+  apiId?: string;
+  authorization?: { permissions: unknown };
+  remaining?: { cost?: number };
+  ratelimits?: Array<{ name: string; cost?: number; limit?: number; duration?: number }>;
+}
+
+export interface VerifyResponse {
+  valid: boolean;
+  code: VerifyCode;
+  keyId?: string;
+  name?: string;
+  ownerId?: string;
+  externalId?: string;
+  meta?: Record<string, unknown>;
+  expires?: number;
+  remaining?: number;
+  ratelimit?: { limit: number; remaining: number; reset: number };
+  enabled?: boolean;
+  permissions?: string[];
+  roles?: string[];
+  environment?: string;
+  identity?: { id: string; externalId: string; meta: Record<string, unknown> };
+}
+
+export interface VerifierDeps { db: Db; cache: KeyCache; limiter: RateLimiter; recorder?: VerificationRecorder }
+
+/**
+ * keys.verifyKey (SPEC §5). Checks in order, first failure wins: NOT_FOUND → DISABLED → FORBIDDEN →
+ * EXPIRED → INSUFFICIENT_PERMISSIONS → RATE_LIMITED → USAGE_EXCEEDED → VALID. A cached key without credits
+ * costs no store read; credits are spent in the store, exactly (concurrent spends of one key share one
+ * statement: see CoalescedCounter). Request errors (an invalid permission query, a rate limit that is
+ * neither configured nor given inline) throw 400.
+ */
+export class Verifier {
+  readonly #deps: VerifierDeps;
+  /** Credits taken per key, concurrent spends of one key in one statement. */
+  readonly #credits = new CoalescedCounter<undefined>(-1);
+  constructor(deps: VerifierDeps) {
+    this.#deps = deps;
+  }
+
+  async verify(req: VerifyRequest, now = Date.now()): Promise<VerifyResponse> {
+    const query = req.authorization?.permissions;
+    if (req.authorization !== undefined) {
+      const problems = permissionQueryProblems(query, '/authorization/permissions');
+      if (problems.length) throw invalid(problems);
+    }
+    const record = await this.#record(hashKey(req.key), now);
+    if (!record) return { valid: false, code: 'NOT_FOUND' };
+    if (req.apiId !== undefined && req.apiId !== record.apiId && !(await this.#sameWorkspaceApi(req.apiId, record.workspaceId))) {
+      return { valid: false, code: 'NOT_FOUND' };
+    }
+    const result = await this.#check(record, req, query as PermissionQuery | undefined, now);
+    this.#deps.recorder?.record({ keyId: record.id, workspaceId: record.workspaceId, apiId: record.apiId, identityId: record.identity?.id ?? null, code: result.code, time: now });
+    return result;
+  }
+
+  async #record(hash: string, now: number): Promise<KeyRecord | null> {
+    const { cache, db } = this.#deps;
+    const cached = cache.get(hash, now);
+    if (cached) return cached;
+    const generation = cache.generation;
+    const loaded = await loadKeyRecord(db, hash);
+    if (loaded) cache.set(loaded, generation, now);
+    return loaded;
+  }
+
+  /** An apiId that is not the key's: FORBIDDEN when it is a live API of the key's workspace, else NOT_FOUND. */
+  async #sameWorkspaceApi(apiId: string, workspaceId: string): Promise<boolean> {
+    return (await findApi(this.#deps.db, workspaceId, apiId)) !== undefined;
+  }
+
+  async #check(record: KeyRecord, req: VerifyRequest, query: PermissionQuery | undefined, now: number): Promise<VerifyResponse> {
+    const out = (code: VerifyCode, extra: Partial<VerifyResponse> = {}): VerifyResponse => ({ ...describe(record), ...extra, valid: code === 'VALID', code });
+    const withCredits = async (code: VerifyCode, extra: Partial<VerifyResponse> = {}) =>
+      out(code, { ...extra, remaining: record.hasCredits ? (await currentRemaining(this.#deps.db, record.id)) ?? undefined : undefined });
+
+    if (!record.enabled) return withCredits('DISABLED');
+    if (req.apiId !== undefined && req.apiId !== record.apiId) return withCredits('FORBIDDEN');
+    if (record.expires !== undefined && record.expires <= now) return withCredits('EXPIRED');
+    if (query !== undefined && !satisfies(query, record.permissionSet)) return withCredits('INSUFFICIENT_PERMISSIONS');
+
+    const limits = limitRequests(record, req.ratelimits ?? []);
+    let ratelimit: VerifyResponse['ratelimit'];
+    if (limits.length) {
+      const results = await this.#deps.limiter.check(limits, now);
+      const shown = pickShownLimit(limits, results);
+      ratelimit = { limit: shown.limit, remaining: shown.remaining, reset: shown.reset };
+      if (results.some((r) => !r.passed)) return withCredits('RATE_LIMITED', { ratelimit });
+    }
+
+    if (!record.hasCredits) return out('VALID', { ratelimit });
+    const { db } = this.#deps;
+    if (record.refill && refillIsDue(record.refill, record.lastRefillAt, now)) {
+      await refillIfDue(db, record.id, record.refill.amount, lastRefillDue(record.refill, now), now);
+      record.lastRefillAt = now; // done here or by another node: either way this period's refill happened
+    }
+    const cost = req.remaining?.cost ?? 1;
+    if (cost === 0) return out('VALID', { ratelimit, remaining: (await currentRemaining(db, record.id)) ?? undefined });
+    const spend = async (amount: number): Promise<GuardedOutcome<undefined>> => {
+      const left = await decrementCreditsIfEnough(db, record.id, amount);
+      return left === null ? { applied: false, value: undefined } : { applied: true, value: left };
+    };
+    const spent = await this.#credits.change(record.id, cost, spend);
+    if (!spent.applied) return withCredits('USAGE_EXCEEDED', { ratelimit });
+    return out('VALID', { ratelimit, remaining: spent.value });
+  }
+}
+
+/** The members every outcome but NOT_FOUND carries. */
+function describe(r: KeyRecord): Omit<VerifyResponse, 'valid' | 'code'> {
+  return {
+    keyId: r.id, name: r.name, ownerId: r.identity?.externalId, externalId: r.identity?.externalId, meta: r.meta,
+    expires: r.expires, enabled: r.enabled, permissions: r.permissions, roles: r.roles, environment: r.environment, identity: r.identity,
+  };
+}
+
+/**
+ * The limits one verification applies: every auto-applied configured limit at cost 1, then each requested
+ * one — inline when it gives limit and duration (replacing a configured limit of that name), else the
+ * configured limit of that name at the requested cost. A name that is neither → 400. Counters are per
+ * identity when the key has one (its keys share them), else per key.
+ */
+function limitRequests(record: KeyRecord, requested: NonNullable<VerifyRequest['ratelimits']>): LimitRequest[] {
+  const identifier = record.identity?.id ?? record.id;
+  const byName = new Map<string, LimitRequest>();
+  for (const l of record.limits.values()) {
+    if (l.autoApply) byName.set(l.name, { identifier, name: l.name, limit: l.limit, duration: l.duration, cost: 1, type: l.type });
+  }
+  const problems: FieldProblem[] = [];
+  requested.forEach((r, i) => {
+    const cost = r.cost ?? 1;
+    if (r.limit !== undefined && r.duration !== undefined) {
+      byName.set(r.name, { identifier, name: r.name, limit: r.limit, duration: r.duration, cost, type: 'consistent' });
+      return;
+    }
+    const configured = record.limits.get(r.name);
+    if (!configured) {
+      problems.push({
+        path: `/ratelimits/${i}/name`,
+        message: `ratelimit "${r.name}" was requested but is configured neither on key ${record.id}${record.identity ? ` nor on identity ${record.identity.id}` : ' (which has no identity)'}; give limit and duration inline`,
+      });
+      return;
+    }
+    byName.set(r.name, { identifier, name: r.name, limit: configured.limit, duration: configured.duration, cost, type: configured.type });
+  });
+  if (problems.length) throw invalid(problems);
+  return [...byName.values()];
+}
+
+/** The limit the response shows: the first that rejected, else the key's `default`, else the first applied. */
+function pickShownLimit(limits: LimitRequest[], results: LimitResult[]): LimitResult {
+  const rejected = results.findIndex((r) => !r.passed);
+  if (rejected >= 0) return results[rejected];
+  const byDefault = limits.findIndex((l) => l.name === 'default');
+  return results[byDefault >= 0 ? byDefault : 0];
+}

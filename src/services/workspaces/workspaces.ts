@@ -1,0 +1,45 @@
+import { newId } from '../../domain/ids.ts';
+import type { Db } from '../../store/store.ts';
+import { isUniqueViolation } from '../../store/errors.ts';
+import { recordAudit } from '../audit/record-audit.ts';
+import type { Actor } from '../caller.ts';
+import { insertRootKey } from './root-keys.ts';
+
+export async function createWorkspace(db: Db, name: string, actor: Actor): Promise<{ workspaceId: string }> {
+  const id = newId('ws');
+  const now = Date.now();
+  await db.transaction().execute(async (tx) => {
+    await tx.insertInto('workspaces').values({ id, name, created_at: now, deleted_at: null }).execute();
+    await recordAudit(tx, [{ workspaceId: id, event: 'workspace.create', actor, target: { type: 'workspace', id }, diff: { name } }], now);
+  });
+  return { workspaceId: id };
+}
+
+export interface BootstrapResult { workspaceId: string; rootKeyId: string; rootKey: string; generated: boolean }
+
+/**
+ * On an empty database, creates the first workspace and a `*` root key (the given one, or a new one).
+ * Exactly one process wins when several start at once: the `bootstrap` settings row is the guard.
+ * Returns null when the database was already bootstrapped.
+ */
+export async function bootstrap(db: Db, givenRootKey: string | undefined): Promise<BootstrapResult | null> {
+  const done = await db.selectFrom('settings').select('name').where('name', '=', 'bootstrap').executeTakeFirst();
+  if (done) return null;
+  try {
+    return await db.transaction().execute(async (tx) => {
+      const now = Date.now();
+      await tx.insertInto('settings').values({ name: 'bootstrap', value: String(now), updated_at: now }).execute();
+      const existing = await tx.selectFrom('workspaces').select('id').limit(1).executeTakeFirst();
+      if (existing) return null;
+      const workspaceId = newId('ws');
+      const actor: Actor = { type: 'operator', id: 'bootstrap' };
+      await tx.insertInto('workspaces').values({ id: workspaceId, name: 'default', created_at: now, deleted_at: null }).execute();
+      const { rootKeyId, rootKey } = await insertRootKey(tx, { workspaceId, permissions: ['*'], name: 'bootstrap', rootKey: givenRootKey }, actor, now);
+      await recordAudit(tx, [{ workspaceId, event: 'workspace.create', actor, target: { type: 'workspace', id: workspaceId }, diff: { name: 'default' } }], now);
+      return { workspaceId, rootKeyId, rootKey, generated: givenRootKey === undefined };
+    });
+  } catch (err) {
+    if (isUniqueViolation(err)) return null;
+    throw err;
+  }
+}
