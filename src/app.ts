@@ -7,9 +7,10 @@ import { newId } from './domain/ids.ts';
 import { authenticateRootKey } from './services/workspaces/root-keys.ts';
 import { errorHandler, sendError } from './http/errors.ts';
 import { createMetrics } from './http/metrics.ts';
-import { ErrorEnvelope } from './http/schemas.ts';
+import { installBodyRules } from './http/validation.ts';
+import { ErrorEnvelope } from './http/schemas/common.ts';
 import { ROUTES } from './http/v1/operations.ts';
-import { VerifyKeyBody } from './http/v1/routes/keys.verify-key.ts';
+import { VerifyKeyBody } from './http/schemas/keys.ts';
 import { createLaneServer, createVerifyLane, type VerifyLane } from './http/verify-lane.ts';
 import type { App } from './http/types.ts';
 import type { Store } from './store/store.ts';
@@ -68,6 +69,7 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
   const metrics = createMetrics(options.processMetrics ?? false);
   const methodsByPath = new Map<string, string[]>();
   app.addHook('onRoute', (route) => {
+    installBodyRules(route);
     const methods = ([] as string[]).concat(route.method);
     methodsByPath.set(route.url, [...(methodsByPath.get(route.url) ?? []), ...methods]);
   });

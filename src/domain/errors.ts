@@ -55,6 +55,18 @@ export class AppError extends Error {
   get status(): number { return ERROR_CATALOG[this.kind].status; }
 }
 
-/** A 400 listing every problem found. */
-export const invalid = (errors: FieldProblem[]): AppError =>
-  new AppError('request/invalid-body', errors.map((e) => `${e.path || '/'}: ${e.message}`).join('; '), errors);
+/** How many problems a 400's `detail` names; `errors` lists every one. */
+export const DETAIL_PROBLEMS = 10;
+
+const byPath = (a: FieldProblem, b: FieldProblem): number => a.path.localeCompare(b.path, 'en', { numeric: true });
+
+/**
+ * The one 400 for invalid input: every problem in `errors`, sorted by path (numerically, so `/2` comes before
+ * `/10`), and the first DETAIL_PROBLEMS of them in `detail` with the count of the rest.
+ */
+export function invalid(problems: FieldProblem[], where: 'body' | 'query' = 'body'): AppError {
+  const sorted = problems.map((p) => ({ path: p.path || '/', message: p.message })).sort(byPath);
+  const named = sorted.slice(0, DETAIL_PROBLEMS).map((p) => `${p.path} ${p.message}`).join('; ');
+  const more = sorted.length > DETAIL_PROBLEMS ? `; … and ${sorted.length - DETAIL_PROBLEMS} more` : '';
+  return new AppError('request/invalid-body', `The request ${where} is invalid: ${named}${more}`, sorted);
+}

@@ -1,44 +1,14 @@
 import type { FastifyBaseLogger, FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { AppError, ERROR_CATALOG, STATUS_TITLES, errorTypeUri, type ErrorKind, type FieldProblem } from '../domain/errors.ts';
+import { AppError, ERROR_CATALOG, STATUS_TITLES, errorTypeUri, invalid, type ErrorKind } from '../domain/errors.ts';
 import { isForeignKeyViolation } from '../store/errors.ts';
-
-interface AjvIssue { instancePath: string; keyword: string; params: Record<string, unknown>; message?: string }
-
-/** Every failed validation rule, with the JSON path of the offending member. */
-export function validationProblems(issues: AjvIssue[]): FieldProblem[] {
-  return issues.map((i) => {
-    const path = i.keyword === 'required' ? `${i.instancePath}/${String(i.params.missingProperty)}` : i.instancePath;
-    let message = i.message ?? 'is invalid';
-    if (i.keyword === 'enum' || i.keyword === 'const') message += `: ${JSON.stringify(i.params.allowedValues ?? i.params.allowedValue)}`;
-    return { path: path || '/', message };
-  });
-}
-
-const invalidRequest = (where: string, problems: FieldProblem[]): AppError =>
-  new AppError('request/invalid-body', `The request ${where} is invalid: ${problems.map((p) => `${p.path} ${p.message}`).join('; ')}`, problems);
-
-/** The 400 for a body its schema rejected, listing every failed rule. */
-export const invalidBody = (issues: AjvIssue[]): AppError => invalidRequest('body', validationProblems(issues));
-
-/**
- * For routes with `attachValidation` and rules across fields that a schema cannot state: when the schema
- * failed, throws one 400 listing its problems together with the cross-field ones, so every problem is
- * reported at once. (When the schema passed, the service checks the cross-field rules itself.)
- */
-export function rejectInvalidBody<B>(request: FastifyRequest, crossFieldProblems: (body: B) => FieldProblem[]): void {
-  const err = request.validationError as (Error & { validation?: AjvIssue[] }) | undefined;
-  if (!err) return;
-  if (!err.validation) throw err;
-  throw invalidRequest('body', [...validationProblems(err.validation), ...crossFieldProblems(request.body as B)]);
-}
+import { validationProblems, type AjvIssue } from './validation.ts';
 
 /** Maps anything thrown during a request to a catalog kind. */
 function classify(err: unknown): AppError {
   if (err instanceof AppError) return err;
   const e = (err ?? {}) as FastifyError;
   if (e.validation) {
-    const where = e.validationContext === 'querystring' ? 'query' : e.validationContext ?? 'body';
-    return invalidRequest(where, validationProblems(e.validation as unknown as AjvIssue[]));
+    return invalid(validationProblems(e.validation as unknown as AjvIssue[]), e.validationContext === 'querystring' ? 'query' : 'body');
   }
   switch (e.code) {
     case 'FST_ERR_CTP_INVALID_JSON_BODY': return new AppError('request/invalid-json', 'The body is not valid JSON');

@@ -4,6 +4,7 @@ import type { Caller } from '../services/caller.ts';
 import type { Store } from '../store/store.ts';
 import type { Verifier } from '../services/verification/verifier.ts';
 import type { Vault } from '../crypto/vault.ts';
+import type { BodyRules } from './validation.ts';
 
 /** The Fastify instance routes are registered on, typed by their TypeBox schemas. */
 export type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider>;
@@ -24,5 +25,7 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** No root key needed (liveness, keys.verifyKey). */
     public?: boolean;
+    /** Cross-field rules of the body, reported together with its schema problems (see http/validation.ts). */
+    bodyRules?: BodyRules;
   }
 }

@@ -5,10 +5,13 @@ import type { ValidateFunction } from 'ajv';
 import type { FastifyBaseLogger, FastifyBodyParser, FastifyRequest } from 'fastify';
 import { newId } from '../domain/ids.ts';
 import type { Verifier, VerifyRequest } from '../services/verification/verifier.ts';
-import { errorResponse, invalidBody } from './errors.ts';
+import { errorResponse } from './errors.ts';
+import { invalid } from '../domain/errors.ts';
+import { validationProblems } from './validation.ts';
 import type { Metrics } from './metrics.ts';
-import { ErrorEnvelope } from './schemas.ts';
-import { answerVerifyKey, VERIFY_PATH, VerifyKeyResult } from './v1/routes/keys.verify-key.ts';
+import { ErrorEnvelope } from './schemas/common.ts';
+import { VerifyKeyResult } from './schemas/keys.ts';
+import { answerVerifyKey, VERIFY_PATH } from './v1/routes/keys.verify-key.ts';
 
 /** Larger bodies are no verification anyone sends; Fastify's route takes them (up to BODY_LIMIT). */
 export const LANE_MAX_BODY = 64 * 1024;
@@ -76,7 +79,7 @@ export function createVerifyLane(deps: VerifyLaneDeps): VerifyLane {
         headers.connection = 'close'; // as Fastify does after a body it could not parse
         throw err;
       }
-      if (!validate(body)) throw invalidBody(validate.errors ?? []);
+      if (!validate(body)) throw invalid(validationProblems(validate.errors ?? []));
       payload = serializeResult(await answerVerifyKey(verifier, body as VerifyRequest, requestId));
     } catch (err) {
       const failed = errorResponse(err, requestId, VERIFY_PATH, logger);

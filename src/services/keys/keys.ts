@@ -28,7 +28,7 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
  * Rules across fields that a schema cannot state; every problem is reported at once. Safe on a body that
  * failed schema validation (members of the wrong type are skipped), so both kinds of problem can be listed together.
  */
-export function keyAttributeProblems(input: Pick<CreateKeyInput, 'meta' | 'remaining' | 'refill' | 'ratelimit'>): FieldProblem[] {
+export function keyAttributeProblems(input: unknown): FieldProblem[] {
   const problems: FieldProblem[] = [];
   if (!isObject(input)) return problems;
   if (input.meta !== undefined && jsonSize(input.meta) > MAX_META_BYTES) {

@@ -77,7 +77,7 @@ export const isSha256Base64 = (value: string): boolean => SHA256_BASE64.test(val
  */
 export function importItemProblems(item: unknown, base = ''): FieldProblem[] {
   if (!isObject(item)) return [];
-  const problems: FieldProblem[] = keyAttributeProblems({ meta: item.meta, remaining: item.remaining, refill: item.refill } as Parameters<typeof keyAttributeProblems>[0])
+  const problems: FieldProblem[] = keyAttributeProblems({ meta: item.meta, remaining: item.remaining, refill: item.refill })
     .map((p) => ({ path: base + p.path, message: p.message }));
   const rl = item.ratelimit;
   if (isObject(rl) && rl.duration === undefined && rl.refillInterval === undefined) {

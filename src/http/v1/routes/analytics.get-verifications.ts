@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { getApiVerifications, ORDER_FIELDS } from '../../../services/analytics/verification-queries.ts';
 import type { App, Deps } from '../../types.ts';
-import { OneOf, requires, responses } from '../../schemas.ts';
+import { OneOf, requires, responses } from '../../schemas/common.ts';
 
 const Grouping = OneOf(['hour', 'day', 'month', 'key', 'identity'] as const);
 const KeyId = Type.String({ minLength: 1 });

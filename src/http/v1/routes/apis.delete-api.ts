@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { deleteApi } from '../../../services/apis/apis.ts';
 import type { App, Deps } from '../../types.ts';
-import { Body, requires, responses } from '../../schemas.ts';
+import { Body, requires, responses } from '../../schemas/common.ts';
 
 export default function apisDeleteApi(app: App, deps: Deps) {
   app.post('/v1/apis.deleteApi', {

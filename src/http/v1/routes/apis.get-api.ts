@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { getApi } from '../../../services/apis/apis.ts';
 import type { App, Deps } from '../../types.ts';
-import { requires, responses } from '../../schemas.ts';
+import { requires, responses } from '../../schemas/common.ts';
 
 export default function apisGetApi(app: App, deps: Deps) {
   app.get('/v1/apis.getApi', {

@@ -1,7 +1,8 @@
 import { Type } from '@sinclair/typebox';
 import { listKeys } from '../../../services/apis/apis.ts';
 import type { App, Deps } from '../../types.ts';
-import { KeyView, requires, responses } from '../../schemas.ts';
+import { requires, responses } from '../../schemas/common.ts';
+import { KeyView } from '../../schemas/keys.ts';
 
 export default function apisListKeys(app: App, deps: Deps) {
   app.get('/v1/apis.listKeys', {

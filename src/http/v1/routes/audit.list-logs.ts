@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { listAuditLogsFor } from '../../../services/audit/list-audit-logs.ts';
 import type { App, Deps } from '../../types.ts';
-import { Meta, requires, responses } from '../../schemas.ts';
+import { Meta, requires, responses } from '../../schemas/common.ts';
 
 export default function auditListLogs(app: App, deps: Deps) {
   app.get('/v1/audit.listLogs', {

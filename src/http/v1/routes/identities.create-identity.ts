@@ -1,7 +1,8 @@
 import { Type } from '@sinclair/typebox';
 import { createIdentity } from '../../../services/identities/identities.ts';
 import type { App, Deps } from '../../types.ts';
-import { Body, IdentityRatelimits, Meta, requires, responses } from '../../schemas.ts';
+import { Body, Meta, requires, responses } from '../../schemas/common.ts';
+import { IdentityRatelimits } from '../../schemas/identities.ts';
 
 export default function identitiesCreateIdentity(app: App, deps: Deps) {
   app.post('/v1/identities.createIdentity', {

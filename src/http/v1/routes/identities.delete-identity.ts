@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { deleteIdentity } from '../../../services/identities/identities.ts';
 import type { App, Deps } from '../../types.ts';
-import { Body, requires, responses } from '../../schemas.ts';
+import { Body, requires, responses } from '../../schemas/common.ts';
 
 export default function identitiesDeleteIdentity(app: App, deps: Deps) {
   app.post('/v1/identities.deleteIdentity', {

@@ -1,7 +1,8 @@
 import { Type } from '@sinclair/typebox';
 import { getIdentity } from '../../../services/identities/identities.ts';
 import type { App, Deps } from '../../types.ts';
-import { IdentityView, requires, responses } from '../../schemas.ts';
+import { requires, responses } from '../../schemas/common.ts';
+import { IdentityView } from '../../schemas/identities.ts';
 
 export default function identitiesGetIdentity(app: App, deps: Deps) {
   app.get('/v1/identities.getIdentity', {

@@ -1,7 +1,8 @@
 import { Type } from '@sinclair/typebox';
 import { updateIdentity } from '../../../services/identities/identities.ts';
 import type { App, Deps } from '../../types.ts';
-import { Body, IdentityRatelimits, IdentityView, Meta, requires, responses } from '../../schemas.ts';
+import { Body, Meta, requires, responses } from '../../schemas/common.ts';
+import { IdentityRatelimits, IdentityView } from '../../schemas/identities.ts';
 
 export default function identitiesUpdateIdentity(app: App, deps: Deps) {
   app.post('/v1/identities.updateIdentity', {

@@ -1,31 +1,14 @@
 import { Type } from '@sinclair/typebox';
 import { createKey, keyAttributeProblems } from '../../../services/keys/keys.ts';
 import type { App, Deps } from '../../types.ts';
-import { rejectInvalidBody } from '../../errors.ts';
-import { Body, Meta, OneOf, requires, responses } from '../../schemas.ts';
+import { Body, Meta, OneOf, requires, responses } from '../../schemas/common.ts';
+import { Ratelimit, Refill } from '../../schemas/keys.ts';
 
 const Name = Type.String({ minLength: 1, maxLength: 512 });
 
-export const Refill = Type.Object({
-  interval: OneOf(['daily', 'monthly'] as const),
-  amount: Type.Integer({ minimum: 1 }),
-  refillDay: Type.Optional(Type.Integer({ minimum: 1, maximum: 31, description: 'Monthly only; default 1. Past the month\'s end, the last day.' })),
-}, { additionalProperties: false });
-
-/** A key's own rate limit, stored as its limit named `default`; `duration` or its alias `refillInterval` is required (a cross-field rule). */
-export const Ratelimit = Type.Object({
-  type: Type.Optional(OneOf(['fast', 'consistent'] as const)),
-  async: Type.Optional(Type.Boolean({ description: 'Deprecated: true means type fast.' })),
-  limit: Type.Integer({ minimum: 1 }),
-  duration: Type.Optional(Type.Integer({ minimum: 1000, description: 'Window in milliseconds.' })),
-  refillRate: Type.Optional(Type.Integer({ minimum: 1, description: 'Deprecated.' })),
-  refillInterval: Type.Optional(Type.Integer({ minimum: 1000, description: 'Deprecated alias of duration.' })),
-}, { additionalProperties: false });
-
 export default function keysCreateKey(app: App, deps: Deps) {
   app.post('/v1/keys.createKey', {
-    // A body that fails the schema reaches the handler, so the cross-field rules are reported with the schema problems.
-    attachValidation: true,
+    config: { bodyRules: keyAttributeProblems },
     schema: {
       ...requires('Create a key; its plaintext is returned once',
         '`api.<apiId>.create_key`; with `recoverable` also `api.<apiId>.encrypt_key`; to create missing roles `rbac.*.create_role`, missing permissions `rbac.*.create_permission`'),
@@ -50,7 +33,6 @@ export default function keysCreateKey(app: App, deps: Deps) {
       response: responses(Type.Object({ keyId: Type.String(), key: Type.String() })),
     },
   }, (req) => {
-    rejectInvalidBody(req, keyAttributeProblems);
     return createKey(deps.store.db, req.caller, req.body, deps.vault);
   });
 }

@@ -1,7 +1,8 @@
 import { Type } from '@sinclair/typebox';
 import { getKey } from '../../../services/keys/keys.ts';
 import type { App, Deps } from '../../types.ts';
-import { KeyView, requires, responses } from '../../schemas.ts';
+import { requires, responses } from '../../schemas/common.ts';
+import { KeyView } from '../../schemas/keys.ts';
 
 export default function keysGetKey(app: App, deps: Deps) {
   app.get('/v1/keys.getKey', {

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { getKeyVerifications } from '../../../services/analytics/verification-queries.ts';
 import type { App, Deps } from '../../types.ts';
-import { OneOf, requires, responses } from '../../schemas.ts';
+import { OneOf, requires, responses } from '../../schemas/common.ts';
 
 const Count = Type.Integer({ minimum: 0 });
 

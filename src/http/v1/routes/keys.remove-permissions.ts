@@ -1,8 +1,8 @@
 import { Type } from '@sinclair/typebox';
 import { removePermissions } from '../../../services/keys/key-links.ts';
 import type { App, Deps } from '../../types.ts';
-import { Body, requires, responses } from '../../schemas.ts';
-import { PermissionRef } from './keys.add-permissions.ts';
+import { Body, requires, responses } from '../../schemas/common.ts';
+import { PermissionRef } from '../../schemas/permissions.ts';
 
 export default function keysRemovePermissions(app: App, deps: Deps) {
   app.post('/v1/keys.removePermissions', {

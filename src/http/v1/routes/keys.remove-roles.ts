@@ -1,8 +1,8 @@
 import { Type } from '@sinclair/typebox';
 import { removeRoles } from '../../../services/keys/key-links.ts';
 import type { App, Deps } from '../../types.ts';
-import { Body, requires, responses } from '../../schemas.ts';
-import { RoleRef } from './keys.add-roles.ts';
+import { Body, requires, responses } from '../../schemas/common.ts';
+import { RoleRef } from '../../schemas/permissions.ts';
 
 export default function keysRemoveRoles(app: App, deps: Deps) {
   app.post('/v1/keys.removeRoles', {

@@ -1,8 +1,8 @@
 import { Type } from '@sinclair/typebox';
 import { setPermissions } from '../../../services/keys/key-links.ts';
 import type { App, Deps } from '../../types.ts';
-import { Body, requires, responses } from '../../schemas.ts';
-import { NamedList, PermissionItem } from './keys.add-permissions.ts';
+import { Body, NamedList, requires, responses } from '../../schemas/common.ts';
+import { PermissionItem } from '../../schemas/permissions.ts';
 
 export default function keysSetPermissions(app: App, deps: Deps) {
   app.post('/v1/keys.setPermissions', {

@@ -1,16 +1,13 @@
 import { Type } from '@sinclair/typebox';
 import { updateKey, updateKeyProblems } from '../../../services/keys/update-key.ts';
 import type { App, Deps } from '../../types.ts';
-import { rejectInvalidBody } from '../../errors.ts';
-import { Body, Meta, Nullable, requires, responses } from '../../schemas.ts';
-import { Ratelimit, Refill } from './keys.create-key.ts';
-import { RoleItem } from './keys.add-roles.ts';
-import { PermissionItem } from './keys.add-permissions.ts';
+import { Body, Meta, Nullable, requires, responses } from '../../schemas/common.ts';
+import { Ratelimit, Refill } from '../../schemas/keys.ts';
+import { PermissionItem, RoleItem } from '../../schemas/permissions.ts';
 
 export default function keysUpdateKey(app: App, deps: Deps) {
   app.post('/v1/keys.updateKey', {
-    // A body that fails the schema reaches the handler, so the cross-field rules are reported with the schema problems.
-    attachValidation: true,
+    config: { bodyRules: updateKeyProblems },
     schema: {
       ...requires('Update a key: absent members stay as they are, `null` clears one; `roles`/`permissions` replace the key\'s (atomic)',
         '`api.<apiId>.update_key`; with `roles` also `rbac.*.add_role_to_key`; with `permissions` also `rbac.*.add_permission_to_key` and `rbac.*.remove_permission_from_key`; plus `rbac.*.create_role` / `rbac.*.create_permission` for items with `create: true` that do not exist'),
@@ -32,7 +29,6 @@ export default function keysUpdateKey(app: App, deps: Deps) {
       response: responses(Type.Object({})),
     },
   }, async (req) => {
-    rejectInvalidBody(req, updateKeyProblems);
     await updateKey(deps.store.db, req.caller, req.body);
     return {};
   });

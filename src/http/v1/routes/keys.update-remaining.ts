@@ -1,12 +1,11 @@
 import { Type } from '@sinclair/typebox';
 import { updateRemaining, updateRemainingProblems } from '../../../services/keys/update-key.ts';
 import type { App, Deps } from '../../types.ts';
-import { rejectInvalidBody } from '../../errors.ts';
-import { Body, Nullable, requires, responses } from '../../schemas.ts';
+import { Body, Nullable, requires, responses } from '../../schemas/common.ts';
 
 export default function keysUpdateRemaining(app: App, deps: Deps) {
   app.post('/v1/keys.updateRemaining', {
-    attachValidation: true,
+    config: { bodyRules: updateRemainingProblems },
     schema: {
       ...requires('Change the credits of a key atomically: increment, decrement (never below 0) or set (null: unlimited)', '`api.<apiId>.update_key`'),
       body: Body({
@@ -20,7 +19,6 @@ export default function keysUpdateRemaining(app: App, deps: Deps) {
       response: responses(Type.Object({ remaining: Nullable(Type.Integer()) }, { description: 'The credits left after the change; null: unlimited.' })),
     },
   }, async (req) => {
-    rejectInvalidBody(req, updateRemainingProblems);
     return updateRemaining(deps.store.db, req.caller, req.body);
   });
 }

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { App, Deps } from '../../types.ts';
-import { responses } from '../../schemas.ts';
+import { responses } from '../../schemas/common.ts';
 
 export default function liveness(app: App, deps: Deps) {
   app.get('/v1/liveness', {

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { readMigration } from '../../../services/migrations/key-migrations.ts';
 import type { App, Deps } from '../../types.ts';
-import { OneOf, requires, responses } from '../../schemas.ts';
+import { OneOf, requires, responses } from '../../schemas/common.ts';
 
 export default function migrationsGetMigration(app: App, deps: Deps) {
   app.get('/v1/migrations.getMigration', {

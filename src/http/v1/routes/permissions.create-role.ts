@@ -1,8 +1,8 @@
 import { Type } from '@sinclair/typebox';
 import { createRole } from '../../../services/rbac/roles.ts';
 import type { App, Deps } from '../../types.ts';
-import { Body, requires, responses } from '../../schemas.ts';
-import { Description } from './permissions.create-permission.ts';
+import { Body, requires, responses } from '../../schemas/common.ts';
+import { Description } from '../../schemas/permissions.ts';
 
 export default function permissionsCreateRole(app: App, deps: Deps) {
   app.post('/v1/permissions.createRole', {

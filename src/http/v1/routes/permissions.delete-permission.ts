@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { deletePermission } from '../../../services/rbac/permissions.ts';
 import type { App, Deps } from '../../types.ts';
-import { Body, requires, responses } from '../../schemas.ts';
+import { Body, requires, responses } from '../../schemas/common.ts';
 
 export default function permissionsDeletePermission(app: App, deps: Deps) {
   app.post('/v1/permissions.deletePermission', {

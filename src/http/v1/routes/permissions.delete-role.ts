@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { deleteRole } from '../../../services/rbac/roles.ts';
 import type { App, Deps } from '../../types.ts';
-import { Body, requires, responses } from '../../schemas.ts';
+import { Body, requires, responses } from '../../schemas/common.ts';
 
 export default function permissionsDeleteRole(app: App, deps: Deps) {
   app.post('/v1/permissions.deleteRole', {

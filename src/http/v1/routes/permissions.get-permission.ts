@@ -1,15 +1,8 @@
 import { Type } from '@sinclair/typebox';
 import { getPermission } from '../../../services/rbac/permissions.ts';
 import type { App, Deps } from '../../types.ts';
-import { requires, responses } from '../../schemas.ts';
-
-/** The Permission object. */
-export const Permission = Type.Object({
-  id: Type.String(),
-  name: Type.String(),
-  slug: Type.String({ description: 'What keys are verified against.' }),
-  description: Type.Optional(Type.String()),
-});
+import { requires, responses } from '../../schemas/common.ts';
+import { Permission } from '../../schemas/permissions.ts';
 
 export default function permissionsGetPermission(app: App, deps: Deps) {
   app.get('/v1/permissions.getPermission', {

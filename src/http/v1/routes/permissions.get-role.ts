@@ -1,16 +1,8 @@
 import { Type } from '@sinclair/typebox';
 import { getRole } from '../../../services/rbac/roles.ts';
 import type { App, Deps } from '../../types.ts';
-import { requires, responses } from '../../schemas.ts';
-import { Permission } from './permissions.get-permission.ts';
-
-/** The Role object; its permissions sorted by slug. */
-export const Role = Type.Object({
-  id: Type.String(),
-  name: Type.String(),
-  description: Type.Optional(Type.String()),
-  permissions: Type.Array(Permission, { description: 'Sorted by slug.' }),
-});
+import { requires, responses } from '../../schemas/common.ts';
+import { Permission, Role } from '../../schemas/permissions.ts';
 
 export default function permissionsGetRole(app: App, deps: Deps) {
   app.get('/v1/permissions.getRole', {

@@ -1,9 +1,8 @@
 import { Type } from '@sinclair/typebox';
 import { listRoles } from '../../../services/rbac/roles.ts';
 import type { App, Deps } from '../../types.ts';
-import { requires, responses } from '../../schemas.ts';
-import { PageQuery } from './permissions.list-permissions.ts';
-import { Role } from './permissions.get-role.ts';
+import { PageQuery, requires, responses } from '../../schemas/common.ts';
+import { Role } from '../../schemas/permissions.ts';
 
 export default function permissionsListRoles(app: App, deps: Deps) {
   app.get('/v1/permissions.listRoles', {

@@ -1,8 +1,8 @@
 import { Type } from '@sinclair/typebox';
 import { setRolePermissions } from '../../../services/rbac/roles.ts';
 import type { App, Deps } from '../../types.ts';
-import { Body, requires, responses } from '../../schemas.ts';
-import { NamedList, PermissionItem } from './keys.add-permissions.ts';
+import { Body, NamedList, requires, responses } from '../../schemas/common.ts';
+import { PermissionItem } from '../../schemas/permissions.ts';
 
 export default function permissionsSetRolePermissions(app: App, deps: Deps) {
   app.post('/v1/permissions.setRolePermissions', {

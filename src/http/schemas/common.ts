@@ -45,52 +45,12 @@ export const requires = (summary: string, permission: string): { summary: string
   security: [{ rootKey: [] }],
 });
 
-export const KeyView = Type.Object({
-  id: Type.String(),
-  start: Type.String(),
-  apiId: Type.String(),
-  workspaceId: Type.String(),
-  name: Type.Optional(Type.String()),
-  ownerId: Type.Optional(Type.String({ description: 'Deprecated: the identity\'s externalId.' })),
-  externalId: Type.Optional(Type.String()),
-  meta: Type.Optional(Meta),
-  createdAt: Type.Integer(),
-  updatedAt: Type.Integer(),
-  lastUsedAt: Type.Optional(Type.Integer()),
-  expires: Type.Optional(Type.Integer()),
-  remaining: Type.Optional(Type.Integer()),
-  refill: Type.Optional(Type.Object({
-    interval: Type.Union([Type.Literal('daily'), Type.Literal('monthly')]),
-    amount: Type.Integer(),
-    refillDay: Type.Optional(Type.Integer()),
-    lastRefillAt: Type.Optional(Type.Integer()),
-  })),
-  ratelimit: Type.Optional(Type.Object({
-    async: Type.Boolean(),
-    type: Type.Union([Type.Literal('fast'), Type.Literal('consistent')]),
-    limit: Type.Integer(),
-    duration: Type.Integer(),
-    refillRate: Type.Integer(),
-    refillInterval: Type.Integer(),
-  })),
-  roles: Type.Array(Type.String()),
-  permissions: Type.Array(Type.String()),
-  enabled: Type.Boolean(),
-  environment: Type.Optional(Type.String()),
-  identity: Type.Optional(Type.Object({ id: Type.String(), externalId: Type.String(), meta: Meta })),
-  plaintext: Type.Optional(Type.String()),
+/** `limit` (1..100, default 100) and the `cursor` of the previous page. */
+export const PageQuery = Type.Object({
+  // Optional in the document (clients may omit it); the validator fills in the default.
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 100 })),
+  cursor: Type.Optional(Type.String({ minLength: 1, description: 'The `cursor` of the previous page.' })),
 });
 
-export const IdentityRatelimits = Type.Array(Type.Object({
-  name: Type.String({ minLength: 1, maxLength: 256 }),
-  limit: Type.Integer({ minimum: 1 }),
-  duration: Type.Integer({ minimum: 1000, description: 'Window in milliseconds.' }),
-}, { additionalProperties: false }), { maxItems: 100 });
-
-export const IdentityView = Type.Object({
-  id: Type.String(),
-  externalId: Type.String(),
-  environment: Type.String(),
-  meta: Meta,
-  ratelimits: Type.Array(Type.Object({ name: Type.String(), limit: Type.Integer(), duration: Type.Integer() })),
-});
+/** `{id, name}` items sorted by name. */
+export const NamedList = (description: string) => Type.Array(Type.Object({ id: Type.String(), name: Type.String() }), { description });
