@@ -12,7 +12,7 @@ import { ErrorEnvelope } from './http/schemas/common.ts';
 import { ROUTES } from './http/v1/operations.ts';
 import { VerifyKeyBody } from './http/schemas/keys.ts';
 import { createLaneServer, createVerifyLane, type VerifyLane } from './http/verify-lane.ts';
-import type { App } from './http/types.ts';
+import type { App, Deps } from './http/types.ts';
 import type { Store } from './store/store.ts';
 import { createRuntime } from './services/verification/runtime.ts';
 import type { Vault } from './crypto/vault.ts';
@@ -112,7 +112,7 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
 
   const runtime = await createRuntime(store, { redisUrl: options.redisUrl, logger: options.logger });
   app.addHook('onClose', () => runtime.close());
-  const deps = { store, verifier: runtime.verifier, vault: options.vault };
+  const deps: Deps = { store, vault: options.vault, verifier: runtime.verifier, limiter: runtime.limiter, cache: runtime.cache };
   for (const register of ROUTES) register(app, deps);
   lane = createVerifyLane({
     verifier: runtime.verifier, validate: bodyAjv.compile(VerifyKeyBody), parseJson: app.getDefaultJsonParser(app.initialConfig.onProtoPoisoning ?? 'error', app.initialConfig.onConstructorPoisoning ?? 'error'), metrics, logger: options.logger,

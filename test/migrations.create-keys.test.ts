@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { DIALECTS, world, type Response, type World, rowCounts } from './helpers/harness.ts';
 import { securityTests } from './helpers/security.ts';
-import { importedStart, isSha256Base64 } from '../src/services/migrations/import-keys.ts';
+import { importedStart, isSha256Base64 } from '../src/services/migrations/import-item.ts';
 import { buildApp } from '../src/app.ts';
 
 const PATH = '/v1/migrations.createKeys';

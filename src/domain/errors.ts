@@ -55,6 +55,24 @@ export class AppError extends Error {
   get status(): number { return ERROR_CATALOG[this.kind].status; }
 }
 
+/** The not-found kind of each resource a request can name. */
+const NOT_FOUND = {
+  api: 'data/api-not-found',
+  key: 'data/key-not-found',
+  role: 'data/role-not-found',
+  permission: 'data/permission-not-found',
+  identity: 'data/identity-not-found',
+  migration: 'data/migration-not-found',
+  workspace: 'data/workspace-not-found',
+  'root key': 'data/root-key-not-found',
+} as const satisfies Record<string, ErrorKind>;
+
+/** The 404 for a resource that does not exist in the caller's workspace: `<resource> <id> not found`. */
+export const notFound = (resource: keyof typeof NOT_FOUND, id: string): AppError => new AppError(NOT_FOUND[resource], `${resource} ${id} not found`);
+
+/** Values for a message, each JSON-quoted: `"a", "b"`. */
+export const quoted = (values: readonly string[]): string => values.map((v) => JSON.stringify(v)).join(', ');
+
 /** How many problems a 400's `detail` names; `errors` lists every one. */
 export const DETAIL_PROBLEMS = 10;
 

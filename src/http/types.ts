@@ -3,16 +3,20 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Caller } from '../services/caller.ts';
 import type { Store } from '../store/store.ts';
 import type { Verifier } from '../services/verification/verifier.ts';
+import type { RateLimiter } from '../services/verification/rate-limiter.ts';
+import type { KeyCache } from '../services/verification/key-cache.ts';
 import type { Vault } from '../crypto/vault.ts';
 import type { BodyRules } from './validation.ts';
 
 /** The Fastify instance routes are registered on, typed by their TypeBox schemas. */
 export type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider>;
 
-/** What route handlers may use. */
+/** What route handlers may use: the store, and the verification runtime's parts (built in app.ts from it). */
 export interface Deps {
   store: Store;
   verifier: Verifier;
+  limiter: RateLimiter;
+  cache: KeyCache;
   /** Absent when the server has no master keys: what needs the vault answers 412. */
   vault?: Vault;
 }

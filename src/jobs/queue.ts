@@ -3,7 +3,6 @@ import { sql } from 'kysely';
 import { newId } from '../domain/ids.ts';
 import type { Executor, Store, Tx } from '../store/store.ts';
 import type { JobRow } from '../store/schema.ts';
-import type { MigrationImportPayload } from '../services/migrations/key-migrations.ts';
 
 /**
  * The durable job queue, in the store's `jobs` table.
@@ -20,10 +19,13 @@ import type { MigrationImportPayload } from '../services/migrations/key-migratio
  * visibility timeout to `pending`. Completed jobs are deleted: their outcome lives in the task's own rows.
  */
 
-/** Every task and the payload it takes: the typed task registry. */
-export interface TaskPayloads {
-  'migration.import': MigrationImportPayload;
-}
+/**
+ * Every task and the payload it takes: the typed task registry. A task's own module adds its entry by module
+ * augmentation (`declare module '…/jobs/queue.ts' { interface TaskPayloads { 'name': Payload } }`), so the
+ * queue depends on no task.
+ */
+// biome-ignore lint/suspicious/noEmptyInterface: filled by module augmentation
+export interface TaskPayloads {}
 export type TaskName = keyof TaskPayloads;
 
 export interface Job<P = unknown> {

@@ -3,18 +3,28 @@ import { newId } from '../domain/ids.ts';
 import type { Db, Tx } from '../store/store.ts';
 
 /**
- * What a committed change makes stale in verification caches: one key, every key of an API, or every key
- * of a workspace (role/permission definitions, identity limits: changes that reach many keys at once).
+ * What a committed change makes stale in caches: one key, every key of an API, of an identity, or of a
+ * workspace (role/permission definitions: changes that reach many keys at once).
+ *
+ * Adding a kind: name it here and add a method to ChangeSet; the type checker then asks every cache what the
+ * new kind makes stale (KeyCache's STALE table). The runtime (verification/runtime.ts) hands every change —
+ * from this process, the change feed and Redis — to every cache in its CACHES list, so a new cache only has
+ * to be listed there.
  */
-export interface Change { kind: 'key' | 'api' | 'identity' | 'workspace'; id: string }
+export type ChangeKind = 'key' | 'api' | 'identity' | 'workspace';
+export interface Change { kind: ChangeKind; id: string }
+
+/** What a cache of store state implements to stay correct: drop what these committed changes make stale. */
+export interface ChangeListener { invalidate(changes: readonly Change[]): void }
 
 /** Changes collected while a transaction runs; written to the change feed in that same transaction. */
 export class ChangeSet {
   readonly items: Change[] = [];
-  key(id: string): this { this.items.push({ kind: 'key', id }); return this; }
-  api(id: string): this { this.items.push({ kind: 'api', id }); return this; }
-  identity(id: string): this { this.items.push({ kind: 'identity', id }); return this; }
-  workspace(id: string): this { this.items.push({ kind: 'workspace', id }); return this; }
+  key(id: string): this { return this.#add('key', id); }
+  api(id: string): this { return this.#add('api', id); }
+  identity(id: string): this { return this.#add('identity', id); }
+  workspace(id: string): this { return this.#add('workspace', id); }
+  #add(kind: ChangeKind, id: string): this { this.items.push({ kind, id }); return this; }
 }
 
 /**

@@ -1,4 +1,4 @@
-import { AppError } from '../domain/errors.ts';
+import { notFound } from '../domain/errors.ts';
 import type { Executor } from '../store/store.ts';
 import type { ApiRow, KeyRow } from '../store/schema.ts';
 
@@ -6,7 +6,7 @@ import type { ApiRow, KeyRow } from '../store/schema.ts';
 
 export async function requireWorkspace(db: Executor, workspaceId: string): Promise<void> {
   const ws = await db.selectFrom('workspaces').select('id').where('id', '=', workspaceId).where('deleted_at', 'is', null).executeTakeFirst();
-  if (!ws) throw new AppError('data/workspace-not-found', `workspace ${workspaceId} not found`);
+  if (!ws) throw notFound('workspace', workspaceId);
 }
 
 /** A live (not deleted) API of the workspace, if there is one. */
@@ -18,7 +18,7 @@ export const findApi = (db: Executor, workspaceId: string, apiId: string): Promi
 /** A live (not deleted) API of the workspace, or 404. */
 export async function requireApi(db: Executor, workspaceId: string, apiId: string): Promise<ApiRow> {
   const api = await findApi(db, workspaceId, apiId);
-  if (!api) throw new AppError('data/api-not-found', `api ${apiId} not found`);
+  if (!api) throw notFound('api', apiId);
   return api;
 }
 
@@ -32,6 +32,6 @@ export const liveKeys = (db: Executor) => db.selectFrom('keys').innerJoin('apis'
 /** A live key of the workspace, or 404. */
 export async function requireKey(db: Executor, workspaceId: string, keyId: string): Promise<KeyRow> {
   const key = await liveKeys(db).where('keys.id', '=', keyId).where('keys.workspace_id', '=', workspaceId).executeTakeFirst();
-  if (!key) throw new AppError('data/key-not-found', `key ${keyId} not found`);
+  if (!key) throw notFound('key', keyId);
   return key;
 }

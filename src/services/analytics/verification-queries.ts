@@ -1,5 +1,5 @@
 import { AppError, invalid, type FieldProblem } from '../../domain/errors.ts';
-import type { Db } from '../../store/store.ts';
+import { IN_LIST_CHUNK, type Db } from '../../store/store.ts';
 import { HOUR_MS } from '../verification/verification-recorder.ts';
 import { requirePermissions, type Caller } from '../caller.ts';
 import { requireApi, requireKey } from '../lookups.ts';
@@ -18,9 +18,6 @@ export type Grouping = Granularity | 'key' | 'identity';
 const DAY_MS = 24 * HOUR_MS;
 /** Most buckets one time-grouped series may span (10 000 hours is about 14 months). */
 export const MAX_BUCKETS = 10_000;
-/** Keys per `key_id IN (…)`: sums over disjoint key sets add up, so longer lists are read in parts. */
-const KEY_CHUNK = 500;
-
 export function floorTo(t: number, g: Granularity): number {
   if (g === 'hour') return t - (((t % HOUR_MS) + HOUR_MS) % HOUR_MS);
   if (g === 'day') return t - (((t % DAY_MS) + DAY_MS) % DAY_MS);
@@ -80,7 +77,7 @@ async function sumHourly(db: Db, f: HourlyFilter, by: { hour: boolean; key: bool
     .execute();
   const parts: Array<Awaited<ReturnType<typeof query>>> = [];
   if (f.keyIds === undefined) parts.push(await query());
-  else for (let i = 0; i < f.keyIds.length; i += KEY_CHUNK) parts.push(await query(f.keyIds.slice(i, i + KEY_CHUNK)));
+  else for (let i = 0; i < f.keyIds.length; i += IN_LIST_CHUNK) parts.push(await query(f.keyIds.slice(i, i + IN_LIST_CHUNK)));
   return parts.flat().map((r) => ({ ...r, n: Number(r.n) }));
 }
 

@@ -1,4 +1,4 @@
-import { AppError } from '../../domain/errors.ts';
+import { AppError, notFound } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
 import type { Db } from '../../store/store.ts';
 import { recordAudit } from '../audit/record-audit.ts';
@@ -44,7 +44,7 @@ export async function deleteApi(db: Db, caller: Caller, apiId: string): Promise<
     // leaves nothing to update, and this one is then a 404, not a second deletion with a second audit record.
     const deleted = await tx.updateTable('apis').set({ deleted_at: now, updated_at: now })
       .where('id', '=', apiId).where('deleted_at', 'is', null).executeTakeFirst();
-    if (Number(deleted.numUpdatedRows) === 0) throw new AppError('data/api-not-found', `api ${apiId} not found`);
+    if (Number(deleted.numUpdatedRows) === 0) throw notFound('api', apiId);
     const keys = await tx.updateTable('keys').set({ deleted_at: now, updated_at: now })
       .where('api_id', '=', apiId).where('deleted_at', 'is', null).executeTakeFirst();
     await recordAudit(tx, [{

@@ -1,4 +1,4 @@
-import { AppError, invalid, type FieldProblem } from '../../domain/errors.ts';
+import { AppError, invalid, type FieldProblem, notFound } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
 import { jsonSize, MAX_META_BYTES, parseJson } from '../../domain/json.ts';
 import type { Db, Executor } from '../../store/store.ts';
@@ -103,7 +103,7 @@ async function findIdentity(db: Executor, workspaceId: string, by: { identityId?
   let q = db.selectFrom('identities').selectAll().where('workspace_id', '=', workspaceId);
   q = by.identityId !== undefined ? q.where('id', '=', by.identityId) : q.where('external_id', '=', by.externalId!);
   const row = await q.executeTakeFirst();
-  if (!row) throw new AppError('data/identity-not-found', `identity ${by.identityId ?? by.externalId} not found`);
+  if (!row) throw notFound('identity', (by.identityId ?? by.externalId)!);
   return row;
 }
 

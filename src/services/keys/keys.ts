@@ -1,6 +1,6 @@
-import { AppError, invalid, type FieldProblem } from '../../domain/errors.ts';
+import { AppError, invalid, type FieldProblem, notFound } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
-import { jsonSize, MAX_META_BYTES, parseJson } from '../../domain/json.ts';
+import { MAX_META_BYTES, isObject, jsonSize, parseJson } from '../../domain/json.ts';
 import { generateKey, hashKey } from '../../crypto/keys.ts';
 import { requireVault, type Vault } from '../../crypto/vault.ts';
 import type { Db } from '../../store/store.ts';
@@ -21,8 +21,6 @@ export interface CreateKeyInput {
   meta?: Record<string, unknown>; roles?: string[]; permissions?: string[]; expires?: number; remaining?: number;
   refill?: RefillInput; ratelimit?: RatelimitInput; enabled?: boolean; recoverable?: boolean; environment?: string;
 }
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
  * Rules across fields that a schema cannot state; every problem is reported at once. Safe on a body that
@@ -126,7 +124,7 @@ export async function deleteKey(db: Db, caller: Caller, keyId: string, permanent
     const changed = permanent
       ? (await tx.deleteFrom('keys').where('id', '=', keyId).where('deleted_at', 'is', null).executeTakeFirst()).numDeletedRows
       : (await tx.updateTable('keys').set({ deleted_at: now, updated_at: now }).where('id', '=', keyId).where('deleted_at', 'is', null).executeTakeFirst()).numUpdatedRows;
-    if (Number(changed) === 0) throw new AppError('data/key-not-found', `key ${keyId} not found`);
+    if (Number(changed) === 0) throw notFound('key', keyId);
     await recordAudit(tx, [{
       workspaceId: caller.workspaceId, event: 'key.delete', actor: actorOf(caller), target: { type: 'key', id: keyId },
       requestId: caller.requestId, diff: { permanent },

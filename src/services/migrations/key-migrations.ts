@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
-import { AppError, invalid, type FieldProblem } from '../../domain/errors.ts';
+import { isObject } from '../../domain/json.ts';
+import { invalid, type FieldProblem, quoted, notFound } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
 import { hashKey } from '../../crypto/keys.ts';
 import { requireVault, type Sealed, type Vault } from '../../crypto/vault.ts';
@@ -7,7 +8,8 @@ import { announceJobs, enqueue, type TaskDefinition, type TaskRegistry } from '.
 import type { Db, Executor, Tx } from '../../store/store.ts';
 import { recordAudit } from '../audit/record-audit.ts';
 import { actorOf, requirePermissions, type Actor, type Caller } from '../caller.ts';
-import { importedStart, importItemProblems, importKeys, type ImportKeyItem } from './import-keys.ts';
+import { importKeys } from './import-keys.ts';
+import { importedStart, importItemProblems, type ImportKeyItem } from './import-item.ts';
 import { requireApi, requireWorkspace } from '../lookups.ts';
 
 /*
@@ -45,6 +47,12 @@ export interface MigrationImportPayload {
   items: MigrationItemSpec[];
 }
 
+declare module '../../jobs/queue.ts' {
+  interface TaskPayloads {
+    'migration.import': MigrationImportPayload;
+  }
+}
+
 export type MigrationStatus = 'pending' | 'running' | 'completed' | 'completed_with_failures';
 
 export interface MigrationView {
@@ -62,8 +70,6 @@ export interface MigrationView {
  * item of the migration (100,000s) instead of the batch's 100.
  */
 const itemId = (migrationId: string, index: number): string => `${migrationId}:${index}`;
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
  * Rules of enqueueKeys items that a schema cannot state (those of createKeys items: exactly one of
@@ -94,7 +100,7 @@ async function requireMigration(db: Executor, migrationId: string, workspaceId: 
     .where('id', '=', migrationId)
     .$if(workspaceId !== null, (q) => q.where('workspace_id', '=', workspaceId!))
     .executeTakeFirst();
-  if (!row) throw new AppError('data/migration-not-found', `migration ${migrationId} not found`);
+  if (!row) throw notFound('migration', migrationId);
   return row;
 }
 
@@ -164,7 +170,7 @@ export async function enqueueKeys(db: Db, caller: Caller, input: EnqueueKeysInpu
     // each request's indexes continue exactly where the previous one's ended.
     const touched = await tx.updateTable('key_migrations').set({ updated_at: now })
       .where('id', '=', input.migrationId).where('workspace_id', '=', workspaceId).executeTakeFirst();
-    if (Number(touched.numUpdatedRows) !== 1) throw new AppError('data/migration-not-found', `migration ${input.migrationId} not found`);
+    if (Number(touched.numUpdatedRows) !== 1) throw notFound('migration', input.migrationId);
     const last = await tx.selectFrom('key_migration_items').select((eb) => eb.fn.max('item_index').as('last'))
       .where('migration_id', '=', input.migrationId).executeTakeFirst();
     const first = last?.last === null || last?.last === undefined ? 0 : Number(last.last) + 1;
@@ -195,8 +201,6 @@ export async function enqueueKeys(db: Db, caller: Caller, input: EnqueueKeysInpu
   announceJobs();
   return { migrationId: input.migrationId, enqueued: n };
 }
-
-const quoted = (names: string[]): string => names.map((x) => JSON.stringify(x)).join(', ');
 
 /**
  * Sets the outcome of items that are still pending, in one statement per outcome. Throws when any of them

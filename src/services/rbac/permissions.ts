@@ -1,4 +1,4 @@
-import { AppError } from '../../domain/errors.ts';
+import { AppError, notFound } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
 import { isUniqueViolation } from '../../store/errors.ts';
 import type { Db, Executor } from '../../store/store.ts';
@@ -24,7 +24,7 @@ const conflict = (slug: string) => new AppError('data/conflict', `Permission wit
 /** A permission of the workspace, or 404. */
 export async function requirePermission(db: Executor, workspaceId: string, permissionId: string): Promise<PermissionRow> {
   const row = await db.selectFrom('permissions').selectAll().where('id', '=', permissionId).where('workspace_id', '=', workspaceId).executeTakeFirst();
-  if (!row) throw new AppError('data/permission-not-found', `permission ${permissionId} not found`);
+  if (!row) throw notFound('permission', permissionId);
   return row;
 }
 

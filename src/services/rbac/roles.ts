@@ -1,4 +1,4 @@
-import { AppError, invalid } from '../../domain/errors.ts';
+import { AppError, invalid, notFound } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
 import { isUniqueViolation } from '../../store/errors.ts';
 import type { Db, Executor } from '../../store/store.ts';
@@ -23,7 +23,7 @@ const conflict = (name: string) => new AppError('data/conflict', `Role with name
 /** A role of the workspace, or 404. */
 export async function requireRole(db: Executor, workspaceId: string, roleId: string): Promise<RoleRow> {
   const row = await db.selectFrom('roles').selectAll().where('id', '=', roleId).where('workspace_id', '=', workspaceId).executeTakeFirst();
-  if (!row) throw new AppError('data/role-not-found', `role ${roleId} not found`);
+  if (!row) throw notFound('role', roleId);
   return row;
 }
 

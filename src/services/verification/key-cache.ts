@@ -1,5 +1,12 @@
-import type { Change } from '../changes.ts';
+import type { Change, ChangeKind, ChangeListener } from '../changes.ts';
 import type { KeyRecord } from './key-record.ts';
+
+/** Which cached records a change of each kind makes stale (a `key` change is found through its id at once). */
+const STALE: Record<Exclude<ChangeKind, 'key'>, (record: KeyRecord, id: string) => boolean> = {
+  api: (record, id) => record.apiId === id,
+  identity: (record, id) => record.identity?.id === id,
+  workspace: (record, id) => record.workspaceId === id,
+};
 
 /**
  * Verified keys by hash, in memory. A hit costs no store read. Entries are dropped by changes (see
@@ -7,7 +14,7 @@ import type { KeyRecord } from './key-record.ts';
  * A load that raced with an invalidation is not cached (the `generation` check), so a change can never be
  * overwritten by the state from before it.
  */
-export class KeyCache {
+export class KeyCache implements ChangeListener {
   readonly #entries = new Map<string, { record: KeyRecord; expiresAt: number }>();
   readonly #hashById = new Map<string, string>();
   readonly #maxEntries: number;
@@ -49,12 +56,8 @@ export class KeyCache {
         if (hash) this.#delete(hash);
         continue;
       }
-      for (const [hash, { record }] of this.#entries) {
-        const hit = c.kind === 'workspace' ? record.workspaceId === c.id
-          : c.kind === 'api' ? record.apiId === c.id
-          : record.identity?.id === c.id;
-        if (hit) this.#delete(hash);
-      }
+      const stale = STALE[c.kind];
+      for (const [hash, { record }] of this.#entries) if (stale(record, c.id)) this.#delete(hash);
     }
   }
 

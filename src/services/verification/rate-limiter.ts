@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { Redis } from 'ioredis';
 import type { Database } from '../../store/schema.ts';
+import { IN_LIST_CHUNK } from '../../store/store.ts';
 import { CoalescedCounter } from './coalesced-counter.ts';
 
 /**
@@ -181,14 +182,11 @@ function validate(r: LimitRequest): void {
 interface Counters {
   /** Atomically: adds `cost` iff `count + cost <= limit`. `count` is the value after the call. */
   addIfFits(bucket: string, cost: number, limit: number, reset: number): Promise<{ passed: boolean; count: number }>;
-  /** Adds every item's `add` (> 0) unconditionally, all or nothing (at most CHUNK items); returns the totals. */
+  /** Adds every item's `add` (> 0) unconditionally, all or nothing (at most IN_LIST_CHUNK items); returns the totals. */
   add(items: Array<{ bucket: string; add: number; reset: number }>): Promise<Map<string, number>>;
   /** The totals of these buckets (0 when absent). */
   read(buckets: string[]): Promise<Map<string, number>>;
 }
-
-/** Most buckets one statement or script touches. */
-const CHUNK = 500;
 
 function storeCounters(db: Kysely<Database>): Counters {
   const read = async (bucket: string): Promise<number> => {
@@ -356,8 +354,8 @@ class FastCounters {
     // Each push chunk is all or nothing, so a failed chunk goes back to pending (the next sync pushes it)
     // without pushing the others twice. The first error is reported after every chunk was tried.
     let failure: unknown;
-    for (let i = 0; i < pushes.length; i += CHUNK) {
-      const chunk = pushes.slice(i, i + CHUNK);
+    for (let i = 0; i < pushes.length; i += IN_LIST_CHUNK) {
+      const chunk = pushes.slice(i, i + IN_LIST_CHUNK);
       try {
         const totals = await this.#counters.add(chunk.map(({ bucket, b, add }) => ({ bucket, add, reset: b.reset })));
         for (const { bucket, b, add } of chunk) {
@@ -372,8 +370,8 @@ class FastCounters {
         failure ??= err;
       }
     }
-    for (let i = 0; i < pulls.length; i += CHUNK) {
-      const chunk = pulls.slice(i, i + CHUNK);
+    for (let i = 0; i < pulls.length; i += IN_LIST_CHUNK) {
+      const chunk = pulls.slice(i, i + IN_LIST_CHUNK);
       try {
         const totals = await this.#counters.read(chunk.map((p) => p.bucket));
         // Counters only grow within a window: a lower total (a counter lost in Redis) never lowers what we know.

@@ -1,18 +1,18 @@
-import type { FastifyBaseLogger } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Store } from '../../store/store.ts';
 import { openRedis } from '../../store/redis.ts';
-import { changeBus, type Change } from '../changes.ts';
+import { changeBus, type Change, type ChangeListener } from '../changes.ts';
 import { ChangeFeedPoller, RedisChangeBridge } from './change-listeners.ts';
 import { refillDueKeys } from '../keys/credits.ts';
-import { createRateLimiter } from './rate-limiter.ts';
+import { createRateLimiter, type RateLimiter } from './rate-limiter.ts';
 import { VerificationRecorder } from './verification-recorder.ts';
 import { KeyCache } from './key-cache.ts';
 import { Verifier } from './verifier.ts';
 
 export interface RuntimeOptions {
   redisUrl?: string;
-  logger?: FastifyBaseLogger;
+  /** Where background failures (Redis, analytics flushes, refill sweeps) are reported: the part of a pino logger used. */
+  logger?: { warn(obj: object, msg: string): void };
   /** How often the change feed is polled (ms). */
   changePollMs?: number;
   /** How often due refills are swept (ms). */
@@ -22,6 +22,7 @@ export interface RuntimeOptions {
 export interface Runtime {
   verifier: Verifier;
   cache: KeyCache;
+  limiter: RateLimiter;
   recorder: VerificationRecorder;
   close(): Promise<void>;
 }
@@ -39,7 +40,9 @@ export async function createRuntime(store: Store, opts: RuntimeOptions = {}): Pr
     redis.on('error', (err: Error) => opts.logger?.warn({ err: err.message }, 'redis error'));
   }
   const cache = new KeyCache();
-  const invalidate = (changes: Change[]) => cache.invalidate(changes);
+  // Every cache of store state in this process: each change, from any source below, reaches all of them.
+  const CACHES: ChangeListener[] = [cache];
+  const invalidate = (changes: Change[]) => { for (const c of CACHES) c.invalidate(changes); };
   changeBus.on('committed', invalidate);
   const poller = new ChangeFeedPoller(db, invalidate, { intervalMs: opts.changePollMs });
   poller.start();
@@ -55,6 +58,7 @@ export async function createRuntime(store: Store, opts: RuntimeOptions = {}): Pr
   return {
     verifier: new Verifier({ db, cache, limiter, recorder }),
     cache,
+    limiter,
     recorder,
     async close() {
       clearInterval(sweep);

@@ -1,5 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database, KeyVerificationHourlyRow } from '../../store/schema.ts';
+import { IN_LIST_CHUNK } from '../../store/store.ts';
 
 /** The outcome of one keys.verifyKey call (SPEC §5). */
 export type VerifyCode = 'VALID' | 'NOT_FOUND' | 'FORBIDDEN' | 'USAGE_EXCEEDED' | 'RATE_LIMITED' | 'DISABLED' | 'INSUFFICIENT_PERMISSIONS' | 'EXPIRED';
@@ -29,9 +30,6 @@ interface KeyBuffer {
   latest: number;
   hours: Map<number, number[]>;
 }
-
-/** Rows per INSERT / keys per UPDATE: well inside SQLite's and PostgreSQL's limits on bound parameters. */
-const CHUNK = 500;
 
 export interface RecorderOptions {
   /** How often the timer started by `start()` flushes; default 1000 ms. */
@@ -192,14 +190,14 @@ async function writeBatch(db: Kysely<Database>, batch: Map<string, KeyBuffer>): 
     }
   }
   await db.transaction().execute(async (tx) => {
-    for (let i = 0; i < rows.length; i += CHUNK) {
-      await tx.insertInto('key_verifications_hourly').values(rows.slice(i, i + CHUNK))
+    for (let i = 0; i < rows.length; i += IN_LIST_CHUNK) {
+      await tx.insertInto('key_verifications_hourly').values(rows.slice(i, i + IN_LIST_CHUNK))
         .onConflict((oc) => oc.columns(['key_id', 'hour', 'outcome'])
           .doUpdateSet((eb) => ({ count: eb('key_verifications_hourly.count', '+', eb.ref('excluded.count')) })))
         .execute();
     }
-    for (let i = 0; i < keyIds.length; i += CHUNK) {
-      const ids = keyIds.slice(i, i + CHUNK);
+    for (let i = 0; i < keyIds.length; i += IN_LIST_CHUNK) {
+      const ids = keyIds.slice(i, i + IN_LIST_CHUNK);
       // The CAST gives PostgreSQL the parameter's type (a bare parameter in CASE would be text).
       const latest = sql<number>`(case ${sql.ref('id')} ${sql.join(ids.map((id) => sql`when ${id} then cast(${batch.get(id)!.latest} as bigint)`), sql` `)} end)`;
       await tx.updateTable('keys').set({ last_used_at: latest })

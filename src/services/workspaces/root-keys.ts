@@ -1,4 +1,4 @@
-import { AppError, invalid } from '../../domain/errors.ts';
+import { AppError, invalid, notFound } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
 import { permissionProblem } from '../../domain/permissions.ts';
 import { generateRootKey, hashKey, isWellFormedRootKey, keyStart } from '../../crypto/keys.ts';
@@ -48,7 +48,7 @@ export async function createRootKey(db: Db, input: NewRootKey, actor: Actor): Pr
 export async function revokeRootKey(db: Db, rootKeyId: string, actor: Actor): Promise<{ rootKeyId: string; revokedAt: number }> {
   return db.transaction().execute(async (tx) => {
     const row = await tx.selectFrom('root_keys').select(['workspace_id', 'revoked_at']).where('id', '=', rootKeyId).executeTakeFirst();
-    if (!row) throw new AppError('data/root-key-not-found', `root key ${rootKeyId} not found`);
+    if (!row) throw notFound('root key', rootKeyId);
     if (row.revoked_at !== null) return { rootKeyId, revokedAt: row.revoked_at };
     const now = Date.now();
     await tx.updateTable('root_keys').set({ revoked_at: now }).where('id', '=', rootKeyId).execute();

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { updateRemaining, updateRemainingProblems } from '../../../services/keys/update-key.ts';
+import { updateRemaining, updateRemainingProblems } from '../../../services/keys/update-remaining.ts';
 import type { App, Deps } from '../../types.ts';
 import { Body, Nullable, requires, responses } from '../../schemas/common.ts';
 

@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
-import { createKeysByMigration, importProblems, MAX_IMPORT_ITEMS } from '../../../services/migrations/import-keys.ts';
+import { createKeysByMigration } from '../../../services/migrations/import-keys.ts';
+import { importProblems, MAX_IMPORT_ITEMS } from '../../../services/migrations/import-item.ts';
 import type { App, Deps } from '../../types.ts';
 import { requires, responses } from '../../schemas/common.ts';
 import { ImportItem } from '../../schemas/migrations.ts';

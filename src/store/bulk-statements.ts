@@ -1,0 +1,72 @@
+import { CompiledQuery } from 'kysely';
+import type { Database } from './schema.ts';
+import { IN_LIST_CHUNK, MAX_PARAMS, type Executor } from './store.ts';
+
+// Statements over many rows or values, each within both dialects' limits on bound parameters.
+
+export const chunk = <T>(xs: readonly T[], size: number): T[][] => {
+  const out: T[][] = [];
+  for (let i = 0; i < xs.length; i += size) out.push(xs.slice(i, i + size));
+  return out;
+};
+
+/** Runs `query` once per IN_LIST_CHUNK values and concatenates the rows. */
+export async function selectIn<V, R>(values: readonly V[], query: (chunk: V[]) => Promise<R[]>): Promise<R[]> {
+  if (values.length === 0) return [];
+  if (values.length <= IN_LIST_CHUNK) return query([...values]);
+  const rows: R[] = [];
+  for (const part of chunk(values, IN_LIST_CHUNK)) rows.push(...await query(part));
+  return rows;
+}
+
+/**
+ * Multi-row inserts of `rows`, each binding at most MAX_PARAMS parameters, in chunks of equal size (±1), so
+ * that a batch of 1000 keys is two statements of one shape, not 727 + 273 rows.
+ */
+export async function insertAll<R extends object>(rows: readonly R[], insert: (chunk: R[]) => Promise<unknown>): Promise<void> {
+  if (rows.length === 0) return;
+  const maxRows = Math.max(1, Math.floor(MAX_PARAMS / Object.keys(rows[0]).length));
+  const statements = Math.ceil(rows.length / maxRows);
+  for (let i = 0, start = 0; i < statements; i++) {
+    const end = Math.round(((i + 1) * rows.length) / statements);
+    await insert(rows.slice(start, end));
+    start = end;
+  }
+}
+
+/**
+ * SQL text of multi-row INSERTs, by dialect (its adapter) and shape (table, columns, row count). Kysely builds
+ * and compiles one node per bound value, which for a batch of 1000 keys costs about as much as the
+ * database's own work; a shape is compiled by Kysely once, then reused with fresh parameters.
+ */
+const insertTexts = new WeakMap<object, Map<string, string>>();
+/** Shapes kept per dialect (least recently used dropped): the texts of big batches are 100+ KB each. */
+const MAX_INSERT_TEXTS = 64;
+
+/**
+ * `INSERT INTO table (…) VALUES (…), (…)…` of `rows` (all with the same members in the same order, none
+ * undefined), in statements of at most MAX_PARAMS parameters.
+ */
+export async function insertRows<T extends keyof Database>(tx: Executor, table: T, rows: ReadonlyArray<Database[T]>): Promise<void> {
+  if (rows.length === 0) return;
+  const columns = Object.keys(rows[0]) as Array<keyof Database[T]>;
+  const adapter = tx.getExecutor().adapter;
+  let texts = insertTexts.get(adapter);
+  if (!texts) insertTexts.set(adapter, texts = new Map());
+  await insertAll(rows, async (part) => {
+    const shape = `${table}(${columns.join(',')})x${part.length}`;
+    let text = texts.get(shape);
+    if (text === undefined) {
+      // `any`: Kysely cannot type an insert into a table chosen by a type parameter.
+      text = tx.insertInto(table).values(part as any).compile().sql;
+      if (texts.size >= MAX_INSERT_TEXTS) texts.delete(texts.keys().next().value!);
+    } else {
+      texts.delete(shape);
+    }
+    texts.set(shape, text);
+    const params: unknown[] = new Array(part.length * columns.length);
+    let k = 0;
+    for (const row of part) for (const c of columns) params[k++] = row[c];
+    await tx.executeQuery(CompiledQuery.raw(text, params));
+  });
+}
