@@ -1,13 +1,11 @@
 import Fastify, { LogController, type FastifyBaseLogger } from 'fastify';
-import swagger from '@fastify/swagger';
-import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Ajv } from 'ajv';
 import { newId } from './domain/ids.ts';
-import { authenticateRootKey } from './services/workspaces/root-keys.ts';
 import { errorHandler, sendError } from './http/errors.ts';
 import { createMetrics } from './http/metrics.ts';
-import { installBodyRules } from './http/validation.ts';
+import { installHooks } from './http/hooks.ts';
+import { registerDocs, registerOpenApiRoute } from './http/docs.ts';
 import { ErrorEnvelope } from './http/schemas/common.ts';
 import { ROUTES } from './http/v1/operations.ts';
 import { VerifyKeyBody } from './http/schemas/keys.ts';
@@ -37,9 +35,9 @@ const queryAjv = new Ajv({ allErrors: true, coerceTypes: true, useDefaults: true
 
 /** Builds the HTTP application (never listens): hooks, error envelope, docs, metrics and every route. */
 export async function buildApp({ store }: { store: Store }, options: AppOptions = {}): Promise<App> {
-  // keys.verifyKey over HTTP is answered by its lane (src/http/verify-lane.ts), made once the verifier exists;
-  // app.inject() always goes through Fastify's route. The lane runs none of the hooks below: what a hook
-  // adds to every response must be added to the lane too.
+  // keys.verifyKey over HTTP is answered by its lane (http/verify-lane.ts), made once the verifier exists;
+  // app.inject() always goes through Fastify's route. The lane runs none of the hooks (http/hooks.ts): what a
+  // hook adds to every response must be added to the lane too.
   let lane: VerifyLane | undefined;
   const app = Fastify({
     serverFactory: (handler, opts) => createLaneServer(handler, () => lane, opts),
@@ -67,48 +65,8 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
   app.decorateRequest('caller', null as never);
 
   const metrics = createMetrics(options.processMetrics ?? false);
-  const methodsByPath = new Map<string, string[]>();
-  app.addHook('onRoute', (route) => {
-    installBodyRules(route);
-    const methods = ([] as string[]).concat(route.method);
-    methodsByPath.set(route.url, [...(methodsByPath.get(route.url) ?? []), ...methods]);
-  });
-
-  app.addHook('onRequest', async (request, reply) => {
-    reply.header('X-Request-Id', request.id);
-    const url = request.routeOptions.url;
-    // Authentication comes first: before the body is read or validated, and before any lookup.
-    if (url?.startsWith('/v1/') && !request.routeOptions.config.public) {
-      request.caller = await authenticateRootKey(store.db, request.headers.authorization, request.id);
-    }
-  });
-  app.addHook('onResponse', async (request, reply) => {
-    metrics.observe(request.routeOptions.url ?? 'unknown', reply.statusCode, reply.elapsedTime / 1000);
-  });
-
-  app.setNotFoundHandler((request, reply) => {
-    const path = request.url.split('?')[0];
-    const allowed = methodsByPath.get(path)?.filter((m) => m !== 'HEAD');
-    if (allowed?.length) {
-      reply.header('Allow', allowed.join(', '));
-      return sendError(request, reply, 'request/method-not-allowed', `${request.method} is not allowed on ${path}; use ${allowed.join(' or ')}`);
-    }
-    return sendError(request, reply, 'request/route-not-found', `No operation at ${request.method} ${path}`);
-  });
-
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: {
-        title: 'Keyhold API',
-        version: '1',
-        description: 'Self-hostable API-key management. Every operation except liveness and keys.verifyKey needs `Authorization: Bearer <root key>`; each operation names the permission it requires.',
-      },
-      components: { securitySchemes: { rootKey: { type: 'http', scheme: 'bearer', description: 'A root key, kh_root_…' } } },
-    },
-    refResolver: { buildLocalReference: (json, _base, _frag, i) => String(json.$id ?? `def-${i}`) },
-  });
-  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list' } });
+  installHooks(app, store, metrics);
+  await registerDocs(app);
 
   const runtime = await createRuntime(store, { redisUrl: options.redisUrl, logger: options.logger });
   app.addHook('onClose', () => runtime.close());
@@ -119,7 +77,7 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
   });
   app.addHook('preClose', (done) => { lane?.close(); done(); });
 
-  app.get('/openapi.json', { schema: { hide: true }, config: { public: true } }, async () => app.swagger());
+  registerOpenApiRoute(app);
   app.get('/metrics', { schema: { hide: true }, config: { public: true } }, async (_req, reply) => {
     reply.header('Content-Type', metrics.registry.contentType);
     return metrics.registry.metrics();

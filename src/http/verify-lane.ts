@@ -53,45 +53,9 @@ export interface VerifyLane {
  * (`npm run bench`, verifyKey cached, no credits, SQLite).
  */
 export function createVerifyLane(deps: VerifyLaneDeps): VerifyLane {
-  const { verifier, validate, parseJson, metrics, logger } = deps;
-  const serializeResult = fastJsonStringify(VerifyKeyResult);
-  const serializeError = fastJsonStringify(ErrorEnvelope);
+  const { logger } = deps;
+  const answer = createAnswer(deps);
   let closing = false;
-
-  const parse = (text: string): unknown => {
-    let failure: Error | null = null;
-    let body: unknown;
-    // The parser calls back synchronously and never looks at its request argument.
-    parseJson(undefined as unknown as FastifyRequest, text, (err, parsed) => { failure = err; body = parsed; });
-    if (failure) throw failure;
-    return body;
-  };
-
-  async function answer(res: ServerResponse, requestId: string, started: number, text: string): Promise<void> {
-    let status = 200;
-    let payload: string;
-    const headers: Record<string, string | number> = { 'content-type': 'application/json; charset=utf-8', 'x-request-id': requestId };
-    try {
-      let body: unknown;
-      try {
-        body = parse(text);
-      } catch (err) {
-        headers.connection = 'close'; // as Fastify does after a body it could not parse
-        throw err;
-      }
-      if (!validate(body)) throw invalid(validationProblems(validate.errors ?? []));
-      payload = serializeResult(await answerVerifyKey(verifier, body as VerifyRequest, requestId));
-    } catch (err) {
-      const failed = errorResponse(err, requestId, VERIFY_PATH, logger);
-      status = failed.status;
-      payload = serializeError(failed.body);
-    }
-    headers['content-length'] = Buffer.byteLength(payload);
-    res.writeHead(status, headers);
-    res.end(payload);
-    metrics.observe(VERIFY_PATH, status, (performance.now() - started) / 1000);
-  }
-
   return {
     take(req, res) {
       if (closing || req.method !== 'POST' || req.url !== VERIFY_PATH) return false;
@@ -114,6 +78,45 @@ export function createVerifyLane(deps: VerifyLaneDeps): VerifyLane {
       return true;
     },
     close() { closing = true; },
+  };
+}
+
+/** Answers one body the lane read, as the route would: parse, validate, verify, serialize, count in the metrics. */
+function createAnswer({ verifier, validate, parseJson, metrics, logger }: VerifyLaneDeps) {
+  const serializeResult = fastJsonStringify(VerifyKeyResult);
+  const serializeError = fastJsonStringify(ErrorEnvelope);
+  const parse = (text: string): unknown => {
+    let failure: Error | null = null;
+    let body: unknown;
+    // The parser calls back synchronously and never looks at its request argument.
+    parseJson(undefined as unknown as FastifyRequest, text, (err, parsed) => { failure = err; body = parsed; });
+    if (failure) throw failure;
+    return body;
+  };
+
+  return async function answer(res: ServerResponse, requestId: string, started: number, text: string): Promise<void> {
+    let status = 200;
+    let payload: string;
+    const headers: Record<string, string | number> = { 'content-type': 'application/json; charset=utf-8', 'x-request-id': requestId };
+    try {
+      let body: unknown;
+      try {
+        body = parse(text);
+      } catch (err) {
+        headers.connection = 'close'; // as Fastify does after a body it could not parse
+        throw err;
+      }
+      if (!validate(body)) throw invalid(validationProblems(validate.errors ?? []));
+      payload = serializeResult(await answerVerifyKey(verifier, body as VerifyRequest, requestId));
+    } catch (err) {
+      const failed = errorResponse(err, requestId, VERIFY_PATH, logger);
+      status = failed.status;
+      payload = serializeError(failed.body);
+    }
+    headers['content-length'] = Buffer.byteLength(payload);
+    res.writeHead(status, headers);
+    res.end(payload);
+    metrics.observe(VERIFY_PATH, status, (performance.now() - started) / 1000);
   };
 }
 

@@ -192,28 +192,12 @@ export async function getApiVerifications(db: Db, caller: Caller, q: ApiVerifica
   const groups = new Set(list(q.groupBy));
   const timeGroups = TIME_GROUPS.filter((t) => groups.has(t)) as Granularity[];
   const g: Granularity | undefined = timeGroups[0];
-  const problems: FieldProblem[] = [];
-  if (q.start >= end) problems.push({ path: '/start', message: 'must be less than end' });
-  if (timeGroups.length > 1) problems.push({ path: '/groupBy', message: `at most one of hour, day and month (got ${timeGroups.join(', ')})` });
-  if (q.orderBy === 'time' && !g) problems.push({ path: '/orderBy', message: 'time needs a time grouping (groupBy hour, day or month)' });
-  if (g && q.start < end) {
-    const { from, to } = widen(q.start, end, g);
-    let n = 0;
-    for (let b = from; b < to && n <= MAX_BUCKETS; b = nextBucket(b, g)) n++;
-    if (n > MAX_BUCKETS) problems.push({ path: '/start', message: `the window spans more than ${MAX_BUCKETS} ${g} buckets; narrow it or group by a larger unit` });
-  }
+  const problems = apiQueryProblems(q, end, timeGroups);
   if (problems.length) throw invalid(problems);
 
   await requireApi(db, caller.workspaceId, q.apiId);
   requirePermissions(caller, `api.${q.apiId}.read_analytics`);
-
-  let identityId: string | undefined;
-  if (q.externalId !== undefined) {
-    const identity = await db.selectFrom('identities').select('id')
-      .where('workspace_id', '=', caller.workspaceId).where('external_id', '=', q.externalId).executeTakeFirst();
-    if (!identity) throw new AppError('data/identity-not-found', `identity with externalId ${q.externalId} not found`);
-    identityId = identity.id;
-  }
+  const identityId = q.externalId === undefined ? undefined : await identityIdOf(db, caller.workspaceId, q.externalId);
 
   const byKey = groups.has('key');
   const byIdentity = groups.has('identity');
@@ -230,14 +214,7 @@ export async function getApiVerifications(db: Db, caller: Caller, q: ApiVerifica
   }
   fold(sums, g, folded);
 
-  const identityIds = byIdentity ? [...new Set([...folded.values()].map((r) => r.identityId!))] : [];
-  const externalIds = new Map<string, string>();
-  if (identityIds.length) {
-    const rows = await db.selectFrom('identities').select(['id', 'external_id'])
-      .where('workspace_id', '=', caller.workspaceId).where('id', 'in', identityIds).execute();
-    for (const r of rows) externalIds.set(r.id, r.external_id);
-  }
-
+  const externalIds = byIdentity ? await externalIdsOf(db, caller.workspaceId, [...new Set([...folded.values()].map((r) => r.identityId!))]) : new Map<string, string>();
   const out: ApiVerificationsRow[] = [];
   for (const r of folded.values()) {
     if (byIdentity && !externalIds.has(r.identityId!)) continue;
@@ -248,10 +225,46 @@ export async function getApiVerifications(db: Db, caller: Caller, q: ApiVerifica
       ...r.counts,
     });
   }
-  const cmp = (a: string | number | undefined, b: string | number | undefined) => (a === b ? 0 : a === undefined ? -1 : b === undefined ? 1 : a < b ? -1 : 1);
-  const sortField = q.orderBy ?? (g ? 'time' : undefined);
-  const sign = q.order === 'desc' ? -1 : 1;
-  out.sort((a, b) => (sortField ? sign * cmp(a[sortField], b[sortField]) : 0)
-    || cmp(a.time, b.time) || cmp(a.keyId, b.keyId) || cmp(a.identity?.externalId, b.identity?.externalId));
+  sortRows(out, q.orderBy ?? (g ? 'time' : undefined), q.order === 'desc' ? -1 : 1);
   return q.limit === undefined ? out : out.slice(0, q.limit);
+}
+
+/** The query's cross-field problems: an empty window, several time groupings, ordering by time without one, too many buckets. */
+function apiQueryProblems(q: ApiVerificationsQuery, end: number, timeGroups: Granularity[]): FieldProblem[] {
+  const g: Granularity | undefined = timeGroups[0];
+  const problems: FieldProblem[] = [];
+  if (q.start >= end) problems.push({ path: '/start', message: 'must be less than end' });
+  if (timeGroups.length > 1) problems.push({ path: '/groupBy', message: `at most one of hour, day and month (got ${timeGroups.join(', ')})` });
+  if (q.orderBy === 'time' && !g) problems.push({ path: '/orderBy', message: 'time needs a time grouping (groupBy hour, day or month)' });
+  if (g && q.start < end) {
+    const { from, to } = widen(q.start, end, g);
+    let n = 0;
+    for (let b = from; b < to && n <= MAX_BUCKETS; b = nextBucket(b, g)) n++;
+    if (n > MAX_BUCKETS) problems.push({ path: '/start', message: `the window spans more than ${MAX_BUCKETS} ${g} buckets; narrow it or group by a larger unit` });
+  }
+  return problems;
+}
+
+async function identityIdOf(db: Db, workspaceId: string, externalId: string): Promise<string> {
+  const identity = await db.selectFrom('identities').select('id')
+    .where('workspace_id', '=', workspaceId).where('external_id', '=', externalId).executeTakeFirst();
+  if (!identity) throw new AppError('data/identity-not-found', `identity with externalId ${externalId} not found`);
+  return identity.id;
+}
+
+/** The externalId of each of these identities that still exists. */
+async function externalIdsOf(db: Db, workspaceId: string, identityIds: string[]): Promise<Map<string, string>> {
+  const externalIds = new Map<string, string>();
+  if (identityIds.length === 0) return externalIds;
+  const rows = await db.selectFrom('identities').select(['id', 'external_id'])
+    .where('workspace_id', '=', workspaceId).where('id', 'in', identityIds).execute();
+  for (const r of rows) externalIds.set(r.id, r.external_id);
+  return externalIds;
+}
+
+/** By `field` in the given direction, ties by time, then keyId, then identity externalId, ascending. */
+function sortRows(rows: ApiVerificationsRow[], field: OrderField | undefined, sign: 1 | -1): void {
+  const cmp = (a: string | number | undefined, b: string | number | undefined) => (a === b ? 0 : a === undefined ? -1 : b === undefined ? 1 : a < b ? -1 : 1);
+  rows.sort((a, b) => (field ? sign * cmp(a[field], b[field]) : 0)
+    || cmp(a.time, b.time) || cmp(a.keyId, b.keyId) || cmp(a.identity?.externalId, b.identity?.externalId));
 }

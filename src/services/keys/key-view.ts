@@ -44,6 +44,14 @@ const uniqueSorted = (xs: string[] | undefined): string[] => [...new Set(xs ?? [
 /** Builds Key objects for stored key rows with a fixed number of queries, whatever the number of keys. */
 export async function loadKeyViews(db: Executor, rows: KeyRow[]): Promise<KeyView[]> {
   if (rows.length === 0) return [];
+  const related = await loadRelated(db, rows);
+  return rows.map((r) => keyView(r, related));
+}
+
+type Related = Awaited<ReturnType<typeof loadRelated>>;
+
+/** The roles, permissions (direct and through roles), `default` rate limit and identity of each key, in five queries. */
+async function loadRelated(db: Executor, rows: KeyRow[]) {
   const ids = rows.map((r) => r.id);
   const identityIds = [...new Set(rows.map((r) => r.identity_id).filter((x): x is string => x !== null))];
   const [roles, direct, viaRoles, limits, identities] = await Promise.all([
@@ -64,44 +72,46 @@ export async function loadKeyViews(db: Executor, rows: KeyRow[]): Promise<KeyVie
   const permsByKey = groupBy([...direct, ...viaRoles], (r) => r.key_id, (r) => r.slug);
   const limitByKey = new Map(limits.map((l) => [l.key_id!, l]));
   const identityById = new Map(identities.map((i) => [i.id, i]));
-  return rows.map((r): KeyView => {
-    const identity = r.identity_id ? identityById.get(r.identity_id) : undefined;
-    const limit = limitByKey.get(r.id);
-    return {
-      id: r.id,
-      start: r.start,
-      apiId: r.api_id,
-      workspaceId: r.workspace_id,
-      name: r.name ?? undefined,
-      ownerId: identity?.external_id,
-      externalId: identity?.external_id,
-      meta: parseJson(r.meta) ?? undefined,
-      createdAt: r.created_at,
-      updatedAt: r.updated_at,
-      lastUsedAt: r.last_used_at ?? undefined,
-      expires: r.expires_at ?? undefined,
-      remaining: r.remaining ?? undefined,
-      refill: r.refill_interval && r.refill_amount !== null
-        ? {
-          interval: r.refill_interval as 'daily' | 'monthly',
-          amount: r.refill_amount,
-          refillDay: r.refill_day ?? undefined,
-          lastRefillAt: r.last_refill_at ?? undefined,
-        }
-        : undefined,
-      ratelimit: limit
-        ? {
-          async: limit.type === 'fast', type: limit.type as 'fast' | 'consistent', limit: limit.limit,
-          duration: limit.duration, refillRate: limit.limit, refillInterval: limit.duration,
-        }
-        : undefined,
-      roles: uniqueSorted(rolesByKey.get(r.id)),
-      permissions: uniqueSorted(permsByKey.get(r.id)),
-      enabled: r.enabled === 1,
-      environment: r.environment ?? undefined,
-      identity: identity ? { id: identity.id, externalId: identity.external_id, meta: parseJson(identity.meta) ?? {} } : undefined,
-    };
-  });
+  return { rolesByKey, permsByKey, limitByKey, identityById };
+}
+
+function keyView(r: KeyRow, { rolesByKey, permsByKey, limitByKey, identityById }: Related): KeyView {
+  const identity = r.identity_id ? identityById.get(r.identity_id) : undefined;
+  const limit = limitByKey.get(r.id);
+  return {
+    id: r.id,
+    start: r.start,
+    apiId: r.api_id,
+    workspaceId: r.workspace_id,
+    name: r.name ?? undefined,
+    ownerId: identity?.external_id,
+    externalId: identity?.external_id,
+    meta: parseJson(r.meta) ?? undefined,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+    lastUsedAt: r.last_used_at ?? undefined,
+    expires: r.expires_at ?? undefined,
+    remaining: r.remaining ?? undefined,
+    refill: r.refill_interval && r.refill_amount !== null
+      ? {
+        interval: r.refill_interval as 'daily' | 'monthly',
+        amount: r.refill_amount,
+        refillDay: r.refill_day ?? undefined,
+        lastRefillAt: r.last_refill_at ?? undefined,
+      }
+      : undefined,
+    ratelimit: limit
+      ? {
+        async: limit.type === 'fast', type: limit.type as 'fast' | 'consistent', limit: limit.limit,
+        duration: limit.duration, refillRate: limit.limit, refillInterval: limit.duration,
+      }
+      : undefined,
+    roles: uniqueSorted(rolesByKey.get(r.id)),
+    permissions: uniqueSorted(permsByKey.get(r.id)),
+    enabled: r.enabled === 1,
+    environment: r.environment ?? undefined,
+    identity: identity ? { id: identity.id, externalId: identity.external_id, meta: parseJson(identity.meta) ?? {} } : undefined,
+  };
 }
 
 /**
