@@ -1,4 +1,4 @@
-/** Root-key permission grammar (SPEC §3): `<type>.<resourceId|*>.<action>`, or the single `*`. */
+/** Root-key permission grammar (README: Root keys and permissions): `<type>.<resourceId|*>.<action>`, or the single `*`. */
 export const ACTIONS = {
   api: ['read_api', 'create_api', 'update_api', 'delete_api', 'create_key', 'read_key', 'update_key', 'delete_key',
     'encrypt_key', 'decrypt_key', 'verify_key', 'read_analytics', 'read_audit'],

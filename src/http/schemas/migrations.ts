@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import { Meta, OneOf } from './common.ts';
 import { LinkName, Refill } from './keys.ts';
 
-/** The createKeys form of a key's rate limit (seed), stored as its auto-applied limit `default`: `limit` requests per `refillInterval` ms. */
+/** The createKeys form of a key's rate limit, stored as its auto-applied limit `default`: `limit` requests per `refillInterval` ms. */
 export const MigrationRatelimit = Type.Object({
   type: Type.Optional(OneOf(['fast', 'consistent'] as const)),
   async: Type.Optional(Type.Boolean({ description: 'Deprecated: true means type fast.' })),
@@ -35,7 +35,7 @@ export const ImportItem = Type.Object({
   environment: Type.Optional(Type.String({ maxLength: 256 })),
 }, { additionalProperties: false });
 
-/** The enqueueKeys form of a key's rate limit (seed): `limit` requests per `duration` ms, stored as its auto-applied limit `default`. */
+/** The enqueueKeys form of a key's rate limit: `limit` requests per `duration` ms, stored as its auto-applied limit `default`. */
 export const EnqueueRatelimit = Type.Object({
   type: Type.Optional(OneOf(['fast', 'consistent'] as const)),
   async: Type.Optional(Type.Boolean({ description: 'Deprecated: true means type fast.' })),

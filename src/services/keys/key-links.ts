@@ -11,7 +11,7 @@ import { transact } from '../changes.ts';
 
 export type { PermissionItem, Reference } from '../rbac/resolve-references.ts';
 
-/** SPEC §4: a key holds at most this many roles, and at most this many direct permissions. */
+/** A key holds at most this many roles, and at most this many direct permissions. */
 export const MAX_LINKS_PER_KEY = 1000;
 
 export type Kind = 'role' | 'permission';
@@ -59,7 +59,7 @@ export async function addRoles(db: Db, caller: Caller, keyId: string, refs: Refe
 }
 
 /**
- * keys.setRoles (seed + SPEC §6): the key's roles become exactly the referenced set, atomically. Items name a
+ * keys.setRoles: the key's roles become exactly the referenced set, atomically. Items name a
  * role by `id` (wins when both are given) or `name`; `create: true` creates an unknown name (needs
  * `rbac.*.create_role`). Unknown ids or names → 404 listing every one. Concurrent calls on one key are
  * serialized by writing the key row first, so the result is always one caller's set, never a mix.

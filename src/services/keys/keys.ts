@@ -44,7 +44,7 @@ export function keyAttributeProblems(input: unknown): FieldProblem[] {
   return problems;
 }
 
-/** `recoverable` keys are also stored encrypted by `vault` (SPEC §7), in the same transaction as the key; without a vault they are a 412. */
+/** `recoverable` keys are also stored encrypted by `vault` (README: Secrets at rest), in the same transaction as the key; without a vault they are a 412. */
 export async function createKey(db: Db, caller: Caller, input: CreateKeyInput, vault?: Vault): Promise<{ keyId: string; key: string }> {
   const problems = keyAttributeProblems(input);
   if (problems.length) throw invalid(problems);

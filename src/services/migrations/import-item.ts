@@ -32,7 +32,7 @@ export interface ImportKeyItem {
   encrypted?: { dataKeyId: string; ciphertext: string };
 }
 
-/** SPEC §6: a createKeys request holds 1..1000 items. */
+/** A migrations.createKeys request holds 1..1000 items. */
 export const MAX_IMPORT_ITEMS = 1000;
 
 /** Canonical standard base64 (with padding) of exactly 32 bytes: 43 characters, the last using 4 bits, then `=`. */

@@ -1,9 +1,14 @@
-import { createHash } from 'node:crypto';
-import { sql, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { Redis } from 'ioredis';
 import type { Database } from '../../store/schema.ts';
-import { IN_LIST_CHUNK } from '../../store/store.ts';
 import { CoalescedCounter } from './coalesced-counter.ts';
+import { CLOCK_SKEW_MS, type Counters } from './rate-limit-counters.ts';
+import { FastCounters } from './rate-limit-fast-counters.ts';
+import { redisCounters } from './rate-limit-redis-counters.ts';
+import { storeCounters } from './rate-limit-store-counters.ts';
+
+export { CLOCK_SKEW_MS } from './rate-limit-counters.ts';
+export { REDIS_KEY_PREFIX } from './rate-limit-redis-counters.ts';
 
 /**
  * Fixed-window rate limiting for key verification.
@@ -82,12 +87,8 @@ export interface RateLimiterOptions {
   onError?: (err: unknown) => void;
 }
 
-/** How long a counter outlives its window, to tolerate clocks of different nodes disagreeing. */
-export const CLOCK_SKEW_MS = 10_000;
 /** How often expired store counters are deleted. */
 export const CLEANUP_INTERVAL_MS = 60_000;
-/** Prefix of every Redis key of the limiter. */
-export const REDIS_KEY_PREFIX = 'keyhold:rl:';
 
 /**
  * The counter's name: identifier, name, limit, duration and window. Identifier and name are
@@ -111,37 +112,13 @@ export async function deleteExpiredRatelimitCounters(db: Kysely<Database>, befor
 export function createRateLimiter(opts: RateLimiterOptions): SyncingRateLimiter {
   const counters = opts.redis ? redisCounters(opts.redis) : storeCounters(opts.db);
   const fast = new FastCounters(counters);
-  const consistent = new CoalescedCounter<number>(1);
-  /**
-   * A consistent decision; concurrent ones of one counter share an operation. Cost 0 only reads, and a cost
-   * above the limit can never fit: neither changes the counter, so neither waits to be batched (their
-   * `remaining` may then be from before the changes batched in the same turn).
-   */
-  const decideConsistent = async (bucket: string, cost: number, limit: number, reset: number): Promise<{ passed: boolean; count: number }> => {
-    if (cost === 0 || cost > limit) return counters.addIfFits(bucket, cost, limit, reset);
-    const outcome = await consistent.change(bucket, cost, async (amount) => {
-      // A batch summing to more than the limit cannot fit: its members are then decided one by one.
-      if (amount > limit) return { applied: false, value: 0 };
-      const { passed, count } = await counters.addIfFits(bucket, amount, limit, reset);
-      return { applied: passed, value: count } as const;
-    });
-    return { passed: outcome.applied, count: outcome.value };
-  };
+  const decideConsistent = consistentDecider(counters);
   const onError = opts.onError ?? (() => {});
   const syncIntervalMs = opts.syncIntervalMs ?? 250;
   if (!(syncIntervalMs > 0)) throw new RangeError(`syncIntervalMs must be > 0, got ${syncIntervalMs}`);
 
   let closed = false;
-  const syncTimer = setInterval(() => {
-    if (!fast.idle) return; // the previous sync is still running: let it finish
-    fast.sync().catch(onError);
-  }, syncIntervalMs);
-  syncTimer.unref();
-  // Runs even with Redis: it clears rows left from before Redis was configured (a cheap no-op otherwise).
-  const cleanupTimer = setInterval(() => {
-    deleteExpiredRatelimitCounters(opts.db, Date.now() - CLOCK_SKEW_MS).catch(onError);
-  }, CLEANUP_INTERVAL_MS);
-  cleanupTimer.unref();
+  const stopTimers = startTimers(opts.db, fast, syncIntervalMs, onError);
 
   return {
     async check(requests, now = Date.now()) {
@@ -163,10 +140,48 @@ export function createRateLimiter(opts: RateLimiterOptions): SyncingRateLimiter 
     async close() {
       if (closed) return;
       closed = true;
-      clearInterval(syncTimer);
-      clearInterval(cleanupTimer);
+      stopTimers();
       await fast.sync();
     },
+  };
+}
+
+type Decision = { passed: boolean; count: number };
+
+/**
+ * Consistent decisions on `counters`; concurrent ones of one counter share an operation. Cost 0 only reads,
+ * and a cost above the limit can never fit: neither changes the counter, so neither waits to be batched
+ * (their `remaining` may then be from before the changes batched in the same turn).
+ */
+function consistentDecider(counters: Counters): (bucket: string, cost: number, limit: number, reset: number) => Promise<Decision> {
+  const consistent = new CoalescedCounter<number>(1);
+  return async (bucket, cost, limit, reset) => {
+    if (cost === 0 || cost > limit) return counters.addIfFits(bucket, cost, limit, reset);
+    const outcome = await consistent.change(bucket, cost, async (amount) => {
+      // A batch summing to more than the limit cannot fit: its members are then decided one by one.
+      if (amount > limit) return { applied: false, value: 0 };
+      const { passed, count } = await counters.addIfFits(bucket, amount, limit, reset);
+      return { applied: passed, value: count } as const;
+    });
+    return { passed: outcome.applied, count: outcome.value };
+  };
+}
+
+/** Starts the limiter's unref'd background timers (fast-mode sync, expired-counter cleanup); returns what stops them. */
+function startTimers(db: Kysely<Database>, fast: FastCounters, syncIntervalMs: number, onError: (err: unknown) => void): () => void {
+  const syncTimer = setInterval(() => {
+    if (!fast.idle) return; // the previous sync is still running: let it finish
+    fast.sync().catch(onError);
+  }, syncIntervalMs);
+  syncTimer.unref();
+  // Runs even with Redis: it clears rows left from before Redis was configured (a cheap no-op otherwise).
+  const cleanupTimer = setInterval(() => {
+    deleteExpiredRatelimitCounters(db, Date.now() - CLOCK_SKEW_MS).catch(onError);
+  }, CLEANUP_INTERVAL_MS);
+  cleanupTimer.unref();
+  return () => {
+    clearInterval(syncTimer);
+    clearInterval(cleanupTimer);
   };
 }
 
@@ -176,211 +191,4 @@ function validate(r: LimitRequest): void {
   if (!Number.isSafeInteger(r.duration) || r.duration < 1000) throw new RangeError(`duration must be an integer >= 1000 (ms), got ${r.duration}`);
   if (!Number.isSafeInteger(r.cost) || r.cost < 0) throw new RangeError(`cost must be an integer >= 0, got ${r.cost}`);
   if (r.type !== 'fast' && r.type !== 'consistent') throw new RangeError(`type must be "fast" or "consistent", got ${String(r.type)}`);
-}
-
-/** A shared counter store: Redis or the database. */
-interface Counters {
-  /** Atomically: adds `cost` iff `count + cost <= limit`. `count` is the value after the call. */
-  addIfFits(bucket: string, cost: number, limit: number, reset: number): Promise<{ passed: boolean; count: number }>;
-  /** Adds every item's `add` (> 0) unconditionally, all or nothing (at most IN_LIST_CHUNK items); returns the totals. */
-  add(items: Array<{ bucket: string; add: number; reset: number }>): Promise<Map<string, number>>;
-  /** The totals of these buckets (0 when absent). */
-  read(buckets: string[]): Promise<Map<string, number>>;
-}
-
-function storeCounters(db: Kysely<Database>): Counters {
-  const read = async (bucket: string): Promise<number> => {
-    const row = await db.selectFrom('ratelimit_counters').select('count').where('bucket', '=', bucket).executeTakeFirst();
-    return row ? Number(row.count) : 0;
-  };
-  return {
-    async addIfFits(bucket, cost, limit, reset) {
-      if (cost === 0 || cost > limit) {
-        // Nothing to add (cost 0), or it cannot fit even an empty window: decide on a read.
-        const count = await read(bucket);
-        return { passed: count + cost <= limit, count };
-      }
-      // cost <= limit, so a first insert always fits; a conflicting row is updated only if the sum fits.
-      // On PostgreSQL the row lock (the WHERE is re-checked against the latest row version), on SQLite the
-      // single writer, make this exact under any concurrency.
-      const row = await db.insertInto('ratelimit_counters')
-        .values({ bucket, count: cost, expires_at: reset })
-        .onConflict((oc) => oc.column('bucket')
-          .doUpdateSet({ count: sql<number>`ratelimit_counters.count + excluded.count` })
-          .where(sql<boolean>`ratelimit_counters.count + excluded.count <= ${limit}`))
-        .returning('count')
-        .executeTakeFirst();
-      if (row) return { passed: true, count: Number(row.count) };
-      return { passed: false, count: await read(bucket) };
-    },
-    async add(items) {
-      // One statement. Sorted, so concurrent multi-row upserts of several nodes lock rows in the same
-      // order (no deadlock on PostgreSQL).
-      const sorted = [...items].sort((a, b) => (a.bucket < b.bucket ? -1 : a.bucket > b.bucket ? 1 : 0));
-      const rows = await db.insertInto('ratelimit_counters')
-        .values(sorted.map((a) => ({ bucket: a.bucket, count: a.add, expires_at: a.reset })))
-        .onConflict((oc) => oc.column('bucket').doUpdateSet({ count: sql<number>`ratelimit_counters.count + excluded.count` }))
-        .returning(['bucket', 'count'])
-        .execute();
-      return new Map(rows.map((r) => [r.bucket, Number(r.count)]));
-    },
-    async read(buckets) {
-      const rows = await db.selectFrom('ratelimit_counters').select(['bucket', 'count']).where('bucket', 'in', buckets).execute();
-      const totals = new Map(buckets.map((b) => [b, 0]));
-      for (const r of rows) totals.set(r.bucket, Number(r.count));
-      return totals;
-    },
-  };
-}
-
-interface Script { lua: string; sha: string }
-const script = (lua: string): Script => ({ lua, sha: createHash('sha1').update(lua).digest('hex') });
-
-/** KEYS[1] counter; ARGV cost, limit, expire-at (epoch ms). Returns {passed 0|1, count after}. */
-const ADD_IF_FITS = script(`
-local count = tonumber(redis.call('GET', KEYS[1]) or '0')
-local cost = tonumber(ARGV[1])
-if count + cost > tonumber(ARGV[2]) then return {0, count} end
-if cost > 0 then
-  count = redis.call('INCRBY', KEYS[1], cost)
-  redis.call('PEXPIREAT', KEYS[1], ARGV[3])
-end
-return {1, count}
-`);
-
-/** KEYS counters; ARGV (add, expire-at) per key. Returns the totals. */
-const ADD = script(`
-local out = {}
-for i, key in ipairs(KEYS) do
-  out[i] = redis.call('INCRBY', key, ARGV[2 * i - 1])
-  redis.call('PEXPIREAT', key, ARGV[2 * i])
-end
-return out
-`);
-
-/** EVALSHA, falling back to EVAL (which caches the script) when Redis does not know it yet. */
-async function run(redis: Redis, s: Script, keys: string[], args: Array<string | number>): Promise<unknown> {
-  try {
-    return await redis.evalsha(s.sha, keys.length, ...keys, ...args);
-  } catch (err) {
-    if (!String((err as Error)?.message).startsWith('NOSCRIPT')) throw err;
-    return redis.eval(s.lua, keys.length, ...keys, ...args);
-  }
-}
-
-function redisCounters(redis: Redis): Counters {
-  return {
-    async addIfFits(bucket, cost, limit, reset) {
-      const [passed, count] = await run(redis, ADD_IF_FITS, [REDIS_KEY_PREFIX + bucket], [cost, limit, reset + CLOCK_SKEW_MS]) as [number, number];
-      return { passed: passed === 1, count: Number(count) };
-    },
-    async add(items) {
-      const out = await run(redis, ADD, items.map((c) => REDIS_KEY_PREFIX + c.bucket),
-        items.flatMap((c) => [c.add, c.reset + CLOCK_SKEW_MS])) as number[];
-      return new Map(items.map((c, j) => [c.bucket, Number(out[j])]));
-    },
-    async read(buckets) {
-      const out = await redis.mget(buckets.map((b) => REDIS_KEY_PREFIX + b));
-      return new Map(buckets.map((b, j) => [b, Number(out[j] ?? 0)]));
-    },
-  };
-}
-
-interface FastBucket {
-  reset: number;
-  /** The shared counter's total at the last sync (it includes what this node pushed before). */
-  known: number;
-  /** Admitted here, not yet pushed. */
-  pending: number;
-  /** Being pushed by the running sync. */
-  inflight: number;
-  /** Checked since the last sync: pull its total even with nothing to push. */
-  touched: boolean;
-}
-
-/** Node-local fast-mode state and its background sync with the shared counters. */
-class FastCounters {
-  readonly #counters: Counters;
-  readonly #buckets = new Map<string, FastBucket>();
-  /** Syncs are serialized: each starts after the previous one ends. */
-  #chain: Promise<void> = Promise.resolve();
-  #queued = 0;
-
-  constructor(counters: Counters) {
-    this.#counters = counters;
-  }
-
-  /** No sync running or queued. */
-  get idle(): boolean { return this.#queued === 0; }
-
-  /** Synchronous, so decisions on one node are exact: nothing interleaves between reading and adding. */
-  decide(bucket: string, cost: number, limit: number, reset: number): { passed: boolean; count: number } {
-    let b = this.#buckets.get(bucket);
-    if (!b) {
-      b = { reset, known: 0, pending: 0, inflight: 0, touched: true };
-      this.#buckets.set(bucket, b);
-    }
-    b.touched = true;
-    const count = b.known + b.pending + b.inflight;
-    if (count + cost > limit) return { passed: false, count };
-    b.pending += cost;
-    return { passed: true, count: count + cost };
-  }
-
-  sync(): Promise<void> {
-    this.#queued++;
-    const run = this.#chain.then(() => this.#syncOnce()).finally(() => { this.#queued--; });
-    this.#chain = run.catch(() => {});
-    return run;
-  }
-
-  async #syncOnce(): Promise<void> {
-    const now = Date.now();
-    const pushes: Array<{ bucket: string; b: FastBucket; add: number }> = [];
-    const pulls: Array<{ bucket: string; b: FastBucket }> = [];
-    for (const [bucket, b] of this.#buckets) {
-      if (b.pending > 0) {
-        pushes.push({ bucket, b, add: b.pending });
-        b.inflight += b.pending;
-        b.pending = 0;
-        b.touched = false;
-      } else if (b.touched) {
-        pulls.push({ bucket, b });
-        b.touched = false;
-      } else if (b.reset + CLOCK_SKEW_MS < now && b.inflight === 0) {
-        this.#buckets.delete(bucket); // its window is over and everything it admitted was pushed
-      }
-    }
-    // Each push chunk is all or nothing, so a failed chunk goes back to pending (the next sync pushes it)
-    // without pushing the others twice. The first error is reported after every chunk was tried.
-    let failure: unknown;
-    for (let i = 0; i < pushes.length; i += IN_LIST_CHUNK) {
-      const chunk = pushes.slice(i, i + IN_LIST_CHUNK);
-      try {
-        const totals = await this.#counters.add(chunk.map(({ bucket, b, add }) => ({ bucket, add, reset: b.reset })));
-        for (const { bucket, b, add } of chunk) {
-          b.inflight -= add;
-          b.known = totals.get(bucket) ?? b.known;
-        }
-      } catch (err) {
-        for (const { b, add } of chunk) {
-          b.inflight -= add;
-          b.pending += add;
-        }
-        failure ??= err;
-      }
-    }
-    for (let i = 0; i < pulls.length; i += IN_LIST_CHUNK) {
-      const chunk = pulls.slice(i, i + IN_LIST_CHUNK);
-      try {
-        const totals = await this.#counters.read(chunk.map((p) => p.bucket));
-        // Counters only grow within a window: a lower total (a counter lost in Redis) never lowers what we know.
-        for (const { bucket, b } of chunk) b.known = Math.max(b.known, totals.get(bucket) ?? 0);
-      } catch (err) {
-        for (const { b } of chunk) b.touched = true;
-        failure ??= err;
-      }
-    }
-    if (failure !== undefined) throw failure;
-  }
 }

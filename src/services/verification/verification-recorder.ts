@@ -2,7 +2,7 @@ import { sql, type Kysely } from 'kysely';
 import type { Database, KeyVerificationHourlyRow } from '../../store/schema.ts';
 import { IN_LIST_CHUNK } from '../../store/store.ts';
 
-/** The outcome of one keys.verifyKey call (SPEC §5). */
+/** The outcome of one keys.verifyKey call (README: Key verification). */
 export type VerifyCode = 'VALID' | 'NOT_FOUND' | 'FORBIDDEN' | 'USAGE_EXCEEDED' | 'RATE_LIMITED' | 'DISABLED' | 'INSUFFICIENT_PERMISSIONS' | 'EXPIRED';
 
 /** One verification of a known key, as the verification path reports it. */

@@ -40,7 +40,7 @@ export interface VerifyResponse {
 export interface VerifierDeps { db: Db; cache: KeyCache; limiter: RateLimiter; recorder?: VerificationRecorder }
 
 /**
- * keys.verifyKey (SPEC §5). Checks in order, first failure wins: NOT_FOUND → DISABLED → FORBIDDEN →
+ * keys.verifyKey (README: Key verification). Checks in order, first failure wins: NOT_FOUND → DISABLED → FORBIDDEN →
  * EXPIRED → INSUFFICIENT_PERMISSIONS → RATE_LIMITED → USAGE_EXCEEDED → VALID. A cached key without credits
  * costs no store read; credits are spent in the store, exactly (concurrent spends of one key share one
  * statement: see CoalescedCounter). Request errors (an invalid permission query, a rate limit that is
