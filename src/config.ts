@@ -1,6 +1,6 @@
 import { dirname, resolve } from 'node:path';
 import { isWellFormedRootKey } from './crypto/keys.ts';
-import { loadOrCreateMasterKeyFile, MasterKeyFormatError, parseMasterKeys, type MasterKey } from './crypto/vault.ts';
+import { loadOrCreateMasterKeyFile, MasterKeyFormatError, parseMasterKeys, type MasterKey } from './crypto/master-keys.ts';
 
 /** The only reader of process.env: every setting, validated and typed, failing fast with a clear message. */
 export interface Config {

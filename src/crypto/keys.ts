@@ -1,7 +1,7 @@
 import { hash, randomBytes } from 'node:crypto';
 import { base58 } from '../domain/base58.ts';
 
-/** `sha256_base64`: standard base64 of SHA-256 over the whole key string (SPEC §4). */
+/** `sha256_base64`: standard base64 of SHA-256 over the whole key string. */
 export const hashKey = (key: string): string => hash('sha256', key, 'base64');
 
 /** New key material: `<prefix>_` + base58 of `byteLength` random bytes, and its `start`. */

@@ -83,7 +83,7 @@ export async function up(db: Kysely<any>): Promise<void> {
   await s.createIndex('keys_identity').on('keys').column('identity_id').execute();
   await s.createIndex('keys_refill_due').on('keys').columns(['refill_interval', 'last_refill_at']).execute();
 
-  // Envelope encryption (SPEC §7): per-workspace data keys wrapped by a master key.
+  // Envelope encryption (README: Secrets at rest): per-workspace data keys wrapped by a master key.
   await s.createTable('data_keys')
     .addColumn('id', 'text', (c) => c.primaryKey())
     .addColumn('workspace_id', 'text', (c) => c.notNull().references('workspaces.id').onDelete('cascade'))
