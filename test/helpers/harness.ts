@@ -11,7 +11,7 @@ import { createVault } from '../../src/crypto/vault.ts';
 import type { App } from '../../src/http/types.ts';
 import { createWorkspace } from '../../src/services/workspaces/workspaces.ts';
 import { insertRootKey, revokeRootKey } from '../../src/services/workspaces/root-keys.ts';
-import type { Database } from '../../src/store/schema.ts';
+import type { Answer } from './json.ts';
 
 /**
  * Usage, once per dialect:  `let w: World; before(async () => { w = await world(dialect); }); after(() => w.close());`
@@ -19,7 +19,8 @@ import type { Database } from '../../src/store/schema.ts';
  * The store backends every storage-touching test runs against: SQLite always, PostgreSQL when KEYHOLD_TEST_POSTGRES_URL is set. */
 export const DIALECTS: Array<'sqlite' | 'postgres'> = ['sqlite', ...(process.env.KEYHOLD_TEST_POSTGRES_URL ? ['postgres' as const] : [])];
 
-const OPERATOR = { type: 'operator' as const, id: 'test' };
+/** The actor of changes a test makes directly through the services, as an operator would with the CLI. */
+export const OPERATOR = { type: 'operator' as const, id: 'test' };
 
 /**
  * A place for a new, empty database: a SQLite file in a temp dir, or a new PostgreSQL schema. `cleanup` removes it.
@@ -51,7 +52,11 @@ export async function freshStore(dialect: 'sqlite' | 'postgres'): Promise<{ stor
   return { store, url, close: async () => { await store.close(); await cleanup(); } };
 }
 
-export interface Response { status: number; json: any; headers: Record<string, unknown>; body: string }
+/**
+ * An answer to a test request. `json` is the parsed body (undefined when the body is not JSON), of the shape
+ * the test names (`w.post<{ apiId: string }>(…)`), or an `Answer` (error envelope typed, the rest loose).
+ */
+export interface Response<T = Answer> { status: number; json: T; headers: Record<string, unknown>; body: string }
 export interface CallOptions { key?: string; body?: unknown; query?: Record<string, string | number | boolean>; headers?: Record<string, string> }
 
 /** A test world: an app on a fresh store, one workspace with a `*` root key, and helpers to make more. */
@@ -68,12 +73,17 @@ export interface World {
   revokedRootKey(): Promise<string>;
   /** Another workspace, with its own `*` root key. */
   otherWorkspace(): Promise<{ workspaceId: string; root: string }>;
-  post(path: string, body: unknown, key?: string | null): Promise<Response>;
-  get(path: string, query: Record<string, string | number | boolean>, key?: string | null): Promise<Response>;
+  post<T = Answer>(path: string, body: unknown, key?: string | null): Promise<Response<T>>;
+  get<T = Answer>(path: string, query: Record<string, string | number | boolean>, key?: string | null): Promise<Response<T>>;
   createApi(name?: string, key?: string): Promise<string>;
   createKey(body: Record<string, unknown>, key?: string): Promise<{ keyId: string; key: string }>;
   /** Closes the app and removes the store; call it from the suite's `after`. */
   close(): Promise<void>;
+}
+
+/** The parsed JSON body of an injected answer, as the shape the caller names; undefined when the body is not JSON. */
+function parsedBody<T = Answer>(res: { json<U>(): U }): T {
+  try { return res.json<T>(); } catch { return undefined as T; }
 }
 
 export async function world(dialect: 'sqlite' | 'postgres'): Promise<World> {
@@ -84,7 +94,7 @@ export async function world(dialect: 'sqlite' | 'postgres'): Promise<World> {
   const rootKey = async (permissions: string[], opts: { workspaceId?: string; expiresAt?: number } = {}) =>
     (await insertRootKey(store.db, { workspaceId: opts.workspaceId ?? workspaceId, permissions, expiresAt: opts.expiresAt }, OPERATOR)).rootKey;
   const root = await rootKey(['*']);
-  const inject = async (method: 'GET' | 'POST', path: string, opts: CallOptions): Promise<Response> => {
+  const inject = async <T>(method: 'GET' | 'POST', path: string, opts: CallOptions): Promise<Response<T>> => {
     const headers: Record<string, string> = { ...opts.headers };
     if (opts.key) headers.authorization = `Bearer ${opts.key}`;
     if (opts.body !== undefined) headers['content-type'] ??= 'application/json';
@@ -92,9 +102,7 @@ export async function world(dialect: 'sqlite' | 'postgres'): Promise<World> {
       method, url: path, headers, query: opts.query ? Object.fromEntries(Object.entries(opts.query).map(([k, v]) => [k, String(v)])) : undefined,
       payload: opts.body === undefined ? undefined : typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body),
     });
-    let json: unknown;
-    try { json = res.json(); } catch { json = undefined; }
-    return { status: res.statusCode, json, headers: res.headers, body: res.body };
+    return { status: res.statusCode, json: parsedBody<T>(res), headers: res.headers, body: res.body };
   };
   const w: World = {
     app, store, url, workspaceId, root, rootKey,
@@ -108,30 +116,20 @@ export async function world(dialect: 'sqlite' | 'postgres'): Promise<World> {
       const other = await createWorkspace(store.db, 'other', OPERATOR);
       return { workspaceId: other.workspaceId, root: await rootKey(['*'], { workspaceId: other.workspaceId }) };
     },
-    post: (path, body, key = root) => inject('POST', path, { body, key: key ?? undefined }),
-    get: (path, query, key = root) => inject('GET', path, { query, key: key ?? undefined }),
+    post: <T>(path: string, body: unknown, key: string | null = root) => inject<T>('POST', path, { body, key: key ?? undefined }),
+    get: <T>(path: string, query: Record<string, string | number | boolean>, key: string | null = root) => inject<T>('GET', path, { query, key: key ?? undefined }),
     async createApi(name = 'test-api', key = root) {
-      const r = await w.post('/v1/apis.createApi', { name }, key);
+      const r = await w.post<{ apiId: string }>('/v1/apis.createApi', { name }, key);
       if (r.status !== 200) throw new Error(`createApi failed: ${r.body}`);
       return r.json.apiId;
     },
     async createKey(body, key = root) {
-      const r = await w.post('/v1/keys.createKey', body, key);
+      const r = await w.post<{ keyId: string; key: string }>('/v1/keys.createKey', body, key);
       if (r.status !== 200) throw new Error(`createKey failed: ${r.body}`);
       return r.json;
     },
   };
   return w;
-}
-
-/** Row counts of the given tables: compare two snapshots to show that a failed request wrote nothing. */
-export async function rowCounts(w: World, tables: readonly (keyof Database)[]): Promise<Record<string, number>> {
-  const out: Record<string, number> = {};
-  for (const t of tables) {
-    const r = await w.store.db.selectFrom(t).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
-    out[t] = Number(r.n);
-  }
-  return out;
 }
 
 /** A pino logger at level error whose lines are kept in `lines`, for tests that check what a failure logs. */

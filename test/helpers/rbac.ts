@@ -4,21 +4,29 @@ import type { Response, World } from './harness.ts';
 /** Creates a permission through the API (slug = name unless given) and returns its id. */
 export async function createPermission(w: World, name: string, opts: { slug?: string; description?: string; key?: string } = {}): Promise<string> {
   const { key, ...rest } = opts;
-  const r = await w.post('/v1/permissions.createPermission', { name, ...rest }, key);
+  const r = await w.post<{ permissionId: string }>('/v1/permissions.createPermission', { name, ...rest }, key);
   assert.equal(r.status, 200, r.body);
   return r.json.permissionId;
 }
 
 /** Creates a role through the API, with permissions by slug (missing ones created), and returns its id. */
 export async function createRole(w: World, name: string, permissions?: string[], key?: string): Promise<string> {
-  const r = await w.post('/v1/permissions.createRole', { name, ...(permissions ? { permissions } : {}) }, key);
+  const r = await w.post<{ roleId: string }>('/v1/permissions.createRole', { name, ...(permissions ? { permissions } : {}) }, key);
   assert.equal(r.status, 200, r.body);
   return r.json.roleId;
 }
 
+/** The id of the permission with this slug in `w.workspaceId`; fails when there is none. */
+export const permissionIdOf = async (w: World, slug: string): Promise<string> =>
+  (await w.store.db.selectFrom('permissions').select('id').where('slug', '=', slug).where('workspace_id', '=', w.workspaceId).executeTakeFirstOrThrow()).id;
+
+/** The id of the role with this name in `w.workspaceId`; fails when there is none. */
+export const roleIdOf = async (w: World, name: string): Promise<string> =>
+  (await w.store.db.selectFrom('roles').select('id').where('name', '=', name).where('workspace_id', '=', w.workspaceId).executeTakeFirstOrThrow()).id;
+
 /** The key as keys.getKey shows it: `permissions` are the effective ones (direct ∪ through roles), `roles` the role names. */
 export async function keyView(w: World, keyId: string): Promise<{ roles: string[]; permissions: string[] }> {
-  const r = await w.get('/v1/keys.getKey', { keyId });
+  const r = await w.get<{ roles: string[]; permissions: string[] }>('/v1/keys.getKey', { keyId });
   assert.equal(r.status, 200, r.body);
   return { roles: r.json.roles, permissions: r.json.permissions };
 }
@@ -30,48 +38,31 @@ export async function directPermissions(w: World, keyId: string): Promise<string
   return rows.map((r) => r.slug);
 }
 
-/** Audit records about `targetId`, oldest first, as `event` or `event:<role or permission named in the diff>`. */
+/** An audit record as `event`, or `event:<role or permission named in the diff>`. */
+const eventOf = (r: { event: string; diff: string | null }): string => {
+  const diff: { permission?: string; role?: string } = r.diff ? JSON.parse(r.diff) : {};
+  const what = diff.permission ?? diff.role;
+  return what === undefined ? r.event : `${r.event}:${what}`;
+};
+
+/** Audit records about `targetId`, oldest first, in the form of `eventOf`. */
 export async function auditEvents(w: World, targetId: string, prefix = ''): Promise<string[]> {
   const rows = await w.store.db.selectFrom('audit_logs').select(['event', 'diff']).where('target_id', '=', targetId)
     .where('event', 'like', `${prefix}%`).orderBy('id').execute();
-  return rows.map((r) => {
-    const diff = r.diff ? JSON.parse(r.diff) : {};
-    const what = diff.permission ?? diff.role;
-    return what === undefined ? r.event : `${r.event}:${what}`;
-  });
+  return rows.map(eventOf);
 }
 
-/** The audit records one request wrote about `targetId`, sorted, in the form of `auditEvents`. */
-export async function auditOf(w: World, res: Response, targetId: string, prefix = ''): Promise<string[]> {
+/** The audit records one request wrote about `targetId`, sorted, in the form of `eventOf`. */
+export async function auditOf(w: World, res: Response<unknown>, targetId: string, prefix = ''): Promise<string[]> {
   const requestId = res.headers['x-request-id'] as string;
   assert.match(requestId, /^req_/);
   const rows = await w.store.db.selectFrom('audit_logs').select(['event', 'diff']).where('target_id', '=', targetId)
     .where('request_id', '=', requestId).where('event', 'like', `${prefix}%`).execute();
-  return rows.map((r) => {
-    const diff = r.diff ? JSON.parse(r.diff) : {};
-    const what = diff.permission ?? diff.role;
-    return what === undefined ? r.event : `${r.event}:${what}`;
-  }).sort();
+  return rows.map(eventOf).sort();
 }
 
-export type Table = 'roles' | 'permissions' | 'keys_roles' | 'keys_permissions' | 'roles_permissions' | 'audit_logs';
-
-export async function count(w: World, table: Table): Promise<number> {
-  return Number((await w.store.db.selectFrom(table).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
-}
-
-/** Row counts of every RBAC table and the audit log: equal snapshots mean nothing was written. */
-export async function snapshot(w: World): Promise<Record<Table, number>> {
-  const tables: Table[] = ['roles', 'permissions', 'keys_roles', 'keys_permissions', 'roles_permissions', 'audit_logs'];
-  return Object.fromEntries(await Promise.all(tables.map(async (t) => [t, await count(w, t)]))) as Record<Table, number>;
-}
-
-/** The JSON paths of a 400's `error.errors`, sorted and de-duplicated. */
-export function errorPaths(r: Response): string[] {
-  assert.equal(r.status, 400, r.body);
-  assert.equal(r.json.error.type, 'https://keyhold.dev/errors/request/invalid-body');
-  return [...new Set((r.json.error.errors as Array<{ path: string }>).map((e) => e.path))].sort();
-}
+/** Every RBAC table and the audit log: equal snapshots of these mean nothing was written. */
+export const RBAC_TABLES = ['roles', 'permissions', 'keys_roles', 'keys_permissions', 'roles_permissions', 'audit_logs'] as const;
 
 /** A name unique within the test process, so tests sharing one workspace never collide. */
 let counter = 0;

@@ -1,16 +1,43 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Response, World } from './harness.ts';
+import { ACTIONS, type ResourceType } from '../../src/domain/permissions.ts';
 
 export interface SecurityRequest { method: 'GET' | 'POST'; path: string; body?: unknown; query?: Record<string, string | number | boolean> }
 
 export interface SecurityCase {
   /** A valid request against resources of `w.workspaceId` (created here as needed). */
   request(w: World): Promise<SecurityRequest>;
-  /** A permission the route requires: a root key holding only unrelated permissions gets 403 naming it. */
+  /**
+   * A permission the route requires (`type.id.action`, or just its action): a root key holding only unrelated
+   * permissions (`unrelatedPermissions`) gets 403 naming it.
+   */
   permission: string;
   /** The same request against a resource of another workspace (made with `other.root`), sent with `w.root`: must be 404. */
   foreign?(w: World, other: { workspaceId: string; root: string }): Promise<SecurityRequest>;
+}
+
+/** The resource type of a permission given as `type.id.action` or as a bare action. */
+function typeOf(permission: string): ResourceType {
+  const parts = permission.split('.');
+  const types = Object.keys(ACTIONS) as ResourceType[];
+  const type = parts.length === 3
+    ? types.find((t) => t === parts[0])
+    : types.find((t) => (ACTIONS[t] as readonly string[]).includes(permission));
+  assert.ok(type, `"${permission}" names no resource type or action of src/domain/permissions.ts`);
+  return type;
+}
+
+/**
+ * A root key's permissions unrelated to `required`, computed from the catalog: every action, on any id, of a
+ * resource type other than `required`'s (the last such type of ACTIONS). A grant matches type and action, so
+ * none of them can satisfy `required`, whichever type it is of.
+ */
+export function unrelatedPermissions(required: string): string[] {
+  const type = typeOf(required);
+  const other = (Object.keys(ACTIONS) as ResourceType[]).findLast((t) => t !== type);
+  assert.ok(other, 'the permission catalog has a single resource type');
+  return ACTIONS[other].map((action) => `${other}.*.${action}`);
 }
 
 const send = (w: World, r: SecurityRequest, key: string | null): Promise<Response> =>
@@ -52,7 +79,7 @@ export function securityTests(getWorld: () => World, c: SecurityCase): void {
   });
   test(`missing permission → 403 naming ${c.permission}`, async () => {
     const w = getWorld();
-    const res = await send(w, await c.request(w), await w.rootKey(['ratelimit.*.read_override', 'ratelimit.*.limit']));
+    const res = await send(w, await c.request(w), await w.rootKey(unrelatedPermissions(c.permission)));
     assertEnvelope(res, 403, 'auth/insufficient-permissions');
     assert.ok(res.json.error.detail.includes(c.permission), `${res.json.error.detail} should name ${c.permission}`);
   });

@@ -1,0 +1,33 @@
+import type { Store } from '../../src/store/store.ts';
+import type { Database } from '../../src/store/schema.ts';
+import type { World } from './harness.ts';
+import { sha256b64 } from './hashes.ts';
+
+/** A store's query builder: `store.db`, or `w.store.db` of a test world. */
+export type Db = Store['db'];
+
+/** The number of rows of `table`, or of those whose `column` equals `value`. */
+export async function count(db: Db, table: keyof Database, where?: [column: string, value: string]): Promise<number> {
+  let q = db.selectFrom(table).select((eb) => eb.fn.countAll<number>().as('n'));
+  if (where) q = q.where(where[0] as never, '=', where[1] as never);
+  return Number((await q.executeTakeFirstOrThrow()).n);
+}
+
+/** Row counts of the given tables: compare two snapshots to show that a failed request wrote nothing. */
+export async function snapshot(w: World, tables: readonly (keyof Database)[]): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  for (const t of tables) out[t] = await count(w.store.db, t);
+  return out;
+}
+
+/** The stored row of a key (deleted or not); fails when there is none. */
+export const keyRow = (w: World, keyId: string) =>
+  w.store.db.selectFrom('keys').selectAll().where('id', '=', keyId).executeTakeFirstOrThrow();
+
+/** The stored row of a key, or undefined once it is gone (permanently deleted). */
+export const keyRowIfAny = (w: World, keyId: string) =>
+  w.store.db.selectFrom('keys').selectAll().where('id', '=', keyId).executeTakeFirst();
+
+/** The id of the root key whose plaintext is `rootKey`, found by its hash. */
+export const rootKeyId = async (w: World, rootKey: string): Promise<string> =>
+  (await w.store.db.selectFrom('root_keys').select('id').where('hash', '=', sha256b64(rootKey)).executeTakeFirstOrThrow()).id;
