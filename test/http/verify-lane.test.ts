@@ -126,6 +126,32 @@ for (const dialect of DIALECTS) {
       assert.deepEqual(closing, ['400: not JSON', '400: empty body', '400: prototype poisoning']);
     });
 
+    test('what the hooks add to every response, the lane adds too: the same header set as the Fastify route over HTTP', async () => {
+      // `application/json; via=route` is JSON to Fastify but not a Content-Type the lane takes, so Fastify's route answers it.
+      const headersOf = (contentType: string, body: string) => new Promise<Record<string, string | string[] | undefined>>((resolve, reject) => {
+        const req = httpRequest({ host: base.hostname, port: base.port, method: 'POST', path: VERIFY_PATH, headers: { 'content-type': contentType } }, (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.headers));
+        });
+        req.on('error', reject);
+        req.end(body);
+      });
+      // Values that differ per response: when it was sent, its id, and its length (the request id is in the body too).
+      const comparable = (h: Record<string, string | string[] | undefined>) =>
+        Object.fromEntries(Object.entries(h).filter(([name]) => !['date', 'x-request-id', 'content-length'].includes(name)));
+      const { key } = await w.createKey({ apiId });
+      for (const body of [JSON.stringify({ key }), JSON.stringify({ key: 'nope_1' }), '{}', '{"key":']) {
+        const seen = seenByFastify();
+        const lane = await headersOf('application/json', body);
+        assert.equal(seenByFastify(), seen, 'the lane answered');
+        const route = await headersOf('application/json; via=route', body);
+        assert.equal(seenByFastify(), seen + 1, 'Fastify answered');
+        assert.deepEqual(Object.keys(lane).sort(), Object.keys(route).sort(), body);
+        assert.deepEqual(comparable(lane), comparable(route), body);
+        assert.match(String(lane['x-request-id']), REQUEST_ID);
+      }
+    });
+
     test('credits and rate limits are spent once per request, whichever path answers', async () => {
       const credited = await w.createKey({ apiId, remaining: 3 });
       const body = JSON.stringify({ key: credited.key });
