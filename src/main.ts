@@ -1,5 +1,6 @@
 import pino from 'pino';
-import { loadConfig, ConfigError, masterKeysFromConfig } from './config.ts';
+import { loadConfig, ConfigError, masterKeysFromConfig, type Config } from './config.ts';
+import type { MasterKey } from './crypto/master-keys.ts';
 import { createVault } from './crypto/vault.ts';
 import { openStore } from './store/store.ts';
 import { bootstrap } from './services/workspaces/workspaces.ts';
@@ -10,7 +11,7 @@ import { WORKER_TASKS } from './services/migrations/key-migrations.ts';
 
 /** Composition root: configuration, store, first-start bootstrap, HTTP server, job worker, graceful stop. */
 async function main(): Promise<void> {
-  let config;
+  let config: Config;
   try {
     config = loadConfig();
   } catch (err) {
@@ -21,7 +22,7 @@ async function main(): Promise<void> {
     level: config.logLevel,
     redact: { paths: ['req.headers.authorization', 'rootKey', 'key', 'plaintext', '*.rootKey', '*.key', '*.plaintext'], censor: '[redacted]' },
   });
-  let masterKeys;
+  let masterKeys: MasterKey[] | undefined;
   try {
     masterKeys = masterKeysFromConfig(config, (msg) => logger.warn(msg));
   } catch (err) {

@@ -160,7 +160,7 @@ const COMMANDS: Record<string, Command> = {
 const GLOBAL_FLAGS = new Set(['--json', '--help', '-h']);
 
 /** Runs the CLI; returns the process exit code (0 ok, 1 failed, 2 usage or configuration error). */
-export async function run(argv: string[], out: (s: string) => void = (s) => process.stdout.write(s + '\n'), err: (s: string) => void = (s) => process.stderr.write(s + '\n')): Promise<number> {
+export async function run(argv: string[], out: (s: string) => void = (s) => process.stdout.write(`${s}\n`), err: (s: string) => void = (s) => process.stderr.write(`${s}\n`)): Promise<number> {
   const json = argv.includes('--json');
   const help = argv.includes('--help') || argv.includes('-h');
   // The command is the first two words; --json and --help may appear anywhere.

@@ -52,12 +52,15 @@ export async function insertRows<T extends keyof Database>(tx: Executor, table: 
   const columns = Object.keys(rows[0]) as Array<keyof Database[T]>;
   const adapter = tx.getExecutor().adapter;
   let texts = insertTexts.get(adapter);
-  if (!texts) insertTexts.set(adapter, texts = new Map());
+  if (!texts) {
+    texts = new Map();
+    insertTexts.set(adapter, texts);
+  }
   await insertAll(rows, async (part) => {
     const shape = `${table}(${columns.join(',')})x${part.length}`;
     let text = texts.get(shape);
     if (text === undefined) {
-      // `any`: Kysely cannot type an insert into a table chosen by a type parameter.
+      // biome-ignore lint/suspicious/noExplicitAny: Kysely cannot type an insert into a table chosen by a type parameter.
       text = tx.insertInto(table).values(part as any).compile().sql;
       if (texts.size >= MAX_INSERT_TEXTS) texts.delete(texts.keys().next().value!);
     } else {

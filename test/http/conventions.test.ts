@@ -88,7 +88,7 @@ for (const dialect of DIALECTS) {
         assert.equal(body.error.code, 'PAYLOAD_TOO_LARGE');
 
         const head = '{"name":"at-limit","padding":"';
-        const exact = head + 'x'.repeat(BODY_LIMIT - head.length - 2) + '"}';
+        const exact = `${head + 'x'.repeat(BODY_LIMIT - head.length - 2)}"}`;
         assert.equal(Buffer.byteLength(exact), BODY_LIMIT);
         const ok = await post('/v1/apis.createApi', exact, json(w.root));
         assert.equal(ok.statusCode, 200, ok.body.slice(0, 300));

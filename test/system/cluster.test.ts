@@ -217,7 +217,8 @@ async function expectEverywhere(
   what: string, servers: Server[], check: (s: Server) => Promise<boolean>, t0: number, delays: Record<string, number[]>,
 ): Promise<void> {
   const measured = await Promise.all(servers.map((s) => propagation(() => check(s), t0)));
-  (delays[what] ??= []).push(...measured.map((d) => d ?? Infinity));
+  delays[what] ??= [];
+  delays[what].push(...measured.map((d) => d ?? Infinity));
   measured.forEach((d, i) => {
     assert.ok(d !== null && d <= PROPAGATION_BOUND_MS, `${what}: ${servers[i].name} showed it after ${d ?? '> 1500'} ms (bound ${PROPAGATION_BOUND_MS} ms)`);
   });

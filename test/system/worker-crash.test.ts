@@ -75,12 +75,14 @@ for (const dialect of DIALECTS) {
         const worker = startWorker(w.url);
         children.push(worker.child);
         const deadline = Date.now() + 60_000;
-        let done = 0;
+        const doneNow = async () => ITEMS - ((await statusCounts(migrationId)).pending ?? 0);
         // Kill as soon as this worker has made progress, while most of the import is still ahead.
-        while ((done = ITEMS - ((await statusCounts(migrationId)).pending ?? 0)) <= previous) {
+        let done = await doneNow();
+        while (done <= previous) {
           assert.ok(Date.now() < deadline, `worker ${round} made no progress: ${worker.stderr.join('')}`);
           assert.equal(worker.child.exitCode, null, `worker ${round} exited early: ${worker.stderr.join('')}`);
           await sleep(5);
+          done = await doneNow();
         }
         worker.child.kill('SIGKILL');
         assert.equal((await worker.exited).signal, 'SIGKILL');

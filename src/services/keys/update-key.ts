@@ -1,5 +1,5 @@
 import type { Updateable } from 'kysely';
-import { AppError, invalid, type FieldProblem, notFound } from '../../domain/errors.ts';
+import { invalid, type FieldProblem, notFound } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
 import { isObject, parseJson } from '../../domain/json.ts';
 import type { Db, Executor } from '../../store/store.ts';
@@ -12,7 +12,6 @@ import { replaceLinks } from './key-links.ts';
 import { keyAttributeProblems, type RatelimitInput, type RefillInput } from './keys.ts';
 import { requireKey } from '../lookups.ts';
 import { permissionReference, referenceProblems, type PermissionItem, type Reference } from '../rbac/resolve-references.ts';
-import { addCredits, MAX_REMAINING } from './credits.ts';
 
 /**
  * keys.updateKey: every member but `keyId` is optional; absent leaves the attribute as it is, `null` clears it.

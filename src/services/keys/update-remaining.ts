@@ -1,4 +1,4 @@
-import { AppError, invalid, notFound, type FieldProblem } from '../../domain/errors.ts';
+import { type AppError, invalid, notFound, type FieldProblem } from '../../domain/errors.ts';
 import { isObject } from '../../domain/json.ts';
 import type { Db, Executor } from '../../store/store.ts';
 import { recordAudit } from '../audit/record-audit.ts';

@@ -59,7 +59,9 @@ export async function importKeys(tx: Executor, workspaceId: string, items: reado
   const rows = importRows(items, { workspaceId, hashes, externalIds, identityIds, links, opts, now });
   if (vault) {
     const encrypted = await vault.encrypt(tx, workspaceId, toEncrypt.map((i) => items[i].plaintext!));
-    toEncrypt.forEach((itemIndex, j) => rows.secrets.push({ key_id: rows.keyIds[itemIndex], workspace_id: workspaceId, ...sealed(encrypted[j]), created_at: now }));
+    toEncrypt.forEach((itemIndex, j) => {
+      rows.secrets.push({ key_id: rows.keyIds[itemIndex], workspace_id: workspaceId, ...sealed(encrypted[j]), created_at: now });
+    });
   }
   await insertImportRows(tx, rows);
   return rows.keyIds;

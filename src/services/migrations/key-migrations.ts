@@ -264,7 +264,9 @@ export async function importMigrationBatch(tx: Tx, payload: MigrationImportPaylo
     const keyIds = await importKeys(tx, workspaceId, valid.map(({ index: _index, hash, ...rest }): ImportKeyItem => ({
       ...rest, apiId, hash: { value: hash, variant: 'sha256_base64' },
     })), { actor: payload.actor, requestId: payload.requestId, migrationId, now });
-    valid.forEach((item, i) => migrated.set(item.index, keyIds[i]));
+    valid.forEach((item, i) => {
+      migrated.set(item.index, keyIds[i]);
+    });
   }
   await settle(tx, migrationId, 'migrated', migrated, now);
   await settle(tx, migrationId, 'failed', failed, now);

@@ -13,6 +13,7 @@ const KINDS = {
 export type RbacKind = keyof typeof KINDS;
 
 // The two tables share the columns used here; Kysely cannot type a table chosen at run time.
+// biome-ignore lint/suspicious/noExplicitAny: see above
 type Untyped = Executor & { selectFrom(t: string): any; insertInto(t: string): any };
 
 const readNamed = (db: Executor, workspaceId: string, kind: RbacKind, names: string[]): Promise<Named[]> => {
@@ -56,7 +57,9 @@ export async function resolveOrCreateAll(
       id: newId(k.idPrefix), workspace_id: caller.workspaceId, name, ...(kind === 'permission' ? { slug: name } : {}),
       description: null, created_at: now, updated_at: now,
     }));
-    await (db as Untyped).insertInto(k.table).values(rows).onConflict((oc: any) => oc.columns(['workspace_id', k.column]).doNothing()).execute();
+    await (db as Untyped).insertInto(k.table).values(rows)
+      // biome-ignore lint/suspicious/noExplicitAny: the table is chosen at run time (Untyped)
+      .onConflict((oc: any) => oc.columns(['workspace_id', k.column]).doNothing()).execute();
     found[kind] = await readNamed(db, caller.workspaceId, kind, [...new Set(wanted[kind])]);
     const createdIds = new Set(rows.map((r) => r.id));
     await recordAudit(db, found[kind].filter((r) => createdIds.has(r.id)).map((r): AuditEntry => ({

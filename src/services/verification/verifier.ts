@@ -168,5 +168,5 @@ function pickShownLimit(limits: LimitRequest[], results: LimitResult[]): LimitRe
   const rejected = results.findIndex((r) => !r.passed);
   if (rejected >= 0) return results[rejected];
   const byDefault = limits.findIndex((l) => l.name === 'default');
-  return results[byDefault >= 0 ? byDefault : 0];
+  return results[Math.max(byDefault , 0)];
 }

@@ -23,6 +23,7 @@ export function sqliteDialect(path: string, busyTimeoutMs = 10_000): Dialect {
   return {
     createAdapter: () => new SqliteAdapter(),
     createDriver: () => new NodeSqliteDriver(path, busyTimeoutMs),
+    // biome-ignore lint/suspicious/noExplicitAny: Kysely's introspector takes a database of any schema
     createIntrospector: (db: Kysely<any>) => new SqliteIntrospector(db),
     createQueryCompiler: () => new SqliteQueryCompiler(),
   };

@@ -1,8 +1,9 @@
-import { type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 
 // Frozen in time: this file never imports application types. Times are epoch milliseconds (BIGINT),
 // booleans are INTEGER 0/1 and JSON documents are TEXT, identically on SQLite and PostgreSQL.
 
+// biome-ignore lint/suspicious/noExplicitAny: a frozen migration knows no schema type
 export async function up(db: Kysely<any>): Promise<void> {
   const s = db.schema;
   await s.createTable('workspaces')
@@ -244,6 +245,7 @@ export async function up(db: Kysely<any>): Promise<void> {
   await s.createIndex('change_feed_created').on('change_feed').column('created_at').execute();
 }
 
+// biome-ignore lint/suspicious/noExplicitAny: a frozen migration knows no schema type
 export async function down(db: Kysely<any>): Promise<void> {
   for (const t of ['change_feed', 'key_verifications_hourly', 'jobs', 'key_migration_items', 'key_migrations', 'audit_logs',
     'roles_permissions', 'keys_permissions', 'keys_roles', 'permissions', 'roles', 'ratelimit_counters', 'ratelimits',

@@ -16,7 +16,10 @@ const byRow = (a: HourlyKey, b: HourlyKey) => (a.key_id < b.key_id ? -1 : a.key_
 const RECORDED: VerifyCode[] = ['VALID', 'FORBIDDEN', 'USAGE_EXCEEDED', 'RATE_LIMITED', 'DISABLED', 'INSUFFICIENT_PERMISSIONS', 'EXPIRED'];
 
 /** A deterministic pseudo-random sequence (LCG), so a failing run can be replayed. */
-const prng = (seed: number) => () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
+const prng = (seed: number) => () => {
+  seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+  return seed / 2 ** 31;
+};
 
 /** An analytics row: every outcome count 0 unless given, total their sum. */
 const counts = (c: Partial<Record<'valid' | 'forbidden' | 'usageExceeded' | 'rateLimited' | 'disabled' | 'insufficientPermissions' | 'expired', number>> = {}) => {

@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import { addPermissions } from '../../../services/keys/key-links.ts';
 import type { App, Deps } from '../../types.ts';
 import { Body, NamedList, requires, responses } from '../../schemas/common.ts';
-import { PermissionItem, PermissionRef } from '../../schemas/permissions.ts';
+import { PermissionItem, } from '../../schemas/permissions.ts';
 
 export default function keysAddPermissions(app: App, deps: Deps) {
   app.post('/v1/keys.addPermissions', {

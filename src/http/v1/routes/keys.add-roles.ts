@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import { addRoles } from '../../../services/keys/key-links.ts';
 import type { App, Deps } from '../../types.ts';
 import { Body, NamedList, requires, responses } from '../../schemas/common.ts';
-import { RoleItem, RoleRef } from '../../schemas/permissions.ts';
+import { RoleItem, } from '../../schemas/permissions.ts';
 
 export default function keysAddRoles(app: App, deps: Deps) {
   app.post('/v1/keys.addRoles', {

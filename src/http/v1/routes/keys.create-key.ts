@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { createKey, keyAttributeProblems } from '../../../services/keys/keys.ts';
 import type { App, Deps } from '../../types.ts';
-import { Body, Meta, OneOf, requires, responses } from '../../schemas/common.ts';
+import { Body, Meta, requires, responses } from '../../schemas/common.ts';
 import { Ratelimit, Refill } from '../../schemas/keys.ts';
 
 const Name = Type.String({ minLength: 1, maxLength: 512 });

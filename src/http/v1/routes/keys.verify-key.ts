@@ -1,10 +1,7 @@
-import { Type } from '@sinclair/typebox';
 import type { App, Deps } from '../../types.ts';
 import type { Verifier, VerifyRequest } from '../../../services/verification/verifier.ts';
-import { Body, Meta, OneOf, responses } from '../../schemas/common.ts';
+import { responses } from '../../schemas/common.ts';
 import { VerifyKeyBody, VerifyKeyResult } from '../../schemas/keys.ts';
-
-const Code = OneOf(['VALID', 'NOT_FOUND', 'FORBIDDEN', 'USAGE_EXCEEDED', 'RATE_LIMITED', 'DISABLED', 'INSUFFICIENT_PERMISSIONS', 'EXPIRED'] as const);
 
 export const VERIFY_PATH = '/v1/keys.verifyKey';
 

@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import { getRole } from '../../../services/rbac/roles.ts';
 import type { App, Deps } from '../../types.ts';
 import { requires, responses } from '../../schemas/common.ts';
-import { Permission, Role } from '../../schemas/permissions.ts';
+import { Role } from '../../schemas/permissions.ts';
 
 export default function permissionsGetRole(app: App, deps: Deps) {
   app.get('/v1/permissions.getRole', {

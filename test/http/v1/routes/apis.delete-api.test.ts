@@ -1,7 +1,7 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { sql } from 'kysely';
-import { DIALECTS, world, type World } from '../../../helpers/harness.ts';
+import { DIALECTS, world, type Response, type World } from '../../../helpers/harness.ts';
 import { securityTests } from '../../../helpers/security.ts';
 import { hashKey } from '../../../../src/crypto/keys.ts';
 
@@ -195,7 +195,7 @@ for (const dialect of DIALECTS) {
       const before = { api: await apiRow(apiId), keys: await keyRows(apiId) };
       // Make the last step (the audit record) fail.
       await sql`alter table audit_logs rename to audit_logs_hidden`.execute(w.store.db);
-      let res;
+      let res: Response;
       try {
         res = await w.post('/v1/apis.deleteApi', { apiId });
       } finally {

@@ -485,7 +485,7 @@ for (const dialect of DIALECTS) {
       assert.deepEqual(JSON.parse((await keyRow(w, ok.json.keyId)).meta!), exact);
       // Multi-byte characters count as bytes, not characters.
       const before = await snapshot(w, TABLES);
-      const tooBig = { m: 'x'.repeat(64 * 1024 - JSON.stringify({ m: '' }).length - 1) + 'é' };
+      const tooBig = { m: `${'x'.repeat(64 * 1024 - JSON.stringify({ m: '' }).length - 1)}é` };
       const res = await w.post('/v1/keys.createKey', { apiId, meta: tooBig });
       assert.equal(res.status, 400, res.body.slice(0, 300));
       assert.deepEqual(paths(res), ['/meta']);
