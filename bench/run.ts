@@ -5,17 +5,20 @@
 // 127.0.0.1, creates an API and one key per case through the HTTP interface, checks that every case
 // answers 200 / valid: true, and then puts load on the server from a SEPARATE process (the autocannon CLI,
 // `--json`): the trivial baseline `GET /v1/liveness` and `POST /v1/keys.verifyKey` for each case, all with
-// the same connections, pipelining and duration.
+// the same connections, pipelining and duration. The cases are in bench/cases.ts: every verify case is
+// answered by the verification lane except "verifyKey through Fastify's route", the lane's cached-key case
+// sent with a Content-Type the lane leaves to Fastify, so that the lane's gain stays measurable (printed as
+// the lane/route ratio). Before measuring, the bench checks which of the two answers each case.
 //
 // This machine's throughput drifts by tens of percent within seconds (a shared virtual machine, and the
 // load generator shares its 2 CPUs with the server), so a case is measured in several short rounds
 // interleaved with baseline runs (B C B C B C B): each round's ratio is its req/s over the mean of the
 // baseline runs just before and just after it, and the case's ratio is the MEDIAN of its rounds' ratios
-// (all of them are printed and written). It prints requests/s, p50/p99 and the ratio next to the target,
-// and writes every run to bench/out/results.json. It reports numbers and never asserts them: a missed
-// target is printed, not an error. It exits non-zero only when the setup is wrong (a case does not verify
-// as VALID, the server does not start or dies) or a run fails. Every process it starts is killed on the
-// way out, success or not.
+// (all of them are printed and written). It prints requests/s, p50/p99 and the ratio next to the target
+// (bench/report.ts), and writes every run to bench/out/results.json. It reports numbers and never asserts
+// them: a missed target is printed, not an error. It exits non-zero only when the setup is wrong (a case
+// does not verify as VALID or is answered by the wrong code, the server does not start or dies) or a run
+// fails. Every process it starts is killed on the way out, success or not.
 //
 // Settings (environment):
 //   BENCH_DURATION     seconds of each measured run (default 4)
@@ -24,7 +27,7 @@
 //   BENCH_PIPELINING   pipelined requests per connection (default 1)
 //   BENCH_WARMUP       seconds of load before the first baseline run and before each case's first round, not measured (default 3)
 //   BENCH_STORES       comma-separated subset of "sqlite,postgres" (default: sqlite, plus postgres when a URL is set)
-//   BENCH_CASES        comma-separated subset of the verify case ids (default: all), e.g. verify-credits
+//   BENCH_CASES        comma-separated subset of the verify case ids (default: all), e.g. verify-cached,verify-route
 //   BENCH_CPU_PROF     set to 1 to run the server with --cpu-prof (profiles in bench/out/prof-<store>/; slows it down)
 //   KEYHOLD_BENCH_POSTGRES_URL / KEYHOLD_TEST_POSTGRES_URL  postgres://… (a schema kh_bench_<random> is created and dropped)
 
@@ -32,13 +35,14 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { createServer } from 'node:net';
+import { request } from 'node:http';
 import { randomInt } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
 import { BENCH_PG_URL, scratchStore } from './scratch-store.ts';
-
-type StoreKind = 'sqlite' | 'postgres';
+import { answeredByHeaders, BASELINE, LANE_CONTENT_TYPE, VERIFY_CASES, type AnsweredBy, type Case, type StoreKind } from './cases.ts';
+import { fmt, laneVsRoute, printResults, summarize, type CaseSummary, type RunResult } from './report.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const OUT_DIR = join(ROOT, 'bench', 'out');
@@ -59,110 +63,9 @@ const POSTGRES_URL = BENCH_PG_URL;
 /** Requests each verify case must answer correctly (200, valid: true) before it is measured. */
 const CHECK_REQUESTS = 200;
 const CHECK_CONCURRENCY = 20;
-/** Large enough never to run out during a benchmark: credits, and the rate limit per 60 s window. */
-const PLENTY = 1_000_000_000_000;
-const RATELIMIT_DURATION_MS = 60_000;
-
-interface Case {
-  id: string;
-  label: string;
-  method: 'GET' | 'POST';
-  path: string;
-  /** The key this case verifies (verify cases only). */
-  keyBody?: Record<string, unknown>;
-  /** Minimum ratio to the baseline, per store; absent: reported without a target. */
-  target?: Partial<Record<StoreKind, number>>;
-  /** A problem with one correct-looking response, or undefined. */
-  check(status: number, body: any): string | undefined;
-}
-
-const verifyValid = (extra?: (body: any) => string | undefined) => (status: number, body: any): string | undefined => {
-  if (status !== 200) return `status ${status}: ${JSON.stringify(body)}`;
-  if (body?.valid !== true || body?.code !== 'VALID') return `not VALID: ${JSON.stringify(body)}`;
-  return extra?.(body);
-};
-
-const BASELINE: Case = {
-  id: 'baseline', label: 'baseline GET /v1/liveness', method: 'GET', path: '/v1/liveness',
-  check: (status, body) => (status === 200 && body?.status === 'ok' ? undefined : `status ${status}: ${JSON.stringify(body)}`),
-};
-
-const VERIFY_CASES: Case[] = [
-  {
-    id: 'verify-cached', label: 'verifyKey cached, no credits', method: 'POST', path: '/v1/keys.verifyKey',
-    keyBody: {},
-    target: { sqlite: 0.85, postgres: 0.85 },
-    check: verifyValid((b) => (b.remaining === undefined && b.ratelimit === undefined ? undefined : `unexpected remaining/ratelimit: ${JSON.stringify(b)}`)),
-  },
-  {
-    id: 'verify-credits', label: 'verifyKey cached, with credits', method: 'POST', path: '/v1/keys.verifyKey',
-    keyBody: { remaining: PLENTY },
-    target: { sqlite: 0.65, postgres: 0.40 },
-    check: verifyValid((b) => (typeof b.remaining === 'number' && b.remaining < PLENTY ? undefined : `credits not spent: ${JSON.stringify(b)}`)),
-  },
-  {
-    id: 'verify-ratelimit-consistent', label: 'verifyKey cached, ratelimit consistent', method: 'POST', path: '/v1/keys.verifyKey',
-    // `consistent` is what keys.createKey gives a limit without `type`/`async`: one store upsert per verification.
-    keyBody: { ratelimit: { type: 'consistent', limit: PLENTY, duration: RATELIMIT_DURATION_MS } },
-    check: verifyValid((b) => (b.ratelimit?.limit === PLENTY ? undefined : `no ratelimit in response: ${JSON.stringify(b)}`)),
-  },
-  {
-    id: 'verify-ratelimit-fast', label: 'verifyKey cached, ratelimit fast', method: 'POST', path: '/v1/keys.verifyKey',
-    // `fast`: decided in memory, synced with the store every 250 ms.
-    keyBody: { ratelimit: { type: 'fast', limit: PLENTY, duration: RATELIMIT_DURATION_MS } },
-    check: verifyValid((b) => (b.ratelimit?.limit === PLENTY ? undefined : `no ratelimit in response: ${JSON.stringify(b)}`)),
-  },
-];
 
 /** The verify cases of this run (BENCH_CASES). */
 let cases: Case[] = VERIFY_CASES;
-
-interface RunResult {
-  store: StoreKind;
-  case: string;
-  label: string;
-  requestsPerSec: number;
-  latencyP50Ms: number;
-  latencyP99Ms: number;
-  latencyMeanMs: number;
-  totalRequests: number;
-  non2xx: number;
-  errors: number;
-  timeouts: number;
-  /** CPU time the server process used per request during the run (µs; Linux only, from /proc). */
-  serverCpuUsPerRequest?: number;
-  /** The same, split into user (JavaScript, V8, libuv) and system (kernel: sockets, files) time. */
-  serverCpuUsPerRequestUserSystem?: { user: number; system: number };
-  /** 1-minute load average of the machine right after the run (2 of it are the server and the load generator). */
-  load1: number;
-  /** Verify cases: the round (1-based). */
-  round?: number;
-  /** Verify cases: the mean req/s of the baseline runs just before and just after this one. */
-  baselineRequestsPerSec?: number;
-  /** requests/s over baselineRequestsPerSec. */
-  ratio?: number;
-  /** A check request after the run still verified as VALID (verify cases). */
-  validAfterRun?: boolean;
-}
-
-/** One case on one store over all its rounds: medians, and the spread of the rounds' ratios. */
-interface CaseSummary {
-  store: StoreKind;
-  case: string;
-  label: string;
-  rounds: number;
-  requestsPerSec: number;
-  latencyP50Ms: number;
-  latencyP99Ms: number;
-  serverCpuUsPerRequest?: number;
-  baselineRequestsPerSec: number;
-  /** The median of the rounds' ratios. */
-  ratio: number;
-  ratios: number[];
-  target?: number;
-  met?: boolean;
-  non2xx: number;
-}
 
 // ---------------------------------------------------------------- process bookkeeping
 
@@ -322,12 +225,14 @@ async function startServer(store: StoreKind, databaseUrl: string): Promise<Serve
   }
 }
 
-async function call(server: Server, method: 'GET' | 'POST', path: string, body?: unknown, rootKey?: string): Promise<{ status: number; json: any }> {
+interface Load { method: 'GET' | 'POST'; path: string; body?: string; contentType?: string }
+
+async function call(server: Server, load: Load, rootKey?: string): Promise<{ status: number; json: any }> {
   const headers: Record<string, string> = {};
-  if (body !== undefined) headers['content-type'] = 'application/json';
+  if (load.body !== undefined) headers['content-type'] = load.contentType ?? LANE_CONTENT_TYPE;
   if (rootKey) headers.authorization = `Bearer ${rootKey}`;
-  const res = await fetch(server.base + path, {
-    method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal: AbortSignal.timeout(10_000),
+  const res = await fetch(server.base + load.path, {
+    method: load.method, headers, body: load.body, signal: AbortSignal.timeout(10_000),
   });
   const text = await res.text();
   let json: any;
@@ -336,8 +241,6 @@ async function call(server: Server, method: 'GET' | 'POST', path: string, body?:
 }
 
 // ---------------------------------------------------------------- load (separate process)
-
-interface Load { method: 'GET' | 'POST'; path: string; body?: string }
 
 interface AutocannonJson {
   requests: { average: number; total: number };
@@ -357,7 +260,7 @@ async function autocannon(server: Server, load: Load, seconds: number): Promise<
     '--timeout', '10',
     '--method', load.method,
   ];
-  if (load.body !== undefined) args.push('--headers', 'content-type=application/json', '--body', load.body);
+  if (load.body !== undefined) args.push('--headers', `content-type=${load.contentType ?? LANE_CONTENT_TYPE}`, '--body', load.body);
   args.push(server.base + load.path);
   const child = track(spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] }));
   let stdout = '';
@@ -377,15 +280,18 @@ async function autocannon(server: Server, load: Load, seconds: number): Promise<
 
 interface Prepared { kase: Case; load: Load }
 
+/** Creates an API and one key per verify case, and the load of every case (the baseline first). */
 async function prepare(server: Server): Promise<Prepared[]> {
-  const api = await call(server, 'POST', '/v1/apis.createApi', { name: 'bench' }, server.rootKey);
+  const api = await call(server, { method: 'POST', path: '/v1/apis.createApi', body: JSON.stringify({ name: 'bench' }) }, server.rootKey);
   if (api.status !== 200) throw new Error(`apis.createApi: ${api.status} ${JSON.stringify(api.json)}`);
   const apiId = api.json.apiId as string;
   const prepared: Prepared[] = [{ kase: BASELINE, load: { method: 'GET', path: BASELINE.path } }];
   for (const kase of cases) {
-    const created = await call(server, 'POST', '/v1/keys.createKey', { apiId, prefix: 'bench', name: kase.id, ...kase.keyBody }, server.rootKey);
+    const keyBody = JSON.stringify({ apiId, prefix: 'bench', name: kase.id, ...kase.keyBody });
+    const created = await call(server, { method: 'POST', path: '/v1/keys.createKey', body: keyBody }, server.rootKey);
     if (created.status !== 200) throw new Error(`keys.createKey (${kase.id}): ${created.status} ${JSON.stringify(created.json)}`);
-    prepared.push({ kase, load: { method: 'POST', path: kase.path, body: JSON.stringify({ apiId, key: created.json.key }) } });
+    const body = JSON.stringify({ apiId, key: created.json.key });
+    prepared.push({ kase, load: { method: 'POST', path: kase.path, body, contentType: kase.contentType } });
   }
   return prepared;
 }
@@ -396,7 +302,7 @@ async function checkCase(server: Server, { kase, load }: Prepared, n: number, co
   const worker = async () => {
     while (next < n) {
       next++;
-      const res = await call(server, load.method, load.path, load.body === undefined ? undefined : JSON.parse(load.body));
+      const res = await call(server, load);
       const problem = kase.check(res.status, res.json);
       if (problem) throw new Error(`setup check failed for "${kase.label}": ${problem}`);
     }
@@ -404,60 +310,97 @@ async function checkCase(server: Server, { kase, load }: Prepared, n: number, co
   await Promise.all(Array.from({ length: Math.min(concurrency, n) }, worker));
 }
 
+/** Sends the case's request once and tells which code answered it, from the response's header order (node:http keeps it). */
+function answeredBy(server: Server, load: Load): Promise<AnsweredBy | undefined> {
+  return new Promise((resolve, reject) => {
+    const headers = load.body === undefined ? {} : { 'content-type': load.contentType ?? LANE_CONTENT_TYPE, 'content-length': Buffer.byteLength(load.body) };
+    const req = request(server.base + load.path, { method: load.method, headers, timeout: 10_000 }, (res) => {
+      res.resume();
+      res.once('end', () => resolve(answeredByHeaders(res.rawHeaders)));
+    });
+    req.once('timeout', () => req.destroy(new Error('timed out')));
+    req.once('error', reject);
+    req.end(load.body);
+  });
+}
+
+/** Fails unless the case is answered by the code it means to measure (the lane or Fastify's route). */
+async function checkAnsweredBy(server: Server, { kase, load }: Prepared): Promise<void> {
+  if (kase.answeredBy === undefined) return;
+  const by = await answeredBy(server, load);
+  if (by !== kase.answeredBy) {
+    const expected = kase.answeredBy === 'lane' ? 'the lane' : "Fastify's route";
+    const contentType = load.contentType ?? LANE_CONTENT_TYPE;
+    throw new Error(`setup check failed for "${kase.label}": answered by ${by ?? 'unknown code'}, not by ${expected} (Content-Type "${contentType}"; see answeredByHeaders in bench/cases.ts)`);
+  }
+}
+
+/** Load before a measured run, not measured; fails on any error response. */
+async function warmUp(server: Server, p: Prepared, label: string): Promise<void> {
+  const warm = await autocannon(server, p.load, settings.warmup);
+  if (warm.non2xx || warm.errors || warm.timeouts) {
+    throw new Error(`warm-up of "${label}" had ${warm.non2xx} non-2xx responses, ${warm.errors} errors, ${warm.timeouts} timeouts:\n${server.output.slice(-10).join('\n')}`);
+  }
+}
+
+/** One measured run of a case: autocannon's numbers and the server's CPU time over it. */
+async function measure(server: Server, store: StoreKind, p: Prepared, label: string, warm: boolean): Promise<RunResult> {
+  if (warm && settings.warmup > 0) await warmUp(server, p, label);
+  const cpuBefore = await processCpuSeconds(server.child.pid);
+  const r = await autocannon(server, p.load, settings.duration);
+  const cpuAfter = await processCpuSeconds(server.child.pid);
+  if (server.child.exitCode !== null || server.child.signalCode !== null) {
+    throw new Error(`the server died during "${label}" (${server.child.exitCode ?? server.child.signalCode}):\n${server.output.slice(-10).join('\n')}`);
+  }
+  const perRequest = (seconds: number) => Math.round((seconds * 1e6 * 10) / r.requests.total) / 10;
+  const cpu = cpuBefore && cpuAfter && r.requests.total > 0
+    ? { user: perRequest(cpuAfter.user - cpuBefore.user), system: perRequest(cpuAfter.system - cpuBefore.system) }
+    : undefined;
+  const load1 = loadavg()[0];
+  const validAfterRun = p.kase === BASELINE ? undefined : await checkCase(server, p, 1, 1).then(() => true, () => false);
+  const result: RunResult = {
+    store, case: p.kase.id, label: p.kase.label,
+    requestsPerSec: r.requests.average, latencyP50Ms: r.latency.p50, latencyP99Ms: r.latency.p99, latencyMeanMs: r.latency.mean,
+    totalRequests: r.requests.total, non2xx: r.non2xx, errors: r.errors, timeouts: r.timeouts,
+    serverCpuUsPerRequest: cpu && cpu.user + cpu.system, serverCpuUsPerRequestUserSystem: cpu, load1, validAfterRun,
+  };
+  console.log(runLine(label, result));
+  await sleep(500);
+  return result;
+}
+
+function runLine(label: string, r: RunResult): string {
+  const cpu = r.serverCpuUsPerRequestUserSystem;
+  return `   ${label.padEnd(40)} ${fmt(r.requestsPerSec, 0).padStart(8)} req/s  p50 ${r.latencyP50Ms} ms  p99 ${r.latencyP99Ms} ms`
+    + (r.non2xx ? `  non-2xx ${r.non2xx}` : '')
+    + (cpu === undefined ? '' : `  server CPU ${fmt(cpu.user + cpu.system, 0)} µs/req (user ${fmt(cpu.user, 0)}, sys ${fmt(cpu.system, 0)})`)
+    + `  (load avg ${fmt(r.load1, 1)})`;
+}
+
 async function benchStore(store: StoreKind, databaseUrl: string): Promise<{ runs: RunResult[]; summaries: CaseSummary[] }> {
   console.log(`\n== ${store}: starting the server`);
   const server = await startServer(store, databaseUrl);
   try {
     const prepared = await prepare(server);
-    console.log(`== ${store}: checking every case (${CHECK_REQUESTS} requests each, ${CHECK_CONCURRENCY} concurrent)`);
-    for (const p of prepared) await checkCase(server, p, CHECK_REQUESTS, CHECK_CONCURRENCY);
-
-    const runs: RunResult[] = [];
-    const summaries: CaseSummary[] = [];
-    const measure = async (p: Prepared, label: string, warmUp: boolean): Promise<RunResult> => {
-      if (warmUp && settings.warmup > 0) {
-        const warm = await autocannon(server, p.load, settings.warmup);
-        if (warm.non2xx || warm.errors || warm.timeouts) {
-          throw new Error(`warm-up of "${label}" had ${warm.non2xx} non-2xx responses, ${warm.errors} errors, ${warm.timeouts} timeouts:\n${server.output.slice(-10).join('\n')}`);
-        }
-      }
-      const cpuBefore = await processCpuSeconds(server.child.pid);
-      const r = await autocannon(server, p.load, settings.duration);
-      const cpuAfter = await processCpuSeconds(server.child.pid);
-      if (server.child.exitCode !== null || server.child.signalCode !== null) {
-        throw new Error(`the server died during "${label}" (${server.child.exitCode ?? server.child.signalCode}):\n${server.output.slice(-10).join('\n')}`);
-      }
-      const perRequest = (seconds: number) => Math.round((seconds * 1e6 * 10) / r.requests.total) / 10;
-      const cpu = cpuBefore && cpuAfter && r.requests.total > 0
-        ? { user: perRequest(cpuAfter.user - cpuBefore.user), system: perRequest(cpuAfter.system - cpuBefore.system) }
-        : undefined;
-      const serverCpuUsPerRequest = cpu && cpu.user + cpu.system;
-      const load1 = loadavg()[0];
-      let validAfterRun: boolean | undefined;
-      if (p.kase !== BASELINE) {
-        validAfterRun = await checkCase(server, p, 1, 1).then(() => true, () => false);
-      }
-      const result: RunResult = {
-        store, case: p.kase.id, label: p.kase.label,
-        requestsPerSec: r.requests.average, latencyP50Ms: r.latency.p50, latencyP99Ms: r.latency.p99, latencyMeanMs: r.latency.mean,
-        totalRequests: r.requests.total, non2xx: r.non2xx, errors: r.errors, timeouts: r.timeouts, serverCpuUsPerRequest, serverCpuUsPerRequestUserSystem: cpu, load1, validAfterRun,
-      };
-      console.log(`   ${label.padEnd(40)} ${fmt(result.requestsPerSec, 0).padStart(8)} req/s  p50 ${result.latencyP50Ms} ms  p99 ${result.latencyP99Ms} ms${result.non2xx ? `  non-2xx ${result.non2xx}` : ''}${serverCpuUsPerRequest === undefined ? '' : `  server CPU ${fmt(serverCpuUsPerRequest, 0)} µs/req (user ${fmt(cpu!.user, 0)}, sys ${fmt(cpu!.system, 0)})`}  (load avg ${fmt(load1, 1)})`);
-      await sleep(500);
-      return result;
-    };
+    console.log(`== ${store}: checking every case (${CHECK_REQUESTS} requests each, ${CHECK_CONCURRENCY} concurrent, and which code answers it)`);
+    for (const p of prepared) {
+      await checkCase(server, p, CHECK_REQUESTS, CHECK_CONCURRENCY);
+      await checkAnsweredBy(server, p);
+    }
 
     // Baseline runs are interleaved with the rounds of each case (B C B C … B); a round is compared with the
     // mean of the two baseline runs around it, so drift in what else the machine does hurts less.
+    const runs: RunResult[] = [];
+    const summaries: CaseSummary[] = [];
     const [baseline, ...verifies] = prepared;
     console.log(`== ${store}: load (${settings.connections} connections, pipelining ${settings.pipelining}, ${settings.rounds} rounds of ${settings.duration} s per case, ${settings.warmup} s warm-up)`);
-    let before = await measure(baseline, BASELINE.label, true);
+    let before = await measure(server, store, baseline, BASELINE.label, true);
     runs.push(before);
     for (const p of verifies) {
       const rounds: RunResult[] = [];
       for (let round = 1; round <= settings.rounds; round++) {
-        const r = await measure(p, `${p.kase.label} #${round}`, round === 1);
-        const after = await measure(baseline, BASELINE.label, false);
+        const r = await measure(server, store, p, `${p.kase.label} #${round}`, round === 1);
+        const after = await measure(server, store, baseline, BASELINE.label, false);
         r.round = round;
         r.baselineRequestsPerSec = (before.requestsPerSec + after.requestsPerSec) / 2;
         r.ratio = r.requestsPerSec / r.baselineRequestsPerSec;
@@ -472,48 +415,6 @@ async function benchStore(store: StoreKind, databaseUrl: string): Promise<{ runs
   } finally {
     await stopChild(server.child);
   }
-}
-
-// ---------------------------------------------------------------- output
-
-function fmt(n: number, digits: number): string {
-  return n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
-}
-
-const median = (xs: number[]): number => {
-  const sorted = [...xs].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-};
-
-function summarize(store: StoreKind, kase: Case, rounds: RunResult[]): CaseSummary {
-  const of = (pick: (r: RunResult) => number | undefined) => median(rounds.map(pick).filter((x): x is number => x !== undefined));
-  const ratios = rounds.map((r) => r.ratio!);
-  const target = kase.target?.[store];
-  const ratio = median(ratios);
-  const cpu = rounds.every((r) => r.serverCpuUsPerRequest !== undefined) ? of((r) => r.serverCpuUsPerRequest) : undefined;
-  return {
-    store, case: kase.id, label: kase.label, rounds: rounds.length,
-    requestsPerSec: of((r) => r.requestsPerSec), latencyP50Ms: of((r) => r.latencyP50Ms), latencyP99Ms: of((r) => r.latencyP99Ms),
-    serverCpuUsPerRequest: cpu, baselineRequestsPerSec: of((r) => r.baselineRequestsPerSec),
-    ratio, ratios, target, met: target === undefined ? undefined : ratio >= target,
-    non2xx: rounds.reduce((n, r) => n + r.non2xx + r.errors + r.timeouts, 0),
-  };
-}
-
-function table(summaries: CaseSummary[]): string {
-  const header = ['case', 'store', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'srv CPU µs/req', 'baseline req/s', 'ratio', 'rounds\' ratios', 'target', 'met'];
-  const rows = summaries.map((r) => [
-    r.label, r.store, fmt(r.requestsPerSec, 0), String(r.latencyP50Ms), String(r.latencyP99Ms), String(r.non2xx),
-    r.serverCpuUsPerRequest === undefined ? '' : fmt(r.serverCpuUsPerRequest, 0),
-    fmt(r.baselineRequestsPerSec, 0), fmt(r.ratio, 3), r.ratios.map((x) => fmt(x, 2)).join(' '),
-    r.target === undefined ? '-' : `>= ${fmt(r.target, 2)}`,
-    r.met === undefined ? '-' : r.met ? 'yes' : 'NO',
-  ]);
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i].length)));
-  const numeric = new Set([2, 3, 4, 5, 6, 7, 8]);
-  const line = (cells: string[]) => cells.map((c, i) => (numeric.has(i) ? c.padStart(widths[i]) : c.padEnd(widths[i]))).join('  ');
-  return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
 }
 
 // ---------------------------------------------------------------- main
@@ -559,17 +460,11 @@ async function main(): Promise<number> {
     await runCleanups();
   }
 
-  console.log(`\nResults (${settings.connections} connections, pipelining ${settings.pipelining}, ${settings.rounds} rounds of ${settings.duration} s per case; a round's ratio = its req/s / the mean of the baseline runs just before and after it; ratio = the median of the rounds' ratios; req/s, latency, srv CPU (server process CPU time per request) and baseline req/s are medians over the rounds; latency resolution 1 ms)\n`);
-  console.log(table(summaries));
-  const withTarget = summaries.filter((r) => r.met !== undefined);
-  const missed = withTarget.filter((r) => !r.met);
-  console.log(`\nTargets met: ${withTarget.length - missed.length} of ${withTarget.length}${missed.length ? ` (missed: ${missed.map((r) => `${r.label} on ${r.store}`).join('; ')})` : ''}`);
-  const invalid = runs.filter((r) => r.validAfterRun === false);
-  if (invalid.length) console.log(`Warning: no longer VALID after its run: ${invalid.map((r) => `${r.label} #${r.round} on ${r.store}`).join('; ')}`);
+  printResults(settings, summaries, runs);
 
   await mkdir(OUT_DIR, { recursive: true });
   const file = join(OUT_DIR, 'results.json');
-  await writeFile(file, JSON.stringify({ date: new Date().toISOString(), machine, settings, summaries, runs }, null, 2) + '\n');
+  await writeFile(file, `${JSON.stringify({ date: new Date().toISOString(), machine, settings, summaries, laneVsRoute: laneVsRoute(summaries), runs }, null, 2)}\n`);
   console.log(`Written: ${file}`);
   return 0;
 }

@@ -1,0 +1,102 @@
+// The cases `npm run bench` (bench/run.ts) measures: the baseline and the keys.verifyKey cases.
+
+export type StoreKind = 'sqlite' | 'postgres';
+
+/** Which code answers a keys.verifyKey request: the verification lane (src/http/verify-lane.ts) or Fastify's route. */
+export type AnsweredBy = 'lane' | 'fastify';
+
+/** Large enough never to run out during a benchmark: credits, and the rate limit per 60 s window. */
+export const PLENTY = 1_000_000_000_000;
+const RATELIMIT_DURATION_MS = 60_000;
+
+export const VERIFY_PATH = '/v1/keys.verifyKey';
+
+/** What every verify case sends, except the Fastify-route case: a Content-Type the lane takes. */
+export const LANE_CONTENT_TYPE = 'application/json';
+/**
+ * A Content-Type the lane does not take (it takes `application/json`, optionally `; charset=utf-8`, in any
+ * case) and Fastify's JSON parser does (it looks at the media type and ignores this parameter): the request
+ * is answered by Fastify's route, which runs the same verifier.
+ */
+export const ROUTE_CONTENT_TYPE = 'application/json; bench=fastify-route';
+
+export interface Case {
+  id: string;
+  label: string;
+  method: 'GET' | 'POST';
+  path: string;
+  /** The request's Content-Type (verify cases; default LANE_CONTENT_TYPE). */
+  contentType?: string;
+  /** Which code must answer it (verify cases); checked before the case is measured. */
+  answeredBy?: AnsweredBy;
+  /** The key this case verifies (verify cases only). */
+  keyBody?: Record<string, unknown>;
+  /** Minimum ratio to the baseline, per store; absent: reported without a target. */
+  target?: Partial<Record<StoreKind, number>>;
+  /** A problem with one correct-looking response, or undefined. */
+  check(status: number, body: any): string | undefined;
+}
+
+const verifyValid = (extra?: (body: any) => string | undefined) => (status: number, body: any): string | undefined => {
+  if (status !== 200) return `status ${status}: ${JSON.stringify(body)}`;
+  if (body?.valid !== true || body?.code !== 'VALID') return `not VALID: ${JSON.stringify(body)}`;
+  return extra?.(body);
+};
+
+const noCreditsNoLimit = verifyValid((b) => (b.remaining === undefined && b.ratelimit === undefined ? undefined : `unexpected remaining/ratelimit: ${JSON.stringify(b)}`));
+
+export const BASELINE: Case = {
+  id: 'baseline', label: 'baseline GET /v1/liveness', method: 'GET', path: '/v1/liveness',
+  check: (status, body) => (status === 200 && body?.status === 'ok' ? undefined : `status ${status}: ${JSON.stringify(body)}`),
+};
+
+/** The id of the lane's cached-key case and of the same request through Fastify's route: their ratio is the lane's gain. */
+export const LANE_CASE_ID = 'verify-cached';
+export const ROUTE_CASE_ID = 'verify-route';
+
+export const VERIFY_CASES: Case[] = [
+  {
+    id: LANE_CASE_ID, label: 'verifyKey cached, no credits', method: 'POST', path: VERIFY_PATH, answeredBy: 'lane',
+    keyBody: {},
+    target: { sqlite: 0.85, postgres: 0.85 },
+    check: noCreditsNoLimit,
+  },
+  {
+    // The case above, bypassing the lane (ROUTE_CONTENT_TYPE): what the lane gains stays measurable.
+    id: ROUTE_CASE_ID, label: "verifyKey through Fastify's route", method: 'POST', path: VERIFY_PATH, answeredBy: 'fastify',
+    contentType: ROUTE_CONTENT_TYPE,
+    keyBody: {},
+    check: noCreditsNoLimit,
+  },
+  {
+    id: 'verify-credits', label: 'verifyKey cached, with credits', method: 'POST', path: VERIFY_PATH, answeredBy: 'lane',
+    keyBody: { remaining: PLENTY },
+    target: { sqlite: 0.65, postgres: 0.40 },
+    check: verifyValid((b) => (typeof b.remaining === 'number' && b.remaining < PLENTY ? undefined : `credits not spent: ${JSON.stringify(b)}`)),
+  },
+  {
+    id: 'verify-ratelimit-consistent', label: 'verifyKey cached, ratelimit consistent', method: 'POST', path: VERIFY_PATH, answeredBy: 'lane',
+    // `consistent` is what keys.createKey gives a limit without `type`/`async`: one store upsert per verification.
+    keyBody: { ratelimit: { type: 'consistent', limit: PLENTY, duration: RATELIMIT_DURATION_MS } },
+    check: verifyValid((b) => (b.ratelimit?.limit === PLENTY ? undefined : `no ratelimit in response: ${JSON.stringify(b)}`)),
+  },
+  {
+    id: 'verify-ratelimit-fast', label: 'verifyKey cached, ratelimit fast', method: 'POST', path: VERIFY_PATH, answeredBy: 'lane',
+    // `fast`: decided in memory, synced with the store every 250 ms.
+    keyBody: { ratelimit: { type: 'fast', limit: PLENTY, duration: RATELIMIT_DURATION_MS } },
+    check: verifyValid((b) => (b.ratelimit?.limit === PLENTY ? undefined : `no ratelimit in response: ${JSON.stringify(b)}`)),
+  },
+];
+
+/**
+ * Which code answered a response, from the order of its headers: the lane writes Content-Type first, then
+ * X-Request-Id; Fastify's route has X-Request-Id set by the app's onRequest hook before the reply sets
+ * Content-Type. Undefined when neither order is seen. (If either side changes its order, update this.)
+ */
+export function answeredByHeaders(rawHeaders: string[]): AnsweredBy | undefined {
+  const names = rawHeaders.filter((_, i) => i % 2 === 0).map((name) => name.toLowerCase());
+  const requestId = names.indexOf('x-request-id');
+  const contentType = names.indexOf('content-type');
+  if (requestId < 0 || contentType < 0) return undefined;
+  return contentType < requestId ? 'lane' : 'fastify';
+}
