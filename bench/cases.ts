@@ -37,16 +37,23 @@ export interface Case {
   check(status: number, body: any): string | undefined;
 }
 
-const verifyValid = (extra?: (body: any) => string | undefined) => (status: number, body: any): string | undefined => {
-  if (status !== 200) return `status ${status}: ${JSON.stringify(body)}`;
-  if (body?.valid !== true || body?.code !== 'VALID') return `not VALID: ${JSON.stringify(body)}`;
-  return extra?.(body);
-};
+const verifyValid =
+  (extra?: (body: any) => string | undefined) =>
+  (status: number, body: any): string | undefined => {
+    if (status !== 200) return `status ${status}: ${JSON.stringify(body)}`;
+    if (body?.valid !== true || body?.code !== 'VALID') return `not VALID: ${JSON.stringify(body)}`;
+    return extra?.(body);
+  };
 
-const noCreditsNoLimit = verifyValid((b) => (b.remaining === undefined && b.ratelimit === undefined ? undefined : `unexpected remaining/ratelimit: ${JSON.stringify(b)}`));
+const noCreditsNoLimit = verifyValid((b) =>
+  b.remaining === undefined && b.ratelimit === undefined ? undefined : `unexpected remaining/ratelimit: ${JSON.stringify(b)}`,
+);
 
 export const BASELINE: Case = {
-  id: 'baseline', label: 'baseline GET /v1/liveness', method: 'GET', path: '/v1/liveness',
+  id: 'baseline',
+  label: 'baseline GET /v1/liveness',
+  method: 'GET',
+  path: '/v1/liveness',
   check: (status, body) => (status === 200 && body?.status === 'ok' ? undefined : `status ${status}: ${JSON.stringify(body)}`),
 };
 
@@ -56,32 +63,54 @@ export const ROUTE_CASE_ID = 'verify-route';
 
 export const VERIFY_CASES: Case[] = [
   {
-    id: LANE_CASE_ID, label: 'verifyKey cached, no credits', method: 'POST', path: VERIFY_PATH, answeredBy: 'lane',
+    id: LANE_CASE_ID,
+    label: 'verifyKey cached, no credits',
+    method: 'POST',
+    path: VERIFY_PATH,
+    answeredBy: 'lane',
     keyBody: {},
     target: { sqlite: 0.85, postgres: 0.85 },
     check: noCreditsNoLimit,
   },
   {
     // The case above, bypassing the lane (ROUTE_CONTENT_TYPE): what the lane gains stays measurable.
-    id: ROUTE_CASE_ID, label: "verifyKey through Fastify's route", method: 'POST', path: VERIFY_PATH, answeredBy: 'fastify',
+    id: ROUTE_CASE_ID,
+    label: "verifyKey through Fastify's route",
+    method: 'POST',
+    path: VERIFY_PATH,
+    answeredBy: 'fastify',
     contentType: ROUTE_CONTENT_TYPE,
     keyBody: {},
     check: noCreditsNoLimit,
   },
   {
-    id: 'verify-credits', label: 'verifyKey cached, with credits', method: 'POST', path: VERIFY_PATH, answeredBy: 'lane',
+    id: 'verify-credits',
+    label: 'verifyKey cached, with credits',
+    method: 'POST',
+    path: VERIFY_PATH,
+    answeredBy: 'lane',
     keyBody: { remaining: PLENTY },
-    target: { sqlite: 0.65, postgres: 0.40 },
-    check: verifyValid((b) => (typeof b.remaining === 'number' && b.remaining < PLENTY ? undefined : `credits not spent: ${JSON.stringify(b)}`)),
+    target: { sqlite: 0.65, postgres: 0.4 },
+    check: verifyValid((b) =>
+      typeof b.remaining === 'number' && b.remaining < PLENTY ? undefined : `credits not spent: ${JSON.stringify(b)}`,
+    ),
   },
   {
-    id: 'verify-ratelimit-consistent', label: 'verifyKey cached, ratelimit consistent', method: 'POST', path: VERIFY_PATH, answeredBy: 'lane',
+    id: 'verify-ratelimit-consistent',
+    label: 'verifyKey cached, ratelimit consistent',
+    method: 'POST',
+    path: VERIFY_PATH,
+    answeredBy: 'lane',
     // `consistent` is what keys.createKey gives a limit without `type`/`async`: one store upsert per verification.
     keyBody: { ratelimit: { type: 'consistent', limit: PLENTY, duration: RATELIMIT_DURATION_MS } },
     check: verifyValid((b) => (b.ratelimit?.limit === PLENTY ? undefined : `no ratelimit in response: ${JSON.stringify(b)}`)),
   },
   {
-    id: 'verify-ratelimit-fast', label: 'verifyKey cached, ratelimit fast', method: 'POST', path: VERIFY_PATH, answeredBy: 'lane',
+    id: 'verify-ratelimit-fast',
+    label: 'verifyKey cached, ratelimit fast',
+    method: 'POST',
+    path: VERIFY_PATH,
+    answeredBy: 'lane',
     // `fast`: decided in memory, synced with the store every 250 ms.
     keyBody: { ratelimit: { type: 'fast', limit: PLENTY, duration: RATELIMIT_DURATION_MS } },
     check: verifyValid((b) => (b.ratelimit?.limit === PLENTY ? undefined : `no ratelimit in response: ${JSON.stringify(b)}`)),

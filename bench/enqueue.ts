@@ -49,33 +49,52 @@ const MAIN = new URL('../src/main.ts', import.meta.url).pathname;
 const CLI = new URL('../bin/keyhold.js', import.meta.url).pathname;
 const MASTER_KEYS = `bench:${randomBytes(32).toString('base64')}`;
 
-const freePort = (): Promise<number> => new Promise((resolve, reject) => {
-  const s = createServer();
-  s.once('error', reject);
-  s.listen(0, '127.0.0.1', () => { const { port } = s.address() as { port: number }; s.close(() => resolve(port)); });
-});
+const freePort = (): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
 
-const stopChild = (child: ChildProcess): Promise<void> => new Promise((resolve) => {
-  if (child.exitCode !== null || child.signalCode !== null) return resolve();
-  child.once('exit', () => resolve());
-  child.kill('SIGTERM');
-});
+const stopChild = (child: ChildProcess): Promise<void> =>
+  new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    child.once('exit', () => resolve());
+    child.kill('SIGTERM');
+  });
 
-interface Server { base: string; child: ChildProcess; stop(): Promise<void> }
+interface Server {
+  base: string;
+  child: ChildProcess;
+  stop(): Promise<void>;
+}
 
 async function startServer(databaseUrl: string, workers: string | undefined): Promise<Server> {
   const port = await freePort();
   const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', MAIN], {
     env: {
-      ...process.env, HOST: '127.0.0.1', PORT: String(port), DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn',
-      KEYHOLD_BOOTSTRAP_ROOT_KEY: ROOT, KEYHOLD_MASTER_KEYS: MASTER_KEYS, REDIS_URL: '',
+      ...process.env,
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      DATABASE_URL: databaseUrl,
+      LOG_LEVEL: 'warn',
+      KEYHOLD_BOOTSTRAP_ROOT_KEY: ROOT,
+      KEYHOLD_MASTER_KEYS: MASTER_KEYS,
+      REDIS_URL: '',
       ...(workers === undefined ? { KEYHOLD_WORKERS: '' } : { KEYHOLD_WORKERS: workers }),
     },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const base = `http://127.0.0.1:${port}`;
   for (let i = 0; ; i++) {
-    try { if ((await fetch(`${base}/v1/liveness`)).ok) break; } catch { /* not up yet */ }
+    try {
+      if ((await fetch(`${base}/v1/liveness`)).ok) break;
+    } catch {
+      /* not up yet */
+    }
     if (child.exitCode !== null || i > 300) throw new Error(`server did not start (exit ${child.exitCode})`);
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -84,7 +103,9 @@ async function startServer(databaseUrl: string, workers: string | undefined): Pr
 
 const call = async (base: string, method: 'GET' | 'POST', path: string, body?: string): Promise<{ status: number; json: any }> => {
   const r = await fetch(`${base}${path}`, {
-    method, body, headers: { authorization: `Bearer ${ROOT}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    method,
+    body,
+    headers: { authorization: `Bearer ${ROOT}`, ...(body ? { 'content-type': 'application/json' } : {}) },
   });
   return { status: r.status, json: await r.json() };
 };
@@ -94,7 +115,8 @@ let serial = 0;
 function item(): Record<string, unknown> {
   const key = `bench_${base58(randomBytes(16), 22)}`;
   const n = serial++;
-  const material = PLAINTEXT_EVERY > 0 && n % PLAINTEXT_EVERY === 0 ? { plaintext: key } : { hash: { value: sha256b64(key), variant: 'sha256_base64' } };
+  const material =
+    PLAINTEXT_EVERY > 0 && n % PLAINTEXT_EVERY === 0 ? { plaintext: key } : { hash: { value: sha256b64(key), variant: 'sha256_base64' } };
   return { prefix: 'bench', name: `imported ${n}`, ownerId: `user_${n % 100}`, meta: { n }, ...material };
 }
 
@@ -102,14 +124,16 @@ function item(): Record<string, unknown> {
 async function send(base: string, path: string, bodies: string[], expect: number): Promise<number> {
   let next = 0;
   let last = 0;
-  await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
-    while (next < bodies.length) {
-      const body = bodies[next++];
-      const r = await call(base, 'POST', path, body);
-      if (r.status !== expect) throw new Error(`${path} → ${r.status}: ${JSON.stringify(r.json).slice(0, 300)}`);
-      last = performance.now();
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next < bodies.length) {
+        const body = bodies[next++];
+        const r = await call(base, 'POST', path, body);
+        if (r.status !== expect) throw new Error(`${path} → ${r.status}: ${JSON.stringify(r.json).slice(0, 300)}`);
+        last = performance.now();
+      }
+    }),
+  );
   return last;
 }
 
@@ -127,21 +151,33 @@ async function benchOne(dialect: 'sqlite' | 'postgres', mode: Mode): Promise<voi
     const apiId: string = api.json.apiId;
     const workspaceId: string = (await call(server.base, 'GET', `/v1/apis.getApi?apiId=${apiId}`)).json.workspaceId;
     const env = { ...process.env, DATABASE_URL: url };
-    const created = await promisify(execFile)(process.execPath, [CLI, 'migrations', 'create', '--workspace', workspaceId, '--name', 'bench', '--json'], { env });
+    const created = await promisify(execFile)(
+      process.execPath,
+      [CLI, 'migrations', 'create', '--workspace', workspaceId, '--name', 'bench', '--json'],
+      { env },
+    );
     const { migrationId } = JSON.parse(created.stdout) as { migrationId: string };
-    const startWorker = () => spawn(process.execPath, ['--disable-warning=ExperimentalWarning', CLI, 'worker', '--concurrency', '4'], { env, stdio: ['ignore', 'ignore', 'inherit'] });
+    const startWorker = () =>
+      spawn(process.execPath, ['--disable-warning=ExperimentalWarning', CLI, 'worker', '--concurrency', '4'], {
+        env,
+        stdio: ['ignore', 'ignore', 'inherit'],
+      });
     if (mode === 'separate') worker = startWorker();
 
     // Baseline: the synchronous import of the same batches (its keys are in the store before the measured run).
     let baselineRate: number | undefined;
     if (BASELINE_KEYS > 0) {
-      const bodies = Array.from({ length: Math.ceil(BASELINE_KEYS / BATCH) }, () => JSON.stringify(Array.from({ length: BATCH }, () => ({ ...item(), apiId }))));
+      const bodies = Array.from({ length: Math.ceil(BASELINE_KEYS / BATCH) }, () =>
+        JSON.stringify(Array.from({ length: BATCH }, () => ({ ...item(), apiId }))),
+      );
       const t0 = performance.now();
       const t1 = await send(server.base, '/v1/migrations.createKeys', bodies, 200);
       baselineRate = (bodies.length * BATCH) / ((t1 - t0) / 1000);
     }
 
-    const bodies = Array.from({ length: Math.ceil(KEYS / BATCH) }, () => JSON.stringify({ migrationId, apiId, keys: Array.from({ length: BATCH }, item) }));
+    const bodies = Array.from({ length: Math.ceil(KEYS / BATCH) }, () =>
+      JSON.stringify({ migrationId, apiId, keys: Array.from({ length: BATCH }, item) }),
+    );
     const total = bodies.length * BATCH;
     const t0 = performance.now();
     const lastAccepted = await send(server.base, '/v1/migrations.enqueueKeys', bodies, 202);
@@ -159,14 +195,18 @@ async function benchOne(dialect: 'sqlite' | 'postgres', mode: Mode): Promise<voi
     const done = performance.now();
     const drainSeconds = (done - lastAccepted) / 1000;
     const importRate = total / ((done - t0) / 1000);
-    console.log([
-      `${dialect.padEnd(8)} ${mode.padEnd(8)} ${fmt(total)} keys in ${bodies.length} × ${BATCH}, concurrency ${CONCURRENCY}:`,
-      `  enqueue ${((lastAccepted - t0) / 1000).toFixed(1)} s (${fmt(total / ((lastAccepted - t0) / 1000))} keys/s); at the last 202, ${fmt(atLast.counts.migrated + atLast.counts.failed)} were already done`,
-      `  last 202 → all migrated: ${drainSeconds.toFixed(1)} s (target ≤ ${TARGET_SECONDS} s: ${drainSeconds <= TARGET_SECONDS ? 'met' : 'MISSED'}); ${status.status}, migrated ${fmt(status.counts.migrated)}, failed ${fmt(status.counts.failed)}`,
-      `  first request → all migrated: ${((done - t0) / 1000).toFixed(1)} s = ${fmt(importRate)} keys/s` +
-        (baselineRate ? `; migrations.createKeys baseline ${fmt(baselineRate)} keys/s (ratio ${(importRate / baselineRate).toFixed(2)})` : ''),
-      `  load average ${loadavg()[0].toFixed(2)}`,
-    ].join('\n'));
+    console.log(
+      [
+        `${dialect.padEnd(8)} ${mode.padEnd(8)} ${fmt(total)} keys in ${bodies.length} × ${BATCH}, concurrency ${CONCURRENCY}:`,
+        `  enqueue ${((lastAccepted - t0) / 1000).toFixed(1)} s (${fmt(total / ((lastAccepted - t0) / 1000))} keys/s); at the last 202, ${fmt(atLast.counts.migrated + atLast.counts.failed)} were already done`,
+        `  last 202 → all migrated: ${drainSeconds.toFixed(1)} s (target ≤ ${TARGET_SECONDS} s: ${drainSeconds <= TARGET_SECONDS ? 'met' : 'MISSED'}); ${status.status}, migrated ${fmt(status.counts.migrated)}, failed ${fmt(status.counts.failed)}`,
+        `  first request → all migrated: ${((done - t0) / 1000).toFixed(1)} s = ${fmt(importRate)} keys/s` +
+          (baselineRate
+            ? `; migrations.createKeys baseline ${fmt(baselineRate)} keys/s (ratio ${(importRate / baselineRate).toFixed(2)})`
+            : ''),
+        `  load average ${loadavg()[0].toFixed(2)}`,
+      ].join('\n'),
+    );
   } finally {
     if (worker) await stopChild(worker);
     await server.stop();
@@ -174,8 +214,15 @@ async function benchOne(dialect: 'sqlite' | 'postgres', mode: Mode): Promise<voi
   }
 }
 
-console.log(`keyhold enqueue bench: ${cpus().length} CPUs, load average ${loadavg().map((l) => l.toFixed(2)).join(' ')} (other work on the machine skews these numbers)`);
+console.log(
+  `keyhold enqueue bench: ${cpus().length} CPUs, load average ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')} (other work on the machine skews these numbers)`,
+);
 for (const dialect of args.dialects!.split(',') as Array<'sqlite' | 'postgres'>) {
-  if (dialect === 'postgres' && !PG_URL) { console.log('postgres: skipped (set KEYHOLD_BENCH_POSTGRES_URL or KEYHOLD_TEST_POSTGRES_URL)'); continue; }
+  if (dialect === 'postgres' && !PG_URL) {
+    console.log('postgres: skipped (set KEYHOLD_BENCH_POSTGRES_URL or KEYHOLD_TEST_POSTGRES_URL)');
+    continue;
+  }
   for (const mode of args.modes!.split(',') as Mode[]) await benchOne(dialect, mode);
 }

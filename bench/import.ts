@@ -33,37 +33,65 @@ const PG_URL = BENCH_PG_URL;
 const ROOT = `kh_root_${base58(randomBytes(24), 33)}`;
 const MAIN = new URL('../src/main.ts', import.meta.url).pathname;
 
-const freePort = (): Promise<number> => new Promise((resolve, reject) => {
-  const s = createServer();
-  s.once('error', reject);
-  s.listen(0, '127.0.0.1', () => { const { port } = s.address() as { port: number }; s.close(() => resolve(port)); });
-});
+const freePort = (): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
 
-interface Server { base: string; child: ChildProcess; stop(): Promise<void> }
+interface Server {
+  base: string;
+  child: ChildProcess;
+  stop(): Promise<void>;
+}
 
 async function startServer(databaseUrl: string): Promise<Server> {
   const port = await freePort();
   const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', MAIN], {
     env: {
-      ...process.env, HOST: '127.0.0.1', PORT: String(port), DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', KEYHOLD_WORKERS: '0',
-      KEYHOLD_BOOTSTRAP_ROOT_KEY: ROOT, KEYHOLD_MASTER_KEYS: `bench:${randomBytes(32).toString('base64')}`, REDIS_URL: '',
+      ...process.env,
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      DATABASE_URL: databaseUrl,
+      LOG_LEVEL: 'warn',
+      KEYHOLD_WORKERS: '0',
+      KEYHOLD_BOOTSTRAP_ROOT_KEY: ROOT,
+      KEYHOLD_MASTER_KEYS: `bench:${randomBytes(32).toString('base64')}`,
+      REDIS_URL: '',
     },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const base = `http://127.0.0.1:${port}`;
   for (let i = 0; ; i++) {
-    try { if ((await fetch(`${base}/v1/liveness`)).ok) break; } catch { /* not up yet */ }
+    try {
+      if ((await fetch(`${base}/v1/liveness`)).ok) break;
+    } catch {
+      /* not up yet */
+    }
     if (child.exitCode !== null || i > 300) throw new Error(`server did not start (exit ${child.exitCode})`);
     await new Promise((r) => setTimeout(r, 100));
   }
   return {
-    base, child,
-    stop: () => new Promise((resolve) => { child.once('exit', () => resolve()); child.kill('SIGTERM'); }),
+    base,
+    child,
+    stop: () =>
+      new Promise((resolve) => {
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
   };
 }
 
 const post = async (base: string, path: string, body: string): Promise<{ status: number; json: any }> => {
-  const r = await fetch(`${base}${path}`, { method: 'POST', body, headers: { 'content-type': 'application/json', authorization: `Bearer ${ROOT}` } });
+  const r = await fetch(`${base}${path}`, {
+    method: 'POST',
+    body,
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${ROOT}` },
+  });
   return { status: r.status, json: await r.json() };
 };
 
@@ -75,7 +103,11 @@ function batch(apiId: string, kind: 'hash' | 'plaintext'): string {
     const key = `bench_${base58(randomBytes(16), 22)}`;
     const n = serial++;
     items.push({
-      apiId, prefix: 'bench', name: `imported ${n}`, externalId: `user_${n % 100}`, meta: { n },
+      apiId,
+      prefix: 'bench',
+      name: `imported ${n}`,
+      externalId: `user_${n % 100}`,
+      meta: { n },
       ...(kind === 'hash' ? { hash: { value: sha256b64(key), variant: 'sha256_base64' } } : { plaintext: key }),
     });
   }
@@ -87,18 +119,24 @@ async function run(base: string, bodies: string[], concurrency: number): Promise
   const latencies: number[] = [];
   let next = 0;
   const t0 = performance.now();
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (next < bodies.length) {
-      const body = bodies[next++];
-      const t = performance.now();
-      const r = await post(base, '/v1/migrations.createKeys', body);
-      if (r.status !== 200) throw new Error(`createKeys → ${r.status}: ${JSON.stringify(r.json).slice(0, 300)}`);
-      latencies.push(performance.now() - t);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < bodies.length) {
+        const body = bodies[next++];
+        const t = performance.now();
+        const r = await post(base, '/v1/migrations.createKeys', body);
+        if (r.status !== 200) throw new Error(`createKeys → ${r.status}: ${JSON.stringify(r.json).slice(0, 300)}`);
+        latencies.push(performance.now() - t);
+      }
+    }),
+  );
   const seconds = (performance.now() - t0) / 1000;
   latencies.sort((a, b) => a - b);
-  return { keysPerSec: (bodies.length * SIZE) / seconds, p50: latencies[Math.floor(latencies.length / 2)], max: latencies[latencies.length - 1] };
+  return {
+    keysPerSec: (bodies.length * SIZE) / seconds,
+    p50: latencies[Math.floor(latencies.length / 2)],
+    max: latencies[latencies.length - 1],
+  };
 }
 
 async function benchDialect(dialect: 'sqlite' | 'postgres'): Promise<void> {
@@ -109,11 +147,17 @@ async function benchDialect(dialect: 'sqlite' | 'postgres'): Promise<void> {
     if (api.status !== 200) throw new Error(`createApi → ${api.status}`);
     const apiId: string = api.json.apiId;
     for (const kind of ['hash', 'plaintext'] as const) {
-      await run(server.base, Array.from({ length: WARMUP }, () => batch(apiId, kind)), 1);
+      await run(
+        server.base,
+        Array.from({ length: WARMUP }, () => batch(apiId, kind)),
+        1,
+      );
       for (const c of CONCURRENCY) {
         const bodies = Array.from({ length: BATCHES }, () => batch(apiId, kind));
         const r = await run(server.base, bodies, c);
-        console.log(`${dialect.padEnd(8)} ${kind.padEnd(9)} concurrency ${String(c).padEnd(2)} ${BATCHES} × ${SIZE}: ${Math.round(r.keysPerSec).toLocaleString('en').padStart(7)} keys/s  (batch p50 ${r.p50.toFixed(0)} ms, max ${r.max.toFixed(0)} ms)  load ${loadavg()[0].toFixed(2)}`);
+        console.log(
+          `${dialect.padEnd(8)} ${kind.padEnd(9)} concurrency ${String(c).padEnd(2)} ${BATCHES} × ${SIZE}: ${Math.round(r.keysPerSec).toLocaleString('en').padStart(7)} keys/s  (batch p50 ${r.p50.toFixed(0)} ms, max ${r.max.toFixed(0)} ms)  load ${loadavg()[0].toFixed(2)}`,
+        );
       }
     }
   } finally {
@@ -122,8 +166,15 @@ async function benchDialect(dialect: 'sqlite' | 'postgres'): Promise<void> {
   }
 }
 
-console.log(`keyhold import bench: ${cpus().length} CPUs, load average ${loadavg().map((l) => l.toFixed(2)).join(' ')} (other work on the machine skews these numbers)`);
+console.log(
+  `keyhold import bench: ${cpus().length} CPUs, load average ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')} (other work on the machine skews these numbers)`,
+);
 for (const dialect of args.dialects!.split(',') as Array<'sqlite' | 'postgres'>) {
-  if (dialect === 'postgres' && !PG_URL) { console.log('postgres: skipped (set KEYHOLD_BENCH_POSTGRES_URL or KEYHOLD_TEST_POSTGRES_URL)'); continue; }
+  if (dialect === 'postgres' && !PG_URL) {
+    console.log('postgres: skipped (set KEYHOLD_BENCH_POSTGRES_URL or KEYHOLD_TEST_POSTGRES_URL)');
+    continue;
+  }
   await benchDialect(dialect);
 }

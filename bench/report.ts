@@ -82,10 +82,20 @@ export function summarize(store: StoreKind, kase: Case, rounds: RunResult[]): Ca
   const ratio = median(ratios);
   const cpu = rounds.every((r) => r.serverCpuUsPerRequest !== undefined) ? of((r) => r.serverCpuUsPerRequest) : undefined;
   return {
-    store, case: kase.id, label: kase.label, answeredBy: kase.answeredBy, rounds: rounds.length,
-    requestsPerSec: of((r) => r.requestsPerSec), latencyP50Ms: of((r) => r.latencyP50Ms), latencyP99Ms: of((r) => r.latencyP99Ms),
-    serverCpuUsPerRequest: cpu, baselineRequestsPerSec: of((r) => r.baselineRequestsPerSec),
-    ratio, ratios, target, met: target === undefined ? undefined : ratio >= target,
+    store,
+    case: kase.id,
+    label: kase.label,
+    answeredBy: kase.answeredBy,
+    rounds: rounds.length,
+    requestsPerSec: of((r) => r.requestsPerSec),
+    latencyP50Ms: of((r) => r.latencyP50Ms),
+    latencyP99Ms: of((r) => r.latencyP99Ms),
+    serverCpuUsPerRequest: cpu,
+    baselineRequestsPerSec: of((r) => r.baselineRequestsPerSec),
+    ratio,
+    ratios,
+    target,
+    met: target === undefined ? undefined : ratio >= target,
     non2xx: rounds.reduce((n, r) => n + r.non2xx + r.errors + r.timeouts, 0),
   };
 }
@@ -99,8 +109,12 @@ export function laneVsRoute(summaries: CaseSummary[]): LaneVsRoute[] {
     const laneCpu = lane.serverCpuUsPerRequest;
     const routeCpu = route.serverCpuUsPerRequest;
     result.push({
-      store: lane.store, throughput: lane.ratio / route.ratio, laneRatio: lane.ratio, routeRatio: route.ratio,
-      laneCpuUsPerRequest: laneCpu, routeCpuUsPerRequest: routeCpu,
+      store: lane.store,
+      throughput: lane.ratio / route.ratio,
+      laneRatio: lane.ratio,
+      routeRatio: route.ratio,
+      laneCpuUsPerRequest: laneCpu,
+      routeCpuUsPerRequest: routeCpu,
       cpu: laneCpu !== undefined && routeCpu ? laneCpu / routeCpu : undefined,
     });
   }
@@ -108,11 +122,31 @@ export function laneVsRoute(summaries: CaseSummary[]): LaneVsRoute[] {
 }
 
 function table(summaries: CaseSummary[]): string {
-  const header = ['case', 'store', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'srv CPU µs/req', 'baseline req/s', 'ratio', 'rounds\' ratios', 'target', 'met'];
+  const header = [
+    'case',
+    'store',
+    'req/s',
+    'p50 ms',
+    'p99 ms',
+    'non-2xx',
+    'srv CPU µs/req',
+    'baseline req/s',
+    'ratio',
+    "rounds' ratios",
+    'target',
+    'met',
+  ];
   const rows = summaries.map((r) => [
-    r.label, r.store, fmt(r.requestsPerSec, 0), String(r.latencyP50Ms), String(r.latencyP99Ms), String(r.non2xx),
+    r.label,
+    r.store,
+    fmt(r.requestsPerSec, 0),
+    String(r.latencyP50Ms),
+    String(r.latencyP99Ms),
+    String(r.non2xx),
     r.serverCpuUsPerRequest === undefined ? '' : fmt(r.serverCpuUsPerRequest, 0),
-    fmt(r.baselineRequestsPerSec, 0), fmt(r.ratio, 3), r.ratios.map((x) => fmt(x, 2)).join(' '),
+    fmt(r.baselineRequestsPerSec, 0),
+    fmt(r.ratio, 3),
+    r.ratios.map((x) => fmt(x, 2)).join(' '),
     r.target === undefined ? '-' : `>= ${fmt(r.target, 2)}`,
     r.met === undefined ? '-' : r.met ? 'yes' : 'NO',
   ]);
@@ -123,20 +157,32 @@ function table(summaries: CaseSummary[]): string {
 }
 
 function laneVsRouteLine(c: LaneVsRoute): string {
-  const cpu = c.cpu === undefined ? '' : `; server CPU ${fmt(c.laneCpuUsPerRequest!, 0)} vs ${fmt(c.routeCpuUsPerRequest!, 0)} µs/req (lane/route ${fmt(c.cpu, 2)})`;
+  const cpu =
+    c.cpu === undefined
+      ? ''
+      : `; server CPU ${fmt(c.laneCpuUsPerRequest!, 0)} vs ${fmt(c.routeCpuUsPerRequest!, 0)} µs/req (lane/route ${fmt(c.cpu, 2)})`;
   return `Lane vs Fastify's route (${c.store}): ratio ${fmt(c.laneRatio, 3)} vs ${fmt(c.routeRatio, 3)}, lane/route ${fmt(c.throughput, 2)}${cpu}`;
 }
 
 /** Prints the results table, the lane's gain, the targets and any case that stopped verifying. */
-export function printResults(settings: { connections: number; pipelining: number; rounds: number; duration: number }, summaries: CaseSummary[], runs: RunResult[]): void {
-  console.log(`\nResults (${settings.connections} connections, pipelining ${settings.pipelining}, ${settings.rounds} rounds of ${settings.duration} s per case; a round's ratio = its req/s / the mean of the baseline runs just before and after it; ratio = the median of the rounds' ratios; req/s, latency, srv CPU (server process CPU time per request) and baseline req/s are medians over the rounds; latency resolution 1 ms)\n`);
+export function printResults(
+  settings: { connections: number; pipelining: number; rounds: number; duration: number },
+  summaries: CaseSummary[],
+  runs: RunResult[],
+): void {
+  console.log(
+    `\nResults (${settings.connections} connections, pipelining ${settings.pipelining}, ${settings.rounds} rounds of ${settings.duration} s per case; a round's ratio = its req/s / the mean of the baseline runs just before and after it; ratio = the median of the rounds' ratios; req/s, latency, srv CPU (server process CPU time per request) and baseline req/s are medians over the rounds; latency resolution 1 ms)\n`,
+  );
   console.log(table(summaries));
   const gains = laneVsRoute(summaries);
   if (gains.length) console.log('');
   for (const gain of gains) console.log(laneVsRouteLine(gain));
   const withTarget = summaries.filter((r) => r.met !== undefined);
   const missed = withTarget.filter((r) => !r.met);
-  console.log(`\nTargets met: ${withTarget.length - missed.length} of ${withTarget.length}${missed.length ? ` (missed: ${missed.map((r) => `${r.label} on ${r.store}`).join('; ')})` : ''}`);
+  console.log(
+    `\nTargets met: ${withTarget.length - missed.length} of ${withTarget.length}${missed.length ? ` (missed: ${missed.map((r) => `${r.label} on ${r.store}`).join('; ')})` : ''}`,
+  );
   const invalid = runs.filter((r) => r.validAfterRun === false);
-  if (invalid.length) console.log(`Warning: no longer VALID after its run: ${invalid.map((r) => `${r.label} #${r.round} on ${r.store}`).join('; ')}`);
+  if (invalid.length)
+    console.log(`Warning: no longer VALID after its run: ${invalid.map((r) => `${r.label} #${r.round} on ${r.store}`).join('; ')}`);
 }

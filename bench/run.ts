@@ -185,15 +185,21 @@ async function startServer(store: StoreKind, databaseUrl: string): Promise<Serve
     args.push('--cpu-prof', `--cpu-prof-dir=${dir}`);
   }
   args.push(join(ROOT, 'src', 'main.ts'));
-  const child = track(spawn(process.execPath, args, {
-    cwd: ROOT,
-    env: {
-      ...process.env,
-      PORT: String(port), HOST, LOG_LEVEL: 'warn', DATABASE_URL: databaseUrl, KEYHOLD_BOOTSTRAP_ROOT_KEY: rootKey,
-      REDIS_URL: '', // the benchmark measures the store-backed paths only
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  }));
+  const child = track(
+    spawn(process.execPath, args, {
+      cwd: ROOT,
+      env: {
+        ...process.env,
+        PORT: String(port),
+        HOST,
+        LOG_LEVEL: 'warn',
+        DATABASE_URL: databaseUrl,
+        KEYHOLD_BOOTSTRAP_ROOT_KEY: rootKey,
+        REDIS_URL: '', // the benchmark measures the store-backed paths only
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }),
+  );
   const server: Server = { base: `http://${HOST}:${port}`, rootKey, child, output: [], warnings: 0 };
   const collect = (chunk: Buffer) => {
     for (const line of chunk.toString('utf8').split('\n')) {
@@ -202,7 +208,9 @@ async function startServer(store: StoreKind, databaseUrl: string): Promise<Serve
       if (server.output.length > 50) server.output.shift();
       try {
         if ((JSON.parse(line) as { level?: number }).level! >= 40) server.warnings++;
-      } catch { /* not a log line */ }
+      } catch {
+        /* not a log line */
+      }
     }
   };
   child.stdout!.on('data', collect);
@@ -219,24 +227,38 @@ async function startServer(store: StoreKind, databaseUrl: string): Promise<Serve
         server.warnings = 0; // first-start notices (bootstrap, generated files) are not about the load
         return server;
       }
-    } catch { /* not listening yet */ }
+    } catch {
+      /* not listening yet */
+    }
     if (Date.now() > deadline) throw new Error(`the server did not answer /v1/liveness within 30 s:\n${server.output.join('\n')}`);
     await sleep(100);
   }
 }
 
-interface Load { method: 'GET' | 'POST'; path: string; body?: string; contentType?: string }
+interface Load {
+  method: 'GET' | 'POST';
+  path: string;
+  body?: string;
+  contentType?: string;
+}
 
 async function call(server: Server, load: Load, rootKey?: string): Promise<{ status: number; json: any }> {
   const headers: Record<string, string> = {};
   if (load.body !== undefined) headers['content-type'] = load.contentType ?? LANE_CONTENT_TYPE;
   if (rootKey) headers.authorization = `Bearer ${rootKey}`;
   const res = await fetch(server.base + load.path, {
-    method: load.method, headers, body: load.body, signal: AbortSignal.timeout(10_000),
+    method: load.method,
+    headers,
+    body: load.body,
+    signal: AbortSignal.timeout(10_000),
   });
   const text = await res.text();
   let json: any;
-  try { json = JSON.parse(text); } catch { json = text; }
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = text;
+  }
   return { status: res.status, json };
 }
 
@@ -253,20 +275,31 @@ interface AutocannonJson {
 /** Runs the autocannon CLI in its own process (same Node binary) and returns its JSON summary. */
 async function autocannon(server: Server, load: Load, seconds: number): Promise<AutocannonJson> {
   const args = [
-    AUTOCANNON, '--json', '--no-progress',
-    '--connections', String(settings.connections),
-    '--pipelining', String(settings.pipelining),
-    '--duration', String(seconds),
-    '--timeout', '10',
-    '--method', load.method,
+    AUTOCANNON,
+    '--json',
+    '--no-progress',
+    '--connections',
+    String(settings.connections),
+    '--pipelining',
+    String(settings.pipelining),
+    '--duration',
+    String(seconds),
+    '--timeout',
+    '10',
+    '--method',
+    load.method,
   ];
   if (load.body !== undefined) args.push('--headers', `content-type=${load.contentType ?? LANE_CONTENT_TYPE}`, '--body', load.body);
   args.push(server.base + load.path);
   const child = track(spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] }));
   let stdout = '';
   let stderr = '';
-  child.stdout!.on('data', (c: Buffer) => { stdout += c.toString('utf8'); });
-  child.stderr!.on('data', (c: Buffer) => { stderr += c.toString('utf8'); });
+  child.stdout!.on('data', (c: Buffer) => {
+    stdout += c.toString('utf8');
+  });
+  child.stderr!.on('data', (c: Buffer) => {
+    stderr += c.toString('utf8');
+  });
   const timer = setTimeout(() => child.kill('SIGKILL'), (seconds + 30) * 1000);
   await exited(child);
   clearTimeout(timer);
@@ -278,7 +311,10 @@ async function autocannon(server: Server, load: Load, seconds: number): Promise<
 
 // ---------------------------------------------------------------- one store
 
-interface Prepared { kase: Case; load: Load }
+interface Prepared {
+  kase: Case;
+  load: Load;
+}
 
 /** Creates an API and one key per verify case, and the load of every case (the baseline first). */
 async function prepare(server: Server): Promise<Prepared[]> {
@@ -313,7 +349,10 @@ async function checkCase(server: Server, { kase, load }: Prepared, n: number, co
 /** Sends the case's request once and tells which code answered it, from the response's header order (node:http keeps it). */
 function answeredBy(server: Server, load: Load): Promise<AnsweredBy | undefined> {
   return new Promise((resolve, reject) => {
-    const headers = load.body === undefined ? {} : { 'content-type': load.contentType ?? LANE_CONTENT_TYPE, 'content-length': Buffer.byteLength(load.body) };
+    const headers =
+      load.body === undefined
+        ? {}
+        : { 'content-type': load.contentType ?? LANE_CONTENT_TYPE, 'content-length': Buffer.byteLength(load.body) };
     const req = request(server.base + load.path, { method: load.method, headers, timeout: 10_000 }, (res) => {
       res.resume();
       res.once('end', () => resolve(answeredByHeaders(res.rawHeaders)));
@@ -331,7 +370,9 @@ async function checkAnsweredBy(server: Server, { kase, load }: Prepared): Promis
   if (by !== kase.answeredBy) {
     const expected = kase.answeredBy === 'lane' ? 'the lane' : "Fastify's route";
     const contentType = load.contentType ?? LANE_CONTENT_TYPE;
-    throw new Error(`setup check failed for "${kase.label}": answered by ${by ?? 'unknown code'}, not by ${expected} (Content-Type "${contentType}"; see answeredByHeaders in bench/cases.ts)`);
+    throw new Error(
+      `setup check failed for "${kase.label}": answered by ${by ?? 'unknown code'}, not by ${expected} (Content-Type "${contentType}"; see answeredByHeaders in bench/cases.ts)`,
+    );
   }
 }
 
@@ -339,7 +380,9 @@ async function checkAnsweredBy(server: Server, { kase, load }: Prepared): Promis
 async function warmUp(server: Server, p: Prepared, label: string): Promise<void> {
   const warm = await autocannon(server, p.load, settings.warmup);
   if (warm.non2xx || warm.errors || warm.timeouts) {
-    throw new Error(`warm-up of "${label}" had ${warm.non2xx} non-2xx responses, ${warm.errors} errors, ${warm.timeouts} timeouts:\n${server.output.slice(-10).join('\n')}`);
+    throw new Error(
+      `warm-up of "${label}" had ${warm.non2xx} non-2xx responses, ${warm.errors} errors, ${warm.timeouts} timeouts:\n${server.output.slice(-10).join('\n')}`,
+    );
   }
 }
 
@@ -350,19 +393,39 @@ async function measure(server: Server, store: StoreKind, p: Prepared, label: str
   const r = await autocannon(server, p.load, settings.duration);
   const cpuAfter = await processCpuSeconds(server.child.pid);
   if (server.child.exitCode !== null || server.child.signalCode !== null) {
-    throw new Error(`the server died during "${label}" (${server.child.exitCode ?? server.child.signalCode}):\n${server.output.slice(-10).join('\n')}`);
+    throw new Error(
+      `the server died during "${label}" (${server.child.exitCode ?? server.child.signalCode}):\n${server.output.slice(-10).join('\n')}`,
+    );
   }
   const perRequest = (seconds: number) => Math.round((seconds * 1e6 * 10) / r.requests.total) / 10;
-  const cpu = cpuBefore && cpuAfter && r.requests.total > 0
-    ? { user: perRequest(cpuAfter.user - cpuBefore.user), system: perRequest(cpuAfter.system - cpuBefore.system) }
-    : undefined;
+  const cpu =
+    cpuBefore && cpuAfter && r.requests.total > 0
+      ? { user: perRequest(cpuAfter.user - cpuBefore.user), system: perRequest(cpuAfter.system - cpuBefore.system) }
+      : undefined;
   const load1 = loadavg()[0];
-  const validAfterRun = p.kase === BASELINE ? undefined : await checkCase(server, p, 1, 1).then(() => true, () => false);
+  const validAfterRun =
+    p.kase === BASELINE
+      ? undefined
+      : await checkCase(server, p, 1, 1).then(
+          () => true,
+          () => false,
+        );
   const result: RunResult = {
-    store, case: p.kase.id, label: p.kase.label,
-    requestsPerSec: r.requests.average, latencyP50Ms: r.latency.p50, latencyP99Ms: r.latency.p99, latencyMeanMs: r.latency.mean,
-    totalRequests: r.requests.total, non2xx: r.non2xx, errors: r.errors, timeouts: r.timeouts,
-    serverCpuUsPerRequest: cpu && cpu.user + cpu.system, serverCpuUsPerRequestUserSystem: cpu, load1, validAfterRun,
+    store,
+    case: p.kase.id,
+    label: p.kase.label,
+    requestsPerSec: r.requests.average,
+    latencyP50Ms: r.latency.p50,
+    latencyP99Ms: r.latency.p99,
+    latencyMeanMs: r.latency.mean,
+    totalRequests: r.requests.total,
+    non2xx: r.non2xx,
+    errors: r.errors,
+    timeouts: r.timeouts,
+    serverCpuUsPerRequest: cpu && cpu.user + cpu.system,
+    serverCpuUsPerRequestUserSystem: cpu,
+    load1,
+    validAfterRun,
   };
   console.log(runLine(label, result));
   await sleep(500);
@@ -371,10 +434,14 @@ async function measure(server: Server, store: StoreKind, p: Prepared, label: str
 
 function runLine(label: string, r: RunResult): string {
   const cpu = r.serverCpuUsPerRequestUserSystem;
-  return `   ${label.padEnd(40)} ${fmt(r.requestsPerSec, 0).padStart(8)} req/s  p50 ${r.latencyP50Ms} ms  p99 ${r.latencyP99Ms} ms`
-    + (r.non2xx ? `  non-2xx ${r.non2xx}` : '')
-    + (cpu === undefined ? '' : `  server CPU ${fmt(cpu.user + cpu.system, 0)} µs/req (user ${fmt(cpu.user, 0)}, sys ${fmt(cpu.system, 0)})`)
-    + `  (load avg ${fmt(r.load1, 1)})`;
+  return (
+    `   ${label.padEnd(40)} ${fmt(r.requestsPerSec, 0).padStart(8)} req/s  p50 ${r.latencyP50Ms} ms  p99 ${r.latencyP99Ms} ms` +
+    (r.non2xx ? `  non-2xx ${r.non2xx}` : '') +
+    (cpu === undefined
+      ? ''
+      : `  server CPU ${fmt(cpu.user + cpu.system, 0)} µs/req (user ${fmt(cpu.user, 0)}, sys ${fmt(cpu.system, 0)})`) +
+    `  (load avg ${fmt(r.load1, 1)})`
+  );
 }
 
 async function benchStore(store: StoreKind, databaseUrl: string): Promise<{ runs: RunResult[]; summaries: CaseSummary[] }> {
@@ -382,7 +449,9 @@ async function benchStore(store: StoreKind, databaseUrl: string): Promise<{ runs
   const server = await startServer(store, databaseUrl);
   try {
     const prepared = await prepare(server);
-    console.log(`== ${store}: checking every case (${CHECK_REQUESTS} requests each, ${CHECK_CONCURRENCY} concurrent, and which code answers it)`);
+    console.log(
+      `== ${store}: checking every case (${CHECK_REQUESTS} requests each, ${CHECK_CONCURRENCY} concurrent, and which code answers it)`,
+    );
     for (const p of prepared) {
       await checkCase(server, p, CHECK_REQUESTS, CHECK_CONCURRENCY);
       await checkAnsweredBy(server, p);
@@ -393,7 +462,9 @@ async function benchStore(store: StoreKind, databaseUrl: string): Promise<{ runs
     const runs: RunResult[] = [];
     const summaries: CaseSummary[] = [];
     const [baseline, ...verifies] = prepared;
-    console.log(`== ${store}: load (${settings.connections} connections, pipelining ${settings.pipelining}, ${settings.rounds} rounds of ${settings.duration} s per case, ${settings.warmup} s warm-up)`);
+    console.log(
+      `== ${store}: load (${settings.connections} connections, pipelining ${settings.pipelining}, ${settings.rounds} rounds of ${settings.duration} s per case, ${settings.warmup} s warm-up)`,
+    );
     let before = await measure(server, store, baseline, BASELINE.label, true);
     runs.push(before);
     for (const p of verifies) {
@@ -410,7 +481,8 @@ async function benchStore(store: StoreKind, databaseUrl: string): Promise<{ runs
       }
       summaries.push(summarize(store, p.kase, rounds));
     }
-    if (server.warnings) console.log(`   (the server logged ${server.warnings} warnings/errors; last lines:\n${server.output.slice(-5).join('\n')})`);
+    if (server.warnings)
+      console.log(`   (the server logged ${server.warnings} warnings/errors; last lines:\n${server.output.slice(-5).join('\n')})`);
     return { runs, summaries };
   } finally {
     await stopChild(server.child);
@@ -420,12 +492,21 @@ async function benchStore(store: StoreKind, databaseUrl: string): Promise<{ runs
 // ---------------------------------------------------------------- main
 
 async function main(): Promise<number> {
-  const wanted = (process.env.BENCH_STORES || (POSTGRES_URL ? 'sqlite,postgres' : 'sqlite')).split(',').map((s) => s.trim()).filter(Boolean);
+  const wanted = (process.env.BENCH_STORES || (POSTGRES_URL ? 'sqlite,postgres' : 'sqlite'))
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   for (const s of wanted) if (s !== 'sqlite' && s !== 'postgres') throw new Error(`BENCH_STORES: unknown store "${s}"`);
-  if (wanted.includes('postgres') && !POSTGRES_URL) throw new Error('BENCH_STORES names postgres but neither KEYHOLD_BENCH_POSTGRES_URL nor KEYHOLD_TEST_POSTGRES_URL is set');
+  if (wanted.includes('postgres') && !POSTGRES_URL)
+    throw new Error('BENCH_STORES names postgres but neither KEYHOLD_BENCH_POSTGRES_URL nor KEYHOLD_TEST_POSTGRES_URL is set');
   const stores = wanted as StoreKind[];
-  const caseIds = (process.env.BENCH_CASES || VERIFY_CASES.map((c) => c.id).join(',')).split(',').map((s) => s.trim()).filter(Boolean);
-  for (const id of caseIds) if (!VERIFY_CASES.some((c) => c.id === id)) throw new Error(`BENCH_CASES: unknown case "${id}" (known: ${VERIFY_CASES.map((c) => c.id).join(', ')})`);
+  const caseIds = (process.env.BENCH_CASES || VERIFY_CASES.map((c) => c.id).join(','))
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  for (const id of caseIds)
+    if (!VERIFY_CASES.some((c) => c.id === id))
+      throw new Error(`BENCH_CASES: unknown case "${id}" (known: ${VERIFY_CASES.map((c) => c.id).join(', ')})`);
   cases = VERIFY_CASES.filter((c) => caseIds.includes(c.id));
 
   // Bounded: every run has its own timeout; this is the backstop for the whole benchmark.
@@ -441,8 +522,11 @@ async function main(): Promise<number> {
   const startLoad = loadavg()[0];
   const machine = `${cpus().length} x ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
   console.log(`keyhold verification benchmark: ${machine}`);
-  console.log(`server and load generator are separate processes sharing this machine's ${cpus().length} CPUs${settings.cpuProf ? '; the server runs with --cpu-prof (slower)' : ''}`);
-  if (startLoad > cpus().length) console.log(`note: the machine is already busy (1-min load average ${fmt(startLoad, 1)} before starting); the numbers will be noisy`);
+  console.log(
+    `server and load generator are separate processes sharing this machine's ${cpus().length} CPUs${settings.cpuProf ? '; the server runs with --cpu-prof (slower)' : ''}`,
+  );
+  if (startLoad > cpus().length)
+    console.log(`note: the machine is already busy (1-min load average ${fmt(startLoad, 1)} before starting); the numbers will be noisy`);
   if (!POSTGRES_URL) console.log('PostgreSQL: skipped (set KEYHOLD_BENCH_POSTGRES_URL or KEYHOLD_TEST_POSTGRES_URL to include it)');
 
   const runs: RunResult[] = [];
@@ -464,7 +548,10 @@ async function main(): Promise<number> {
 
   await mkdir(OUT_DIR, { recursive: true });
   const file = join(OUT_DIR, 'results.json');
-  await writeFile(file, `${JSON.stringify({ date: new Date().toISOString(), machine, settings, summaries, laneVsRoute: laneVsRoute(summaries), runs }, null, 2)}\n`);
+  await writeFile(
+    file,
+    `${JSON.stringify({ date: new Date().toISOString(), machine, settings, summaries, laneVsRoute: laneVsRoute(summaries), runs }, null, 2)}\n`,
+  );
   console.log(`Written: ${file}`);
   return 0;
 }

@@ -24,7 +24,11 @@ export function scratchStore(dialect: 'sqlite' | 'postgres'): { url: string; cle
     async cleanup() {
       const client = new pg.Client({ connectionString: admin });
       await client.connect();
-      try { await client.query(`drop schema if exists ${schema} cascade`); } finally { await client.end(); }
+      try {
+        await client.query(`drop schema if exists ${schema} cascade`);
+      } finally {
+        await client.end();
+      }
     },
   };
 }

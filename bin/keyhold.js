@@ -2,7 +2,9 @@
 // Keyhold's sources are TypeScript run directly by Node 24 (type stripping); older Node cannot load them.
 const major = Number(process.versions.node.split('.')[0]);
 if (major < 24) {
-  process.stderr.write(`keyhold: needs Node 24 or newer (this is Node ${process.versions.node}); run it as \`npm run keyhold -- …\` or \`node_modules/.bin/node bin/keyhold.js …\`, which use the Node 24 installed by npm ci\n`);
+  process.stderr.write(
+    `keyhold: needs Node 24 or newer (this is Node ${process.versions.node}); run it as \`npm run keyhold -- …\` or \`node_modules/.bin/node bin/keyhold.js …\`, which use the Node 24 installed by npm ci\n`,
+  );
   process.exit(2);
 }
 // The `keyhold` operator CLI. SQLite support in Node is flagged experimental; its warning is noise here.

@@ -73,9 +73,16 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
   const deps: Deps = { store, vault: options.vault, verifier: runtime.verifier, limiter: runtime.limiter, cache: runtime.cache };
   for (const register of ROUTES) register(app, deps);
   lane = createVerifyLane({
-    verifier: runtime.verifier, validate: bodyAjv.compile(VerifyKeyBody), parseJson: app.getDefaultJsonParser(app.initialConfig.onProtoPoisoning ?? 'error', app.initialConfig.onConstructorPoisoning ?? 'error'), metrics, logger: options.logger,
+    verifier: runtime.verifier,
+    validate: bodyAjv.compile(VerifyKeyBody),
+    parseJson: app.getDefaultJsonParser(app.initialConfig.onProtoPoisoning ?? 'error', app.initialConfig.onConstructorPoisoning ?? 'error'),
+    metrics,
+    logger: options.logger,
   });
-  app.addHook('preClose', (done) => { lane?.close(); done(); });
+  app.addHook('preClose', (done) => {
+    lane?.close();
+    done();
+  });
 
   registerOpenApiRoute(app);
   app.get('/metrics', { schema: { hide: true }, config: { public: true } }, async (_req, reply) => {

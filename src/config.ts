@@ -84,7 +84,10 @@ export function loadVaultConfig(env: NodeJS.ProcessEnv = process.env): Pick<Conf
  *   node unable to decrypt, so there is no vault and what needs one (recoverable keys, plaintext imports,
  *   decrypt) is refused with 412.
  */
-export function masterKeysFromConfig(config: Pick<Config, 'databaseUrl' | 'masterKeys'>, warn: (msg: string) => void): MasterKey[] | undefined {
+export function masterKeysFromConfig(
+  config: Pick<Config, 'databaseUrl' | 'masterKeys'>,
+  warn: (msg: string) => void,
+): MasterKey[] | undefined {
   if (config.masterKeys) return config.masterKeys;
   if (!config.databaseUrl.startsWith('sqlite:')) return undefined;
   const path = config.databaseUrl.slice('sqlite:'.length);
@@ -112,7 +115,10 @@ function masterKeysFrom(env: NodeJS.ProcessEnv, problems: string[]): MasterKey[]
     return parseMasterKeys(value);
   } catch (err) {
     // The problems name entries and ids, never key material.
-    if (err instanceof MasterKeyFormatError) { problems.push(...err.problems.map((p) => `KEYHOLD_MASTER_KEYS: ${p}`)); return undefined; }
+    if (err instanceof MasterKeyFormatError) {
+      problems.push(...err.problems.map((p) => `KEYHOLD_MASTER_KEYS: ${p}`));
+      return undefined;
+    }
     throw err;
   }
 }

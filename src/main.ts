@@ -15,22 +15,33 @@ async function main(): Promise<void> {
   try {
     config = loadConfig();
   } catch (err) {
-    if (err instanceof ConfigError) { console.error(err.message); process.exit(2); }
+    if (err instanceof ConfigError) {
+      console.error(err.message);
+      process.exit(2);
+    }
     throw err;
   }
   const logger = pino({
     level: config.logLevel,
-    redact: { paths: ['req.headers.authorization', 'rootKey', 'key', 'plaintext', '*.rootKey', '*.key', '*.plaintext'], censor: '[redacted]' },
+    redact: {
+      paths: ['req.headers.authorization', 'rootKey', 'key', 'plaintext', '*.rootKey', '*.key', '*.plaintext'],
+      censor: '[redacted]',
+    },
   });
   let masterKeys: MasterKey[] | undefined;
   try {
     masterKeys = masterKeysFromConfig(config, (msg) => logger.warn(msg));
   } catch (err) {
-    if (err instanceof ConfigError) { console.error(err.message); process.exit(2); }
+    if (err instanceof ConfigError) {
+      console.error(err.message);
+      process.exit(2);
+    }
     throw err;
   }
   if (!masterKeys) {
-    logger.warn('KEYHOLD_MASTER_KEYS is not set: no vault, so recoverable keys, plaintext imports and decrypt=true are refused (412). Every server of a PostgreSQL cluster needs the same KEYHOLD_MASTER_KEYS');
+    logger.warn(
+      'KEYHOLD_MASTER_KEYS is not set: no vault, so recoverable keys, plaintext imports and decrypt=true are refused (412). Every server of a PostgreSQL cluster needs the same KEYHOLD_MASTER_KEYS',
+    );
   }
   const vault = masterKeys ? createVault(masterKeys) : undefined;
   const store = openStore(config.databaseUrl);
@@ -39,7 +50,10 @@ async function main(): Promise<void> {
 
   const boot = await bootstrap(store.db, config.bootstrapRootKey);
   if (boot) {
-    logger.info({ workspaceId: boot.workspaceId, rootKeyId: boot.rootKeyId }, 'first start: created the default workspace and a * root key');
+    logger.info(
+      { workspaceId: boot.workspaceId, rootKeyId: boot.rootKeyId },
+      'first start: created the default workspace and a * root key',
+    );
     if (boot.generated) {
       // Shown once, on the terminal only: it is never logged or stored in plaintext.
       process.stdout.write(`\nKeyhold bootstrap root key (shown once, keep it safe):\n\n  ${boot.rootKey}\n\n`);

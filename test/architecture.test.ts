@@ -25,30 +25,59 @@ const importsOf = (text: string): string[] => [...text.matchAll(/(?:\bfrom\s*|\b
 const target = (file: string, spec: string): string => (spec.startsWith('.') ? relative(ROOT, resolve(dirname(file), spec)) : spec);
 
 const violations = (where: (rel: string) => boolean, forbidden: (to: string) => boolean): string[] =>
-  FILES.filter((f) => where(f.rel)).flatMap((f) => importsOf(f.text).map((spec) => target(f.path, spec)).filter(forbidden).map((to) => `${f.rel} → ${to}`));
+  FILES.filter((f) => where(f.rel)).flatMap((f) =>
+    importsOf(f.text)
+      .map((spec) => target(f.path, spec))
+      .filter(forbidden)
+      .map((to) => `${f.rel} → ${to}`),
+  );
 
 describe('architecture', () => {
   test('http and cli reach the store only through services: no Kysely, no driver, no dialect', () => {
     const storeInternals = (to: string) =>
-      ['kysely', 'pg', 'node:sqlite', 'ioredis'].includes(to) || to.startsWith('src/store/dialects/') || to.startsWith('src/store/schema-migrations/');
-    assert.deepEqual(violations((rel) => rel.startsWith('src/http/') || rel.startsWith('src/cli/'), storeInternals), []);
+      ['kysely', 'pg', 'node:sqlite', 'ioredis'].includes(to) ||
+      to.startsWith('src/store/dialects/') ||
+      to.startsWith('src/store/schema-migrations/');
+    assert.deepEqual(
+      violations((rel) => rel.startsWith('src/http/') || rel.startsWith('src/cli/'), storeInternals),
+      [],
+    );
   });
 
   test('domain is pure: it imports only other domain modules (and node:crypto for randomness)', () => {
-    assert.deepEqual(violations((rel) => rel.startsWith('src/domain/'), (to) => !to.startsWith('src/domain/') && to !== 'node:crypto'), []);
+    assert.deepEqual(
+      violations(
+        (rel) => rel.startsWith('src/domain/'),
+        (to) => !to.startsWith('src/domain/') && to !== 'node:crypto',
+      ),
+      [],
+    );
   });
 
   test('services, store, jobs and crypto never import the HTTP layer or the CLI', () => {
-    const inner = (rel: string) => ['src/services/', 'src/store/', 'src/jobs/', 'src/crypto/', 'src/domain/'].some((p) => rel.startsWith(p));
-    assert.deepEqual(violations(inner, (to) => to.startsWith('src/http/') || to.startsWith('src/cli/') || to === 'fastify'), []);
+    const inner = (rel: string) =>
+      ['src/services/', 'src/store/', 'src/jobs/', 'src/crypto/', 'src/domain/'].some((p) => rel.startsWith(p));
+    assert.deepEqual(
+      violations(inner, (to) => to.startsWith('src/http/') || to.startsWith('src/cli/') || to === 'fastify'),
+      [],
+    );
   });
 
   test('a route file imports schemas and services, never another route file', () => {
-    assert.deepEqual(violations((rel) => /^src\/http\/v\d+\/routes\//.test(rel), (to) => /^src\/http\/v\d+\/routes\//.test(to)), []);
+    assert.deepEqual(
+      violations(
+        (rel) => /^src\/http\/v\d+\/routes\//.test(rel),
+        (to) => /^src\/http\/v\d+\/routes\//.test(to),
+      ),
+      [],
+    );
   });
 
   test('no index.ts barrels', () => {
-    assert.deepEqual(FILES.filter((f) => f.rel.endsWith('/index.ts')).map((f) => f.rel), []);
+    assert.deepEqual(
+      FILES.filter((f) => f.rel.endsWith('/index.ts')).map((f) => f.rel),
+      [],
+    );
   });
 
   test('no source file over 300 lines (the frozen initial schema migration aside)', () => {

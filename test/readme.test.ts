@@ -18,27 +18,42 @@ describe('README.md matches the code', () => {
   };
 
   test('the error table is ERROR_CATALOG, row for row', () => {
-    const rows = section('errors').split('\n').filter((l) => l.startsWith('| `'));
+    const rows = section('errors')
+      .split('\n')
+      .filter((l) => l.startsWith('| `'));
     const expected = Object.entries(ERROR_CATALOG).map(([kind, e]) => `| \`${kind}\` | ${e.status} | \`${e.code}\` | ${e.description} |`);
     assert.deepEqual(rows, expected, 'regenerate the README error table from src/domain/errors.ts');
   });
 
   test('the operations table lists exactly the registered /v1 routes', () => {
-    const routes = declaredRoutes({ store: {} as Store }).filter((r) => r.url.startsWith('/v1/')).map((r) => `${r.method} ${r.url}`);
+    const routes = declaredRoutes({ store: {} as Store })
+      .filter((r) => r.url.startsWith('/v1/'))
+      .map((r) => `${r.method} ${r.url}`);
     const documented = [...section('operations').matchAll(/^\| `(GET|POST) (\/v1\/[^`]+)`/gm)].map((m) => `${m[1]} ${m[2]}`);
     assert.deepEqual([...documented].sort(), [...routes].sort(), 'add (or remove) the operation in the README operations table');
   });
 
   test('the permission table lists every type and action', () => {
     for (const [type, actions] of Object.entries(ACTIONS)) {
-      assert.ok(readme.includes(`| \`${type}\` | ${actions.map((a) => `\`${a}\``).join(' ')} |`), `README permission row for ${type} differs from src/domain/permissions.ts`);
+      assert.ok(
+        readme.includes(`| \`${type}\` | ${actions.map((a) => `\`${a}\``).join(' ')} |`),
+        `README permission row for ${type} differs from src/domain/permissions.ts`,
+      );
     }
   });
 
   test('every CLI command and every environment variable is documented', async () => {
     const usage: string[] = [];
-    await cli(['--help'], (s) => usage.push(s), () => {});
-    const commands = usage.join('\n').split('\n').filter((l) => l.startsWith('  keyhold ')).map((l) => l.trim().split(' ').slice(1, 3).join(' '));
+    await cli(
+      ['--help'],
+      (s) => usage.push(s),
+      () => {},
+    );
+    const commands = usage
+      .join('\n')
+      .split('\n')
+      .filter((l) => l.startsWith('  keyhold '))
+      .map((l) => l.trim().split(' ').slice(1, 3).join(' '));
     assert.ok(commands.length >= 5);
     for (const command of commands) assert.ok(readme.includes(`| \`${command}`), `README does not document "keyhold ${command}"`);
     const config = readFileSync(repoUrl('src/config.ts'), 'utf8');

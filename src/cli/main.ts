@@ -52,16 +52,29 @@ const COMMANDS: Record<string, Command> = {
     },
   },
   'root-keys create': {
-    options: { workspace: { type: 'string' }, permission: { type: 'string', multiple: true }, name: { type: 'string' }, 'expires-at': { type: 'string' } },
+    options: {
+      workspace: { type: 'string' },
+      permission: { type: 'string', multiple: true },
+      name: { type: 'string' },
+      'expires-at': { type: 'string' },
+    },
     required: ['workspace', 'permission'],
     async run(store, values, actor) {
       const permissions = values.permission as string[];
       const expiresRaw = values['expires-at'] as string | undefined;
       const expiresAt = expiresRaw === undefined ? undefined : Number(expiresRaw);
-      if (expiresAt !== undefined && (!/^\d+$/.test(expiresRaw!) || !Number.isSafeInteger(expiresAt))) throw new UsageError('--expires-at must be epoch milliseconds');
-      const r = await createRootKey(store.db, {
-        workspaceId: required(values, 'workspace'), permissions, name: values.name as string | undefined, expiresAt,
-      }, actor);
+      if (expiresAt !== undefined && (!/^\d+$/.test(expiresRaw!) || !Number.isSafeInteger(expiresAt)))
+        throw new UsageError('--expires-at must be epoch milliseconds');
+      const r = await createRootKey(
+        store.db,
+        {
+          workspaceId: required(values, 'workspace'),
+          permissions,
+          name: values.name as string | undefined,
+          expiresAt,
+        },
+        actor,
+      );
       return { json: r, text: `root key ${r.rootKeyId} created; shown once:\n\n  ${r.rootKey}\n` };
     },
   },
@@ -78,12 +91,20 @@ const COMMANDS: Record<string, Command> = {
     required: ['workspace'],
     async run(store, values) {
       const rootKeys = await listRootKeys(store.db, required(values, 'workspace'));
-      const text = rootKeys.map((k) => `${k.rootKeyId}  ${k.start}…  ${k.revokedAt ? 'revoked' : 'active'}  ${k.name ?? ''}  ${k.permissions.join(' ')}`).join('\n');
+      const text = rootKeys
+        .map((k) => `${k.rootKeyId}  ${k.start}…  ${k.revokedAt ? 'revoked' : 'active'}  ${k.name ?? ''}  ${k.permissions.join(' ')}`)
+        .join('\n');
       return { json: { rootKeys }, text: text || 'no root keys' };
     },
   },
   'audit list': {
-    options: { workspace: { type: 'string' }, since: { type: 'string' }, event: { type: 'string' }, target: { type: 'string' }, limit: { type: 'string' } },
+    options: {
+      workspace: { type: 'string' },
+      since: { type: 'string' },
+      event: { type: 'string' },
+      target: { type: 'string' },
+      limit: { type: 'string' },
+    },
     required: ['workspace'],
     async run(store, values) {
       const workspaceId = required(values, 'workspace');
@@ -93,9 +114,14 @@ const COMMANDS: Record<string, Command> = {
       if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new UsageError('--limit must be an integer 1..1000');
       await requireWorkspace(store.db, workspaceId);
       const { logs } = await listAuditLogs(store.db, workspaceId, {
-        limit, since, event: values.event as string | undefined, targetId: values.target as string | undefined,
+        limit,
+        since,
+        event: values.event as string | undefined,
+        targetId: values.target as string | undefined,
       });
-      const text = logs.map((l) => `${new Date(l.time).toISOString()}  ${l.event}  ${l.target.type}:${l.target.id}  by ${l.actor.type}:${l.actor.id}`).join('\n');
+      const text = logs
+        .map((l) => `${new Date(l.time).toISOString()}  ${l.event}  ${l.target.type}:${l.target.id}  by ${l.actor.type}:${l.actor.id}`)
+        .join('\n');
       return { json: { logs }, text: text || 'no audit records' };
     },
   },
@@ -114,7 +140,10 @@ const COMMANDS: Record<string, Command> = {
       const m = await getMigration(store.db, null, required(values, 'id'));
       const c = m.counts;
       const failures = m.failures.map((f) => `\n  #${f.index} ${f.hash}: ${f.reason}`).join('');
-      return { json: m, text: `${m.migrationId} (${m.workspaceId}): ${m.status}; ${c.enqueued} enqueued, ${c.pending} pending, ${c.migrated} migrated, ${c.failed} failed${failures}` };
+      return {
+        json: m,
+        text: `${m.migrationId} (${m.workspaceId}): ${m.status}; ${c.enqueued} enqueued, ${c.pending} pending, ${c.migrated} migrated, ${c.failed} failed${failures}`,
+      };
     },
   },
   worker: {
@@ -128,9 +157,13 @@ const COMMANDS: Record<string, Command> = {
         return n;
       };
       const stats = await runWorkerUntilSignal(store, WORKER_TASKS, {
-        concurrency: int('concurrency', 4, 1, 64), visibilityTimeoutMs: int('visibility-timeout', 30_000, 1000, 86_400_000),
+        concurrency: int('concurrency', 4, 1, 64),
+        visibilityTimeoutMs: int('visibility-timeout', 30_000, 1000, 86_400_000),
       });
-      return { json: stats, text: `worker ${stats.workerId} stopped: ${stats.completed} job(s) completed, ${stats.retried} retried, ${stats.failed} failed` };
+      return {
+        json: stats,
+        text: `worker ${stats.workerId} stopped: ${stats.completed} job(s) completed, ${stats.retried} retried, ${stats.failed} failed`,
+      };
     },
   },
   'db migrate': {
@@ -160,7 +193,11 @@ const COMMANDS: Record<string, Command> = {
 const GLOBAL_FLAGS = new Set(['--json', '--help', '-h']);
 
 /** Runs the CLI; returns the process exit code (0 ok, 1 failed, 2 usage or configuration error). */
-export async function run(argv: string[], out: (s: string) => void = (s) => process.stdout.write(`${s}\n`), err: (s: string) => void = (s) => process.stderr.write(`${s}\n`)): Promise<number> {
+export async function run(
+  argv: string[],
+  out: (s: string) => void = (s) => process.stdout.write(`${s}\n`),
+  err: (s: string) => void = (s) => process.stderr.write(`${s}\n`),
+): Promise<number> {
   const json = argv.includes('--json');
   const help = argv.includes('--help') || argv.includes('-h');
   // The command is the first two words; --json and --help may appear anywhere.

@@ -11,7 +11,10 @@ import { KEY_BYTES } from './aead.ts';
  */
 
 /** A master key: `id` is stored next to every data key it wraps, so it must never be reused for other key material. */
-export interface MasterKey { id: string; key: Buffer /* 32 bytes */ }
+export interface MasterKey {
+  id: string;
+  key: Buffer /* 32 bytes */;
+}
 
 /** A KEYHOLD_MASTER_KEYS value (or master key file) that cannot be used; `problems` lists each one. */
 export class MasterKeyFormatError extends Error {
@@ -38,13 +41,20 @@ export function parseMasterKeys(value: string): MasterKey[] {
   const problems: string[] = [];
   const keys: MasterKey[] = [];
   const entries = value.split(',').map((e) => e.trim());
-  if (entries.length === 1 && entries[0] === '') throw new MasterKeyFormatError(['no master key given: expected <id>:<base64 of 32 bytes>[,<id>:<base64>…]']);
+  if (entries.length === 1 && entries[0] === '')
+    throw new MasterKeyFormatError(['no master key given: expected <id>:<base64 of 32 bytes>[,<id>:<base64>…]']);
   const seen = new Set<string>();
   entries.forEach((entry, i) => {
     const where = `entry ${i + 1}`;
-    if (entry === '') { problems.push(`${where} is empty`); return; }
+    if (entry === '') {
+      problems.push(`${where} is empty`);
+      return;
+    }
     const colon = entry.indexOf(':');
-    if (colon === -1) { problems.push(`${where} must be <id>:<base64 of 32 bytes>`); return; }
+    if (colon === -1) {
+      problems.push(`${where} must be <id>:<base64 of 32 bytes>`);
+      return;
+    }
     const id = entry.slice(0, colon).trim();
     const material = entry.slice(colon + 1).trim();
     let ok = true;
@@ -59,7 +69,9 @@ export function parseMasterKeys(value: string): MasterKey[] {
     const key = Buffer.from(material, 'base64');
     const canonical = BASE64_RE.test(material) && key.toString('base64').replace(/=+$/, '') === material.replace(/=+$/, '');
     if (!canonical || key.length !== KEY_BYTES) {
-      problems.push(`${where}${MASTER_KEY_ID_RE.test(id) ? ` (id "${id}")` : ''}: the key must be standard base64 of exactly ${KEY_BYTES} bytes (e.g. \`openssl rand -base64 32\`)`);
+      problems.push(
+        `${where}${MASTER_KEY_ID_RE.test(id) ? ` (id "${id}")` : ''}: the key must be standard base64 of exactly ${KEY_BYTES} bytes (e.g. \`openssl rand -base64 32\`)`,
+      );
       ok = false;
     }
     if (ok) keys.push({ id, key });
@@ -86,16 +98,22 @@ export function loadOrCreateMasterKeyFile(dataDir: string, warn: (msg: string) =
     const mk: MasterKey = { id: `mk_${base58(randomBytes(10), 14)}`, key: randomBytes(KEY_BYTES) };
     const tmp = `${path}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
     try {
-      writeFileSync(tmp, [
-        `# Keyhold master key, generated ${new Date().toISOString()}. It encrypts the data keys of recoverable keys:`,
-        '# keep it secret, back it up together with the database, and never change it in place.',
-        '# Same format as KEYHOLD_MASTER_KEYS, one <id>:<base64> entry per line (newest first).',
-        formatMasterKey(mk),
-        '',
-      ].join('\n'), { mode: 0o600, flag: 'wx' });
+      writeFileSync(
+        tmp,
+        [
+          `# Keyhold master key, generated ${new Date().toISOString()}. It encrypts the data keys of recoverable keys:`,
+          '# keep it secret, back it up together with the database, and never change it in place.',
+          '# Same format as KEYHOLD_MASTER_KEYS, one <id>:<base64> entry per line (newest first).',
+          formatMasterKey(mk),
+          '',
+        ].join('\n'),
+        { mode: 0o600, flag: 'wx' },
+      );
       chmodSync(tmp, 0o600);
       linkSync(tmp, path);
-      warn(`generated a new master key in ${path} (mode 0600): back it up with the database, since recoverable keys cannot be decrypted without it; set KEYHOLD_MASTER_KEYS to manage master keys yourself`);
+      warn(
+        `generated a new master key in ${path} (mode 0600): back it up with the database, since recoverable keys cannot be decrypted without it; set KEYHOLD_MASTER_KEYS to manage master keys yourself`,
+      );
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
       // Another process created it first: use that one.
@@ -106,7 +124,11 @@ export function loadOrCreateMasterKeyFile(dataDir: string, warn: (msg: string) =
   } else if (process.platform !== 'win32' && (statSync(path).mode & 0o077) !== 0) {
     warn(`${path} is readable by other users: restrict it with \`chmod 600 ${path}\``);
   }
-  const value = text.split('\n').map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('#')).join(',');
+  const value = text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !l.startsWith('#'))
+    .join(',');
   try {
     return parseMasterKeys(value);
   } catch (err) {

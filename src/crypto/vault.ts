@@ -28,7 +28,10 @@ export { formatMasterKey, loadOrCreateMasterKeyFile, MASTER_KEY_FILE, MasterKeyF
  */
 
 /** A sealed secret: the data key it is encrypted under, and `base64(nonce(12) | ciphertext | tag(16))`. */
-export interface Sealed { dataKeyId: string; ciphertext: string }
+export interface Sealed {
+  dataKeyId: string;
+  ciphertext: string;
+}
 
 export interface Vault {
   /**
@@ -62,7 +65,11 @@ function dataKeyIdFor(workspaceId: string, masterKeyId: string): string {
   return `dk_${base58(digest.subarray(0, 16), 22)}`;
 }
 
-interface DataKeyRecord { id: string; master_key_id: string; wrapped: string }
+interface DataKeyRecord {
+  id: string;
+  master_key_id: string;
+  wrapped: string;
+}
 
 /** `masterKeys[0]` wraps new data keys (and is what `rotate` re-wraps under); any listed key unwraps. */
 export function createVault(masterKeys: MasterKey[]): Vault {
@@ -97,14 +104,19 @@ class EnvelopeVault implements Vault {
   async decrypt(db: Executor, workspaceId: string, sealed: Sealed[]): Promise<string[]> {
     if (sealed.length === 0) return [];
     const ids = [...new Set(sealed.map((s) => s.dataKeyId))];
-    const rows = await db.selectFrom('data_keys').select(['id', 'master_key_id', 'wrapped'])
-      .where('workspace_id', '=', workspaceId).where('id', 'in', ids).execute();
+    const rows = await db
+      .selectFrom('data_keys')
+      .select(['id', 'master_key_id', 'wrapped'])
+      .where('workspace_id', '=', workspaceId)
+      .where('id', 'in', ids)
+      .execute();
     const keys = new Map(rows.map((r) => [r.id, this.#unwrap(workspaceId, r)]));
     return sealed.map((s, i) => {
       const key = keys.get(s.dataKeyId);
       if (!key) throw new VaultError(`item ${i}: data key ${s.dataKeyId} does not exist in workspace ${workspaceId}`);
       const plain = open(key, s.ciphertext, sealAad(workspaceId, s.dataKeyId));
-      if (!plain) throw new VaultError(`item ${i}: ciphertext under data key ${s.dataKeyId} does not authenticate in workspace ${workspaceId}`);
+      if (!plain)
+        throw new VaultError(`item ${i}: ciphertext under data key ${s.dataKeyId} does not authenticate in workspace ${workspaceId}`);
       return plain.toString('utf8');
     });
   }
@@ -114,8 +126,14 @@ class EnvelopeVault implements Vault {
     let rewrapped = 0;
     let after = '';
     for (;;) {
-      const batch = await db.selectFrom('data_keys').select(['id', 'workspace_id', 'master_key_id', 'wrapped'])
-        .where('master_key_id', '!=', this.#primary.id).where('id', '>', after).orderBy('id').limit(ROTATE_BATCH).execute();
+      const batch = await db
+        .selectFrom('data_keys')
+        .select(['id', 'workspace_id', 'master_key_id', 'wrapped'])
+        .where('master_key_id', '!=', this.#primary.id)
+        .where('id', '>', after)
+        .orderBy('id')
+        .limit(ROTATE_BATCH)
+        .execute();
       if (batch.length === 0) break;
       for (const row of batch) rewrapped += await this.#rewrap(db, row);
       after = batch[batch.length - 1].id;
@@ -125,11 +143,20 @@ class EnvelopeVault implements Vault {
 
   /** Every master key that wraps a data key must be configured; `rotate` checks them all before changing anything. */
   async #assertUnwrappable(db: Db): Promise<void> {
-    const under = await db.selectFrom('data_keys').select('master_key_id').distinct()
-      .where('master_key_id', '!=', this.#primary.id).execute();
-    const missing = under.map((r) => r.master_key_id).filter((id) => !this.#byId.has(id)).sort();
+    const under = await db
+      .selectFrom('data_keys')
+      .select('master_key_id')
+      .distinct()
+      .where('master_key_id', '!=', this.#primary.id)
+      .execute();
+    const missing = under
+      .map((r) => r.master_key_id)
+      .filter((id) => !this.#byId.has(id))
+      .sort();
     if (missing.length) {
-      throw new VaultError(`data keys are wrapped by master key(s) ${missing.map((m) => `"${m}"`).join(', ')}, which are not configured: add them to KEYHOLD_MASTER_KEYS (after "${this.#primary.id}") and rotate again`);
+      throw new VaultError(
+        `data keys are wrapped by master key(s) ${missing.map((m) => `"${m}"`).join(', ')}, which are not configured: add them to KEYHOLD_MASTER_KEYS (after "${this.#primary.id}") and rotate again`,
+      );
     }
   }
 
@@ -138,8 +165,12 @@ class EnvelopeVault implements Vault {
     const key = this.#unwrap(row.workspace_id, row);
     const wrapped = seal(this.#primary.key, key, wrapAad(row.workspace_id, row.id));
     // Guarded by the old wrapped form: a concurrent rotation that got there first is not counted twice.
-    const res = await db.updateTable('data_keys').set({ master_key_id: this.#primary.id, wrapped })
-      .where('id', '=', row.id).where('wrapped', '=', row.wrapped).executeTakeFirst();
+    const res = await db
+      .updateTable('data_keys')
+      .set({ master_key_id: this.#primary.id, wrapped })
+      .where('id', '=', row.id)
+      .where('wrapped', '=', row.wrapped)
+      .executeTakeFirst();
     return Number(res.numUpdatedRows);
   }
 
@@ -153,11 +184,15 @@ class EnvelopeVault implements Vault {
     }
     const mk = this.#byId.get(row.master_key_id);
     if (!mk) {
-      throw new VaultError(`data key ${row.id} is wrapped by master key "${row.master_key_id}", which is not configured (KEYHOLD_MASTER_KEYS)`);
+      throw new VaultError(
+        `data key ${row.id} is wrapped by master key "${row.master_key_id}", which is not configured (KEYHOLD_MASTER_KEYS)`,
+      );
     }
     const key = open(mk.key, row.wrapped, wrapAad(workspaceId, row.id));
     if (!key || key.length !== KEY_BYTES) {
-      throw new VaultError(`data key ${row.id} does not unwrap with master key "${mk.id}" (another key under the same id, or a damaged row)`);
+      throw new VaultError(
+        `data key ${row.id} does not unwrap with master key "${mk.id}" (another key under the same id, or a damaged row)`,
+      );
     }
     this.#cache.set(cacheKey, key);
     if (this.#cache.size > CACHE_SIZE) {
@@ -170,15 +205,23 @@ class EnvelopeVault implements Vault {
   async #currentDataKey(db: Executor, workspaceId: string): Promise<DataKeyRecord> {
     const primary = this.#primary;
     const id = dataKeyIdFor(workspaceId, primary.id);
-    const find = () => db.selectFrom('data_keys').select(['id', 'master_key_id', 'wrapped'])
-      .where('id', '=', id).where('workspace_id', '=', workspaceId).executeTakeFirst();
+    const find = () =>
+      db
+        .selectFrom('data_keys')
+        .select(['id', 'master_key_id', 'wrapped'])
+        .where('id', '=', id)
+        .where('workspace_id', '=', workspaceId)
+        .executeTakeFirst();
     const existing = await find();
     if (existing) return existing;
     const wrapped = seal(primary.key, randomBytes(KEY_BYTES), wrapAad(workspaceId, id));
     // A concurrent first use may insert the same id first: its row wins (this insert waits for it to commit
     // on PostgreSQL, and is serialized by the write lock on SQLite), and this one reads it back.
-    await db.insertInto('data_keys').values({ id, workspace_id: workspaceId, master_key_id: primary.id, wrapped, created_at: Date.now() })
-      .onConflict((oc) => oc.column('id').doNothing()).execute();
+    await db
+      .insertInto('data_keys')
+      .values({ id, workspace_id: workspaceId, master_key_id: primary.id, wrapped, created_at: Date.now() })
+      .onConflict((oc) => oc.column('id').doNothing())
+      .execute();
     const row = await find();
     if (!row) throw new VaultError(`data key ${id} could not be created`);
     return row;
@@ -187,6 +230,7 @@ class EnvelopeVault implements Vault {
 
 /** The vault, or a 412 for an operation that needs one on a server configured without master keys. */
 export function requireVault(vault: Vault | undefined, what: string): Vault {
-  if (!vault) throw new AppError('state/precondition-failed', `no vault configured: ${what} needs KEYHOLD_MASTER_KEYS to be set on the server`);
+  if (!vault)
+    throw new AppError('state/precondition-failed', `no vault configured: ${what} needs KEYHOLD_MASTER_KEYS to be set on the server`);
   return vault;
 }

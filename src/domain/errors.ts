@@ -3,44 +3,75 @@
  * `type` is `https://keyhold.dev/errors/<kind>` and never changes meaning once released.
  */
 export const ERROR_CATALOG = {
-  'request/invalid-body': { status: 400, code: 'BAD_REQUEST', description: 'The body or query failed validation; `errors` lists every problem with its JSON path.' },
+  'request/invalid-body': {
+    status: 400,
+    code: 'BAD_REQUEST',
+    description: 'The body or query failed validation; `errors` lists every problem with its JSON path.',
+  },
   'request/invalid-json': { status: 400, code: 'BAD_REQUEST', description: 'The body is not valid JSON.' },
   'auth/missing': { status: 401, code: 'UNAUTHORIZED', description: 'No `Authorization: Bearer <root key>` header.' },
   'auth/malformed': { status: 401, code: 'UNAUTHORIZED', description: 'The Authorization header is not `Bearer kh_root_…`.' },
   'auth/invalid': { status: 401, code: 'UNAUTHORIZED', description: 'The root key is unknown.' },
   'auth/revoked': { status: 401, code: 'UNAUTHORIZED', description: 'The root key was revoked.' },
   'auth/expired': { status: 401, code: 'UNAUTHORIZED', description: 'The root key has expired.' },
-  'auth/insufficient-permissions': { status: 403, code: 'INSUFFICIENT_PERMISSIONS', description: 'The root key lacks a required permission; `detail` names it.' },
+  'auth/insufficient-permissions': {
+    status: 403,
+    code: 'INSUFFICIENT_PERMISSIONS',
+    description: 'The root key lacks a required permission; `detail` names it.',
+  },
   'request/route-not-found': { status: 404, code: 'NOT_FOUND', description: 'No operation at this path.' },
-  'data/api-not-found': { status: 404, code: 'NOT_FOUND', description: 'The API does not exist in the caller\'s workspace.' },
-  'data/key-not-found': { status: 404, code: 'NOT_FOUND', description: 'The key does not exist in the caller\'s workspace.' },
-  'data/role-not-found': { status: 404, code: 'NOT_FOUND', description: 'A named role does not exist in the caller\'s workspace.' },
-  'data/permission-not-found': { status: 404, code: 'NOT_FOUND', description: 'A named permission does not exist in the caller\'s workspace.' },
-  'data/identity-not-found': { status: 404, code: 'NOT_FOUND', description: 'The identity does not exist in the caller\'s workspace.' },
-  'data/migration-not-found': { status: 404, code: 'NOT_FOUND', description: 'The migration does not exist in the caller\'s workspace.' },
+  'data/api-not-found': { status: 404, code: 'NOT_FOUND', description: "The API does not exist in the caller's workspace." },
+  'data/key-not-found': { status: 404, code: 'NOT_FOUND', description: "The key does not exist in the caller's workspace." },
+  'data/role-not-found': { status: 404, code: 'NOT_FOUND', description: "A named role does not exist in the caller's workspace." },
+  'data/permission-not-found': {
+    status: 404,
+    code: 'NOT_FOUND',
+    description: "A named permission does not exist in the caller's workspace.",
+  },
+  'data/identity-not-found': { status: 404, code: 'NOT_FOUND', description: "The identity does not exist in the caller's workspace." },
+  'data/migration-not-found': { status: 404, code: 'NOT_FOUND', description: "The migration does not exist in the caller's workspace." },
   'data/workspace-not-found': { status: 404, code: 'NOT_FOUND', description: 'The workspace does not exist.' },
   'data/root-key-not-found': { status: 404, code: 'NOT_FOUND', description: 'The root key does not exist.' },
   'request/method-not-allowed': { status: 405, code: 'METHOD_NOT_ALLOWED', description: 'The path exists but not with this HTTP method.' },
   'data/conflict': { status: 409, code: 'CONFLICT', description: 'A unique value (key hash, name) already exists.' },
-  'state/precondition-failed': { status: 412, code: 'PRECONDITION_FAILED', description: 'The operation is not possible in the resource\'s current state or configuration.' },
+  'state/precondition-failed': {
+    status: 412,
+    code: 'PRECONDITION_FAILED',
+    description: "The operation is not possible in the resource's current state or configuration.",
+  },
   'state/delete-protected': { status: 412, code: 'DELETE_PROTECTED', description: 'The API is protected from deletion.' },
   'request/body-too-large': { status: 413, code: 'PAYLOAD_TOO_LARGE', description: 'The body is larger than 5 MiB.' },
-  'request/unsupported-media-type': { status: 415, code: 'UNSUPPORTED_MEDIA_TYPE', description: 'A body was sent without `Content-Type: application/json`.' },
+  'request/unsupported-media-type': {
+    status: 415,
+    code: 'UNSUPPORTED_MEDIA_TYPE',
+    description: 'A body was sent without `Content-Type: application/json`.',
+  },
   'limit/rate-limited': { status: 429, code: 'RATE_LIMITED', description: 'A limit on the caller was hit.' },
-  'internal': { status: 500, code: 'INTERNAL_SERVER_ERROR', description: 'An unexpected failure; it is logged with the request id.' },
+  internal: { status: 500, code: 'INTERNAL_SERVER_ERROR', description: 'An unexpected failure; it is logged with the request id.' },
 } as const satisfies Record<string, { status: number; code: string; description: string }>;
 
 export type ErrorKind = keyof typeof ERROR_CATALOG;
 
 export const STATUS_TITLES: Record<number, string> = {
-  400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed',
-  409: 'Conflict', 412: 'Precondition Failed', 413: 'Content Too Large', 415: 'Unsupported Media Type',
-  429: 'Too Many Requests', 500: 'Internal Server Error',
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  409: 'Conflict',
+  412: 'Precondition Failed',
+  413: 'Content Too Large',
+  415: 'Unsupported Media Type',
+  429: 'Too Many Requests',
+  500: 'Internal Server Error',
 };
 
 export const errorTypeUri = (kind: ErrorKind): string => `https://keyhold.dev/errors/${kind}`;
 
-export interface FieldProblem { path: string; message: string }
+export interface FieldProblem {
+  path: string;
+  message: string;
+}
 
 /** A failure a use case reports to its caller; rendered as the error envelope by the HTTP layer and as a message by the CLI. */
 export class AppError extends Error {
@@ -52,7 +83,9 @@ export class AppError extends Error {
     this.kind = kind;
     this.errors = errors;
   }
-  get status(): number { return ERROR_CATALOG[this.kind].status; }
+  get status(): number {
+    return ERROR_CATALOG[this.kind].status;
+  }
 }
 
 /** The not-found kind of each resource a request can name. */
@@ -68,7 +101,8 @@ const NOT_FOUND = {
 } as const satisfies Record<string, ErrorKind>;
 
 /** The 404 for a resource that does not exist in the caller's workspace: `<resource> <id> not found`. */
-export const notFound = (resource: keyof typeof NOT_FOUND, id: string): AppError => new AppError(NOT_FOUND[resource], `${resource} ${id} not found`);
+export const notFound = (resource: keyof typeof NOT_FOUND, id: string): AppError =>
+  new AppError(NOT_FOUND[resource], `${resource} ${id} not found`);
 
 /** Values for a message, each JSON-quoted: `"a", "b"`. */
 export const quoted = (values: readonly string[]): string => values.map((v) => JSON.stringify(v)).join(', ');
@@ -84,7 +118,10 @@ const byPath = (a: FieldProblem, b: FieldProblem): number => a.path.localeCompar
  */
 export function invalid(problems: FieldProblem[], where: 'body' | 'query' = 'body'): AppError {
   const sorted = problems.map((p) => ({ path: p.path || '/', message: p.message })).sort(byPath);
-  const named = sorted.slice(0, DETAIL_PROBLEMS).map((p) => `${p.path} ${p.message}`).join('; ');
+  const named = sorted
+    .slice(0, DETAIL_PROBLEMS)
+    .map((p) => `${p.path} ${p.message}`)
+    .join('; ');
   const more = sorted.length > DETAIL_PROBLEMS ? `; … and ${sorted.length - DETAIL_PROBLEMS} more` : '';
   return new AppError('request/invalid-body', `The request ${where} is invalid: ${named}${more}`, sorted);
 }

@@ -1,5 +1,5 @@
 /** Parses a stored JSON document column; null stays null. */
-export const parseJson = <T = Record<string, unknown>>(text: string | null): T | null => (text === null ? null : JSON.parse(text) as T);
+export const parseJson = <T = Record<string, unknown>>(text: string | null): T | null => (text === null ? null : (JSON.parse(text) as T));
 
 /** Byte size of a value as JSON (meta is at most 64 KiB). */
 export const jsonSize = (value: unknown): number => Buffer.byteLength(JSON.stringify(value));

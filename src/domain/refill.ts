@@ -1,5 +1,9 @@
 /** A key's refill schedule: `remaining` is set to `amount` at 00:00 UTC of every due day. */
-export interface RefillSchedule { interval: 'daily' | 'monthly'; amount: number; refillDay: number | null }
+export interface RefillSchedule {
+  interval: 'daily' | 'monthly';
+  amount: number;
+  refillDay: number | null;
+}
 
 const daysInMonth = (year: number, month: number): number => new Date(Date.UTC(year, month + 1, 0)).getUTCDate();
 

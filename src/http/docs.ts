@@ -10,7 +10,8 @@ export async function registerDocs(app: App): Promise<void> {
       info: {
         title: 'Keyhold API',
         version: '1',
-        description: 'Self-hostable API-key management. Every operation except liveness and keys.verifyKey needs `Authorization: Bearer <root key>`; each operation names the permission it requires.',
+        description:
+          'Self-hostable API-key management. Every operation except liveness and keys.verifyKey needs `Authorization: Bearer <root key>`; each operation names the permission it requires.',
       },
       components: { securitySchemes: { rootKey: { type: 'http', scheme: 'bearer', description: 'A root key, kh_root_…' } } },
     },

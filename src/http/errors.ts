@@ -11,10 +11,14 @@ function classify(err: unknown): AppError {
     return invalid(validationProblems(e.validation as unknown as AjvIssue[]), e.validationContext === 'querystring' ? 'query' : 'body');
   }
   switch (e.code) {
-    case 'FST_ERR_CTP_INVALID_JSON_BODY': return new AppError('request/invalid-json', 'The body is not valid JSON');
-    case 'FST_ERR_CTP_EMPTY_JSON_BODY': return new AppError('request/invalid-json', 'The body is empty but Content-Type is application/json');
-    case 'FST_ERR_CTP_BODY_TOO_LARGE': return new AppError('request/body-too-large', 'The body is larger than 5 MiB');
-    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE': return new AppError('request/unsupported-media-type', 'Bodies must be sent with Content-Type: application/json');
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return new AppError('request/invalid-json', 'The body is not valid JSON');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new AppError('request/invalid-json', 'The body is empty but Content-Type is application/json');
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new AppError('request/body-too-large', 'The body is larger than 5 MiB');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new AppError('request/unsupported-media-type', 'Bodies must be sent with Content-Type: application/json');
   }
   if (e.statusCode === 400) return new AppError('request/invalid-body', e.message);
   if (isForeignKeyViolation(err)) {

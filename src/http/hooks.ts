@@ -36,7 +36,12 @@ export function installHooks(app: App, store: Store, metrics: Metrics): void {
     const allowed = methodsByPath.get(path)?.filter((m) => m !== 'HEAD');
     if (allowed?.length) {
       reply.header('Allow', allowed.join(', '));
-      return sendError(request, reply, 'request/method-not-allowed', `${request.method} is not allowed on ${path}; use ${allowed.join(' or ')}`);
+      return sendError(
+        request,
+        reply,
+        'request/method-not-allowed',
+        `${request.method} is not allowed on ${path}; use ${allowed.join(' or ')}`,
+      );
     }
     return sendError(request, reply, 'request/route-not-found', `No operation at ${request.method} ${path}`);
   });

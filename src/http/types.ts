@@ -9,7 +9,13 @@ import type { Vault } from '../crypto/vault.ts';
 import type { BodyRules } from './validation.ts';
 
 /** The Fastify instance routes are registered on, typed by their TypeBox schemas. */
-export type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider>;
+export type App = FastifyInstance<
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  FastifyBaseLogger,
+  TypeBoxTypeProvider
+>;
 
 /** What route handlers may use: the store, and the verification runtime's parts (built in app.ts from it). */
 export interface Deps {

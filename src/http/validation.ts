@@ -2,7 +2,12 @@ import type { FastifyRequest, RouteOptions } from 'fastify';
 import { invalid, type FieldProblem } from '../domain/errors.ts';
 
 /** One failed rule as Ajv reports it. */
-export interface AjvIssue { instancePath: string; keyword: string; params: Record<string, unknown>; message?: string }
+export interface AjvIssue {
+  instancePath: string;
+  keyword: string;
+  params: Record<string, unknown>;
+  message?: string;
+}
 
 /** Rules across the members of a body that a schema cannot state; pure, and safe on a body that failed its schema. */
 export type BodyRules = (body: unknown) => FieldProblem[];
@@ -11,7 +16,7 @@ export type BodyRules = (body: unknown) => FieldProblem[];
 export function validationProblems(issues: AjvIssue[]): FieldProblem[] {
   return issues.map((i) => {
     const path = i.keyword === 'required' ? `${i.instancePath}/${String(i.params.missingProperty)}` : i.instancePath;
-    let message = i.keyword === 'not' ? 'is not allowed here' : i.message ?? 'is invalid';
+    let message = i.keyword === 'not' ? 'is not allowed here' : (i.message ?? 'is invalid');
     if (i.keyword === 'enum' || i.keyword === 'const') message += `: ${JSON.stringify(i.params.allowedValues ?? i.params.allowedValue)}`;
     return { path: path || '/', message };
   });

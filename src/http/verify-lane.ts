@@ -66,18 +66,22 @@ export function createVerifyLane(deps: VerifyLaneDeps): VerifyLane {
       const requestId = newId('req');
       const chunks: Buffer[] = [];
       req.on('data', (chunk: Buffer) => chunks.push(chunk));
-      req.on('end', () => setImmediate(() => {
-        const text = chunks.length === 1 ? chunks[0].toString('utf8') : Buffer.concat(chunks).toString('utf8');
-        answer(res, requestId, started, text).catch((err: unknown) => {
-          logger?.error({ err, requestId, url: VERIFY_PATH }, 'request failed');
-          if (!res.headersSent) res.destroy();
-        });
-      }));
+      req.on('end', () =>
+        setImmediate(() => {
+          const text = chunks.length === 1 ? chunks[0].toString('utf8') : Buffer.concat(chunks).toString('utf8');
+          answer(res, requestId, started, text).catch((err: unknown) => {
+            logger?.error({ err, requestId, url: VERIFY_PATH }, 'request failed');
+            if (!res.headersSent) res.destroy();
+          });
+        }),
+      );
       // A client that goes away mid-body gets no answer; Node closes the socket.
       req.on('error', () => {});
       return true;
     },
-    close() { closing = true; },
+    close() {
+      closing = true;
+    },
   };
 }
 
@@ -89,7 +93,10 @@ function createAnswer({ verifier, validate, parseJson, metrics, logger }: Verify
     let failure: Error | null = null;
     let body: unknown;
     // The parser calls back synchronously and never looks at its request argument.
-    parseJson(undefined as unknown as FastifyRequest, text, (err, parsed) => { failure = err; body = parsed; });
+    parseJson(undefined as unknown as FastifyRequest, text, (err, parsed) => {
+      failure = err;
+      body = parsed;
+    });
     if (failure) throw failure;
     return body;
   };
@@ -126,14 +133,22 @@ function isJson(contentType: string | undefined): boolean {
   return value === 'application/json' || value === 'application/json; charset=utf-8';
 }
 
-export interface ServerTimeouts { requestTimeout?: number; connectionTimeout?: number; keepAliveTimeout?: number }
+export interface ServerTimeouts {
+  requestTimeout?: number;
+  connectionTimeout?: number;
+  keepAliveTimeout?: number;
+}
 
 /**
  * The HTTP server: the verification lane first, Fastify for every request it does not take. Fastify hands
  * its options to a server factory and leaves the server's timeouts to it: they are set here as Fastify sets
  * them on its own server.
  */
-export function createLaneServer(fastify: (req: IncomingMessage, res: ServerResponse) => void, lane: () => VerifyLane | undefined, timeouts: ServerTimeouts): Server {
+export function createLaneServer(
+  fastify: (req: IncomingMessage, res: ServerResponse) => void,
+  lane: () => VerifyLane | undefined,
+  timeouts: ServerTimeouts,
+): Server {
   const server = createServer((req, res) => {
     if (!lane()?.take(req, res)) fastify(req, res);
   });

@@ -65,24 +65,47 @@ export class PermanentJobError extends Error {
 
 export const DEFAULT_MAX_ATTEMPTS = 10;
 
-export interface EnqueueOptions { runAt?: number; maxAttempts?: number; now?: number }
+export interface EnqueueOptions {
+  runAt?: number;
+  maxAttempts?: number;
+  now?: number;
+}
 
 /** Inserts a pending job with `db`, normally the caller's transaction. Call `announceJobs()` after the commit. */
-export async function enqueue<K extends TaskName>(db: Executor, task: K, payload: TaskPayloads[K], opts: EnqueueOptions = {}): Promise<string> {
+export async function enqueue<K extends TaskName>(
+  db: Executor,
+  task: K,
+  payload: TaskPayloads[K],
+  opts: EnqueueOptions = {},
+): Promise<string> {
   const now = opts.now ?? Date.now();
   const id = newId('job');
-  await db.insertInto('jobs').values({
-    id, task, payload: JSON.stringify(payload), status: 'pending', attempts: 0,
-    max_attempts: opts.maxAttempts ?? DEFAULT_MAX_ATTEMPTS, run_at: opts.runAt ?? now,
-    locked_at: null, locked_by: null, last_error: null, created_at: now, updated_at: now,
-  }).execute();
+  await db
+    .insertInto('jobs')
+    .values({
+      id,
+      task,
+      payload: JSON.stringify(payload),
+      status: 'pending',
+      attempts: 0,
+      max_attempts: opts.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
+      run_at: opts.runAt ?? now,
+      locked_at: null,
+      locked_by: null,
+      last_error: null,
+      created_at: now,
+      updated_at: now,
+    })
+    .execute();
   return id;
 }
 
 /** Process-wide: `enqueued` is emitted after a commit that enqueued jobs, so this process' workers poll at once. */
 export const jobEvents = new EventEmitter();
 jobEvents.setMaxListeners(0);
-export const announceJobs = (): void => { jobEvents.emit('enqueued'); };
+export const announceJobs = (): void => {
+  jobEvents.emit('enqueued');
+};
 
 /**
  * Claims up to `n` ready jobs of `tasks` for `workerId`. Concurrency guarantee: a pending job is claimed by
@@ -91,11 +114,18 @@ export const announceJobs = (): void => { jobEvents.emit('enqueued'); };
  */
 export async function claim(store: Store, workerId: string, n: number, tasks: readonly string[], now = Date.now()): Promise<Job[]> {
   if (n <= 0 || tasks.length === 0) return [];
-  const ready = store.db.selectFrom('jobs').select('id')
-    .where('status', '=', 'pending').where('run_at', '<=', now).where('task', 'in', tasks)
-    .orderBy('run_at').orderBy('id').limit(n)
+  const ready = store.db
+    .selectFrom('jobs')
+    .select('id')
+    .where('status', '=', 'pending')
+    .where('run_at', '<=', now)
+    .where('task', 'in', tasks)
+    .orderBy('run_at')
+    .orderBy('id')
+    .limit(n)
     .$if(store.caps.skipLocked, (q) => q.forUpdate().skipLocked());
-  const rows = await store.db.updateTable('jobs')
+  const rows = await store.db
+    .updateTable('jobs')
     .set({ status: 'running', locked_at: now, locked_by: workerId, attempts: sql<number>`attempts + 1`, updated_at: now })
     // By id only: the rows are pending (and, with SKIP LOCKED, locked) by construction; adding `status` here
     // would let SQLite plan the UPDATE on the status index and read every pending job.
@@ -114,9 +144,16 @@ function toJob(row: JobRow): Job {
     payloadError = `the payload is not JSON: ${(err as Error).message}`;
   }
   return {
-    id: row.id, task: row.task as TaskName, payload, attempts: Number(row.attempts),
-    maxAttempts: Number(row.max_attempts), runAt: Number(row.run_at), lockedAt: Number(row.locked_at), lockedBy: row.locked_by!,
-    createdAt: Number(row.created_at), ...(payloadError ? { payloadError } : {}),
+    id: row.id,
+    task: row.task as TaskName,
+    payload,
+    attempts: Number(row.attempts),
+    maxAttempts: Number(row.max_attempts),
+    runAt: Number(row.run_at),
+    lockedAt: Number(row.locked_at),
+    lockedBy: row.locked_by!,
+    createdAt: Number(row.created_at),
+    ...(payloadError ? { payloadError } : {}),
   };
 }
 
@@ -158,7 +195,9 @@ export class JobQueue {
     this.now = opts.now ?? Date.now;
   }
 
-  get taskNames(): string[] { return Object.keys(this.tasks); }
+  get taskNames(): string[] {
+    return Object.keys(this.tasks);
+  }
 
   /** Delay before the next attempt of a job that has made `attempts` attempts. */
   backoff(attempts: number): number {
@@ -182,8 +221,12 @@ export class JobQueue {
       await this.store.db.transaction().execute(async (tx) => {
         // First statement: the fence. It takes the job's row lock, so a second holder of this job (after a
         // lock expiry) waits here and then finds nothing to delete.
-        const done = await tx.deleteFrom('jobs')
-          .where('id', '=', job.id).where('status', '=', 'running').where('locked_by', '=', job.lockedBy).where('attempts', '=', job.attempts)
+        const done = await tx
+          .deleteFrom('jobs')
+          .where('id', '=', job.id)
+          .where('status', '=', 'running')
+          .where('locked_by', '=', job.lockedBy)
+          .where('attempts', '=', job.attempts)
           .executeTakeFirst();
         if (Number(done.numDeletedRows) !== 1) throw new LostLock();
         await definition.run(tx, job.payload, job);
@@ -201,17 +244,31 @@ export class JobQueue {
     const message = describeError(err);
     const permanent = err instanceof PermanentJobError || job.attempts >= job.maxAttempts;
     const giveUp = permanent && !job.payloadError ? this.#definition(job)?.giveUp : undefined;
-    const record = (lastError: string, withGiveUp: boolean) => this.store.db.transaction().execute(async (tx): Promise<Outcome> => {
-      const updated = await tx.updateTable('jobs')
-        .set(permanent
-          ? { status: 'failed', locked_at: null, locked_by: null, last_error: lastError, updated_at: now }
-          : { status: 'pending', locked_at: null, locked_by: null, last_error: lastError, run_at: now + this.backoff(job.attempts), updated_at: now })
-        .where('id', '=', job.id).where('status', '=', 'running').where('locked_by', '=', job.lockedBy).where('attempts', '=', job.attempts)
-        .executeTakeFirst();
-      if (Number(updated.numUpdatedRows) !== 1) return 'lost';
-      if (withGiveUp && giveUp) await giveUp(tx, job.payload, message, job);
-      return permanent ? 'failed' : 'retried';
-    });
+    const record = (lastError: string, withGiveUp: boolean) =>
+      this.store.db.transaction().execute(async (tx): Promise<Outcome> => {
+        const updated = await tx
+          .updateTable('jobs')
+          .set(
+            permanent
+              ? { status: 'failed', locked_at: null, locked_by: null, last_error: lastError, updated_at: now }
+              : {
+                  status: 'pending',
+                  locked_at: null,
+                  locked_by: null,
+                  last_error: lastError,
+                  run_at: now + this.backoff(job.attempts),
+                  updated_at: now,
+                },
+          )
+          .where('id', '=', job.id)
+          .where('status', '=', 'running')
+          .where('locked_by', '=', job.lockedBy)
+          .where('attempts', '=', job.attempts)
+          .executeTakeFirst();
+        if (Number(updated.numUpdatedRows) !== 1) return 'lost';
+        if (withGiveUp && giveUp) await giveUp(tx, job.payload, message, job);
+        return permanent ? 'failed' : 'retried';
+      });
     try {
       return await record(message, true);
     } catch (giveUpErr) {
@@ -223,8 +280,13 @@ export class JobQueue {
 
   /** Refreshes the lock of a running job; false when it is no longer this claim's (completed, or taken over). */
   async heartbeat(job: Job): Promise<boolean> {
-    const r = await this.store.db.updateTable('jobs').set({ locked_at: this.now() })
-      .where('id', '=', job.id).where('status', '=', 'running').where('locked_by', '=', job.lockedBy).where('attempts', '=', job.attempts)
+    const r = await this.store.db
+      .updateTable('jobs')
+      .set({ locked_at: this.now() })
+      .where('id', '=', job.id)
+      .where('status', '=', 'running')
+      .where('locked_by', '=', job.lockedBy)
+      .where('attempts', '=', job.attempts)
       .executeTakeFirst();
     return Number(r.numUpdatedRows) === 1;
   }
@@ -237,18 +299,37 @@ export class JobQueue {
   async recoverStale(): Promise<{ requeued: number; failed: number }> {
     const now = this.now();
     const cutoff = now - this.staleMs;
-    const requeued = await this.store.db.updateTable('jobs')
-      .set({ status: 'pending', locked_at: null, locked_by: null, run_at: now, updated_at: now, last_error: sql<string>`'lock expired: the worker ' || locked_by || ' stopped or stalled'` })
-      .where('status', '=', 'running').where('locked_at', '<', cutoff).whereRef('attempts', '<', 'max_attempts')
+    const requeued = await this.store.db
+      .updateTable('jobs')
+      .set({
+        status: 'pending',
+        locked_at: null,
+        locked_by: null,
+        run_at: now,
+        updated_at: now,
+        last_error: sql<string>`'lock expired: the worker ' || locked_by || ' stopped or stalled'`,
+      })
+      .where('status', '=', 'running')
+      .where('locked_at', '<', cutoff)
+      .whereRef('attempts', '<', 'max_attempts')
       .executeTakeFirst();
-    const exhausted = await this.store.db.selectFrom('jobs').selectAll()
-      .where('status', '=', 'running').where('locked_at', '<', cutoff).whereRef('attempts', '>=', 'max_attempts')
+    const exhausted = await this.store.db
+      .selectFrom('jobs')
+      .selectAll()
+      .where('status', '=', 'running')
+      .where('locked_at', '<', cutoff)
+      .whereRef('attempts', '>=', 'max_attempts')
       .where('task', 'in', this.taskNames.length ? this.taskNames : [''])
       .execute();
     let failed = 0;
     for (const row of exhausted) {
       const job = toJob(row);
-      const outcome = await this.fail(job, new PermanentJobError(`lock expired on the last attempt (${job.attempts} of ${job.maxAttempts}): the worker ${job.lockedBy} stopped or stalled`));
+      const outcome = await this.fail(
+        job,
+        new PermanentJobError(
+          `lock expired on the last attempt (${job.attempts} of ${job.maxAttempts}): the worker ${job.lockedBy} stopped or stalled`,
+        ),
+      );
       if (outcome === 'failed') failed++;
     }
     return { requeued: Number(requeued.numUpdatedRows), failed };

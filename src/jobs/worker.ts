@@ -55,7 +55,9 @@ export class Worker {
     this.#logger = opts.logger;
   }
 
-  get running(): boolean { return this.#loop !== undefined && !this.#stopping; }
+  get running(): boolean {
+    return this.#loop !== undefined && !this.#stopping;
+  }
 
   start(): void {
     if (this.#loop) return;
@@ -75,7 +77,9 @@ export class Worker {
   }
 
   /** Polls now instead of at the end of the current sleep. */
-  wake(): void { this.#wake(); }
+  wake(): void {
+    this.#wake();
+  }
 
   /**
    * For tests and one-shot runs: processes jobs until none is ready and none is in flight (recovering stale
@@ -150,13 +154,21 @@ export class Worker {
     const heartbeat = setInterval(() => {
       if (beating) return;
       beating = true;
-      this.#queue.heartbeat(job).catch(() => {}).finally(() => { beating = false; });
+      this.#queue
+        .heartbeat(job)
+        .catch(() => {})
+        .finally(() => {
+          beating = false;
+        });
     }, this.#heartbeatMs);
     try {
       const { outcome, error } = await this.#queue.process(job);
       this.stats[outcome]++;
       if (outcome === 'retried' || outcome === 'failed') {
-        this.#logger?.[outcome === 'failed' ? 'error' : 'warn']({ job: job.id, task: job.task, attempt: job.attempts, error, worker: this.id }, outcome === 'failed' ? 'job failed for good' : 'job failed; will retry');
+        this.#logger?.[outcome === 'failed' ? 'error' : 'warn'](
+          { job: job.id, task: job.task, attempt: job.attempts, error, worker: this.id },
+          outcome === 'failed' ? 'job failed for good' : 'job failed; will retry',
+        );
       } else if (outcome === 'lost') {
         this.#logger?.warn({ job: job.id, task: job.task, worker: this.id }, 'job lock expired while running; its work was rolled back');
       }
@@ -174,11 +186,18 @@ export class Worker {
  * flight finish) and returns what it did. Logs JSON lines on stderr. A second signal kills the process at
  * once; its jobs are then recovered by another worker once their lock is older than the visibility timeout.
  */
-export async function runWorkerUntilSignal(store: Store, tasks: TaskRegistry, opts: { concurrency: number; visibilityTimeoutMs: number; logger?: WorkerLogger }): Promise<{ workerId: string } & WorkerStats> {
+export async function runWorkerUntilSignal(
+  store: Store,
+  tasks: TaskRegistry,
+  opts: { concurrency: number; visibilityTimeoutMs: number; logger?: WorkerLogger },
+): Promise<{ workerId: string } & WorkerStats> {
   const logger = opts.logger ?? pino({ base: undefined }, pino.destination({ fd: 2, sync: true }));
   const worker = new Worker(new JobQueue(store, tasks, { staleMs: opts.visibilityTimeoutMs }), { concurrency: opts.concurrency, logger });
   worker.start();
-  logger.info({ worker: worker.id, concurrency: opts.concurrency, visibilityTimeoutMs: opts.visibilityTimeoutMs, database: store.describe }, 'worker started; stop it with SIGTERM or Ctrl-C');
+  logger.info(
+    { worker: worker.id, concurrency: opts.concurrency, visibilityTimeoutMs: opts.visibilityTimeoutMs, database: store.describe },
+    'worker started; stop it with SIGTERM or Ctrl-C',
+  );
   await new Promise<void>((resolve) => {
     const onSignal = (signal: string) => {
       process.off('SIGTERM', onSignal);

@@ -2,7 +2,10 @@ import { AppError } from '../domain/errors.ts';
 import { grants } from '../domain/permissions.ts';
 
 /** Who performs a change: a root key over HTTP, or the operator through the CLI. */
-export interface Actor { type: 'root_key' | 'operator'; id: string }
+export interface Actor {
+  type: 'root_key' | 'operator';
+  id: string;
+}
 
 /** An authenticated HTTP caller: the root key's workspace and permissions, and the request it is making. */
 export interface Caller {

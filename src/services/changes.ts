@@ -12,19 +12,35 @@ import type { Db, Tx } from '../store/store.ts';
  * to be listed there.
  */
 export type ChangeKind = 'key' | 'api' | 'identity' | 'workspace';
-export interface Change { kind: ChangeKind; id: string }
+export interface Change {
+  kind: ChangeKind;
+  id: string;
+}
 
 /** What a cache of store state implements to stay correct: drop what these committed changes make stale. */
-export interface ChangeListener { invalidate(changes: readonly Change[]): void }
+export interface ChangeListener {
+  invalidate(changes: readonly Change[]): void;
+}
 
 /** Changes collected while a transaction runs; written to the change feed in that same transaction. */
 export class ChangeSet {
   readonly items: Change[] = [];
-  key(id: string): this { return this.#add('key', id); }
-  api(id: string): this { return this.#add('api', id); }
-  identity(id: string): this { return this.#add('identity', id); }
-  workspace(id: string): this { return this.#add('workspace', id); }
-  #add(kind: ChangeKind, id: string): this { this.items.push({ kind, id }); return this; }
+  key(id: string): this {
+    return this.#add('key', id);
+  }
+  api(id: string): this {
+    return this.#add('api', id);
+  }
+  identity(id: string): this {
+    return this.#add('identity', id);
+  }
+  workspace(id: string): this {
+    return this.#add('workspace', id);
+  }
+  #add(kind: ChangeKind, id: string): this {
+    this.items.push({ kind, id });
+    return this;
+  }
 }
 
 /**
@@ -46,7 +62,8 @@ export async function transact<T>(db: Db, fn: (tx: Tx, changes: ChangeSet) => Pr
     const value = await fn(tx, changes);
     if (changes.items.length) {
       const now = Date.now();
-      await tx.insertInto('change_feed')
+      await tx
+        .insertInto('change_feed')
         .values(changes.items.map((c) => ({ id: newId('chg'), kind: c.kind, ref: c.id, created_at: now })))
         .execute();
     }

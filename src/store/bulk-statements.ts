@@ -15,7 +15,7 @@ export async function selectIn<V, R>(values: readonly V[], query: (chunk: V[]) =
   if (values.length === 0) return [];
   if (values.length <= IN_LIST_CHUNK) return query([...values]);
   const rows: R[] = [];
-  for (const part of chunk(values, IN_LIST_CHUNK)) rows.push(...await query(part));
+  for (const part of chunk(values, IN_LIST_CHUNK)) rows.push(...(await query(part)));
   return rows;
 }
 
@@ -61,7 +61,10 @@ export async function insertRows<T extends keyof Database>(tx: Executor, table: 
     let text = texts.get(shape);
     if (text === undefined) {
       // biome-ignore lint/suspicious/noExplicitAny: Kysely cannot type an insert into a table chosen by a type parameter.
-      text = tx.insertInto(table).values(part as any).compile().sql;
+      text = tx
+        .insertInto(table)
+        .values(part as any)
+        .compile().sql;
       if (texts.size >= MAX_INSERT_TEXTS) texts.delete(texts.keys().next().value!);
     } else {
       texts.delete(shape);

@@ -1,56 +1,197 @@
 /** Row types of the store, as Kysely sees them. Times are epoch ms, flags 0/1, JSON documents text. */
-export interface WorkspaceRow { id: string; name: string; created_at: number; deleted_at: number | null }
-export interface SettingRow { name: string; value: string; updated_at: number }
+export interface WorkspaceRow {
+  id: string;
+  name: string;
+  created_at: number;
+  deleted_at: number | null;
+}
+export interface SettingRow {
+  name: string;
+  value: string;
+  updated_at: number;
+}
 export interface RootKeyRow {
-  id: string; workspace_id: string; name: string | null; hash: string; start: string; permissions: string;
-  created_at: number; expires_at: number | null; revoked_at: number | null; last_used_at: number | null;
+  id: string;
+  workspace_id: string;
+  name: string | null;
+  hash: string;
+  start: string;
+  permissions: string;
+  created_at: number;
+  expires_at: number | null;
+  revoked_at: number | null;
+  last_used_at: number | null;
 }
 export interface ApiRow {
-  id: string; workspace_id: string; name: string; default_prefix: string | null; default_bytes: number | null;
-  delete_protection: number; created_at: number; updated_at: number; deleted_at: number | null;
+  id: string;
+  workspace_id: string;
+  name: string;
+  default_prefix: string | null;
+  default_bytes: number | null;
+  delete_protection: number;
+  created_at: number;
+  updated_at: number;
+  deleted_at: number | null;
 }
 export interface IdentityRow {
-  id: string; workspace_id: string; external_id: string; environment: string; meta: string | null;
-  created_at: number; updated_at: number;
+  id: string;
+  workspace_id: string;
+  external_id: string;
+  environment: string;
+  meta: string | null;
+  created_at: number;
+  updated_at: number;
 }
 export interface KeyRow {
-  id: string; workspace_id: string; api_id: string; hash: string; start: string; name: string | null;
-  identity_id: string | null; meta: string | null; enabled: number; environment: string | null;
-  expires_at: number | null; remaining: number | null; refill_interval: string | null; refill_amount: number | null;
-  refill_day: number | null; last_refill_at: number | null; migration_id: string | null;
-  created_at: number; updated_at: number; last_used_at: number | null; deleted_at: number | null;
+  id: string;
+  workspace_id: string;
+  api_id: string;
+  hash: string;
+  start: string;
+  name: string | null;
+  identity_id: string | null;
+  meta: string | null;
+  enabled: number;
+  environment: string | null;
+  expires_at: number | null;
+  remaining: number | null;
+  refill_interval: string | null;
+  refill_amount: number | null;
+  refill_day: number | null;
+  last_refill_at: number | null;
+  migration_id: string | null;
+  created_at: number;
+  updated_at: number;
+  last_used_at: number | null;
+  deleted_at: number | null;
 }
-export interface DataKeyRow { id: string; workspace_id: string; master_key_id: string; wrapped: string; created_at: number }
-export interface EncryptedKeyRow { key_id: string; workspace_id: string; data_key_id: string; ciphertext: string; created_at: number }
+export interface DataKeyRow {
+  id: string;
+  workspace_id: string;
+  master_key_id: string;
+  wrapped: string;
+  created_at: number;
+}
+export interface EncryptedKeyRow {
+  key_id: string;
+  workspace_id: string;
+  data_key_id: string;
+  ciphertext: string;
+  created_at: number;
+}
 export interface RatelimitRow {
-  id: string; workspace_id: string; key_id: string | null; identity_id: string | null; name: string; type: string;
-  limit: number; duration: number; auto_apply: number; created_at: number; updated_at: number;
+  id: string;
+  workspace_id: string;
+  key_id: string | null;
+  identity_id: string | null;
+  name: string;
+  type: string;
+  limit: number;
+  duration: number;
+  auto_apply: number;
+  created_at: number;
+  updated_at: number;
 }
-export interface RatelimitCounterRow { bucket: string; count: number; expires_at: number }
-export interface RoleRow { id: string; workspace_id: string; name: string; description: string | null; created_at: number; updated_at: number }
+export interface RatelimitCounterRow {
+  bucket: string;
+  count: number;
+  expires_at: number;
+}
+export interface RoleRow {
+  id: string;
+  workspace_id: string;
+  name: string;
+  description: string | null;
+  created_at: number;
+  updated_at: number;
+}
 export interface PermissionRow {
-  id: string; workspace_id: string; name: string; slug: string; description: string | null; created_at: number; updated_at: number;
+  id: string;
+  workspace_id: string;
+  name: string;
+  slug: string;
+  description: string | null;
+  created_at: number;
+  updated_at: number;
 }
-export interface KeyRoleRow { key_id: string; role_id: string; workspace_id: string; created_at: number }
-export interface KeyPermissionRow { key_id: string; permission_id: string; workspace_id: string; created_at: number }
-export interface RolePermissionRow { role_id: string; permission_id: string; workspace_id: string; created_at: number }
+export interface KeyRoleRow {
+  key_id: string;
+  role_id: string;
+  workspace_id: string;
+  created_at: number;
+}
+export interface KeyPermissionRow {
+  key_id: string;
+  permission_id: string;
+  workspace_id: string;
+  created_at: number;
+}
+export interface RolePermissionRow {
+  role_id: string;
+  permission_id: string;
+  workspace_id: string;
+  created_at: number;
+}
 export interface AuditLogRow {
-  id: string; workspace_id: string; event: string; actor_type: string; actor_id: string; target_type: string;
-  target_id: string; request_id: string | null; description: string | null; diff: string | null; created_at: number;
+  id: string;
+  workspace_id: string;
+  event: string;
+  actor_type: string;
+  actor_id: string;
+  target_type: string;
+  target_id: string;
+  request_id: string | null;
+  description: string | null;
+  diff: string | null;
+  created_at: number;
 }
-export interface KeyMigrationRow { id: string; workspace_id: string; name: string | null; created_at: number; updated_at: number }
+export interface KeyMigrationRow {
+  id: string;
+  workspace_id: string;
+  name: string | null;
+  created_at: number;
+  updated_at: number;
+}
 export interface KeyMigrationItemRow {
-  id: string; migration_id: string; item_index: number; hash: string; status: string; key_id: string | null;
-  reason: string | null; created_at: number; updated_at: number;
+  id: string;
+  migration_id: string;
+  item_index: number;
+  hash: string;
+  status: string;
+  key_id: string | null;
+  reason: string | null;
+  created_at: number;
+  updated_at: number;
 }
 export interface JobRow {
-  id: string; task: string; payload: string; status: string; attempts: number; max_attempts: number; run_at: number;
-  locked_at: number | null; locked_by: string | null; last_error: string | null; created_at: number; updated_at: number;
+  id: string;
+  task: string;
+  payload: string;
+  status: string;
+  attempts: number;
+  max_attempts: number;
+  run_at: number;
+  locked_at: number | null;
+  locked_by: string | null;
+  last_error: string | null;
+  created_at: number;
+  updated_at: number;
 }
 export interface KeyVerificationHourlyRow {
-  key_id: string; hour: number; outcome: string; workspace_id: string; api_id: string; identity_id: string | null; count: number;
+  key_id: string;
+  hour: number;
+  outcome: string;
+  workspace_id: string;
+  api_id: string;
+  identity_id: string | null;
+  count: number;
 }
-export interface ChangeFeedRow { id: string; kind: string; ref: string; created_at: number }
+export interface ChangeFeedRow {
+  id: string;
+  kind: string;
+  ref: string;
+  created_at: number;
+}
 
 export interface Database {
   workspaces: WorkspaceRow;

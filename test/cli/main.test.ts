@@ -39,12 +39,18 @@ for (const dialect of DIALECTS) {
       assert.equal(r.code, 0, JSON.stringify(r));
       workspaceId = r.json.workspaceId;
     });
-    after(async () => { await app.close(); await close(); });
-
-    const createApi = (key: string) => app.inject({
-      method: 'POST', url: '/v1/apis.createApi', payload: { name: 'from-cli-key' },
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    after(async () => {
+      await app.close();
+      await close();
     });
+
+    const createApi = (key: string) =>
+      app.inject({
+        method: 'POST',
+        url: '/v1/apis.createApi',
+        payload: { name: 'from-cli-key' },
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      });
 
     test('workspaces create --json → {workspaceId}, stored', async () => {
       const r = await cli<WorkspaceLine>(url, 'workspaces', 'create', '--name', 'acme', '--json');
@@ -66,8 +72,20 @@ for (const dialect of DIALECTS) {
     });
 
     test('root-keys create with several --permission → {rootKeyId, rootKey}; the key authenticates with exactly those permissions', async () => {
-      const r = await cli<RootKeyLine>(url, 'root-keys', 'create', '--workspace', workspaceId, '--permission', 'api.*.create_api',
-        '--permission', 'api.*.read_api', '--name', 'deploy', '--json');
+      const r = await cli<RootKeyLine>(
+        url,
+        'root-keys',
+        'create',
+        '--workspace',
+        workspaceId,
+        '--permission',
+        'api.*.create_api',
+        '--permission',
+        'api.*.read_api',
+        '--name',
+        'deploy',
+        '--json',
+      );
       assert.equal(r.code, 0, JSON.stringify(r));
       assert.deepEqual(Object.keys(r.json).sort(), ['rootKey', 'rootKeyId']);
       assert.match(r.json.rootKeyId, /^rk_/);
@@ -75,11 +93,17 @@ for (const dialect of DIALECTS) {
 
       const created = await createApi(r.json.rootKey);
       assert.equal(created.statusCode, 200, created.body);
-      const got = await app.inject({ method: 'GET', url: `/v1/apis.getApi?apiId=${created.json().apiId}`, headers: { authorization: `Bearer ${r.json.rootKey}` } });
+      const got = await app.inject({
+        method: 'GET',
+        url: `/v1/apis.getApi?apiId=${created.json().apiId}`,
+        headers: { authorization: `Bearer ${r.json.rootKey}` },
+      });
       assert.equal(got.statusCode, 200, got.body);
       assert.equal(got.json().workspaceId, workspaceId);
       const denied = await app.inject({
-        method: 'POST', url: '/v1/keys.createKey', payload: { apiId: created.json().apiId },
+        method: 'POST',
+        url: '/v1/keys.createKey',
+        payload: { apiId: created.json().apiId },
         headers: { authorization: `Bearer ${r.json.rootKey}`, 'content-type': 'application/json' },
       });
       assert.equal(denied.statusCode, 403, denied.body);
@@ -93,23 +117,60 @@ for (const dialect of DIALECTS) {
 
     test('root-keys create --expires-at sets the expiry', async () => {
       const expiresAt = Date.now() + 3_600_000;
-      const r = await cli<RootKeyLine>(url, 'root-keys', 'create', '--workspace', workspaceId, '--permission', '*', '--expires-at', String(expiresAt), '--json');
+      const r = await cli<RootKeyLine>(
+        url,
+        'root-keys',
+        'create',
+        '--workspace',
+        workspaceId,
+        '--permission',
+        '*',
+        '--expires-at',
+        String(expiresAt),
+        '--json',
+      );
       assert.equal(r.code, 0, JSON.stringify(r));
       const row = await store.db.selectFrom('root_keys').select('expires_at').where('id', '=', r.json.rootKeyId).executeTakeFirstOrThrow();
       assert.equal(Number(row.expires_at), expiresAt);
-      const bad = await cli(url, 'root-keys', 'create', '--workspace', workspaceId, '--permission', '*', '--expires-at', 'tomorrow', '--json');
+      const bad = await cli(
+        url,
+        'root-keys',
+        'create',
+        '--workspace',
+        workspaceId,
+        '--permission',
+        '*',
+        '--expires-at',
+        'tomorrow',
+        '--json',
+      );
       assert.equal(bad.code, 2);
       assert.equal(bad.json.error.kind, 'usage');
     });
 
     test('an invalid permission → exit 2 with a JSON error naming it; nothing is created', async () => {
       const before = await count(store.db, 'root_keys');
-      const r = await cli(url, 'root-keys', 'create', '--workspace', workspaceId, '--permission', 'api.*.read_api',
-        '--permission', 'api.*.fly', '--permission', 'billing.*.read', '--json');
+      const r = await cli(
+        url,
+        'root-keys',
+        'create',
+        '--workspace',
+        workspaceId,
+        '--permission',
+        'api.*.read_api',
+        '--permission',
+        'api.*.fly',
+        '--permission',
+        'billing.*.read',
+        '--json',
+      );
       assert.equal(r.code, 2, JSON.stringify(r));
       assert.equal(r.json.error.kind, 'request/invalid-body');
       assert.match(r.json.error.detail, /api\.\*\.fly/);
-      assert.deepEqual(r.json.error.errors.map((e: { path: string }) => e.path), ['/permissions/1', '/permissions/2']);
+      assert.deepEqual(
+        r.json.error.errors.map((e: { path: string }) => e.path),
+        ['/permissions/1', '/permissions/2'],
+      );
       assert.equal(await count(store.db, 'root_keys'), before);
     });
 
@@ -143,14 +204,33 @@ for (const dialect of DIALECTS) {
     });
 
     test('root-keys list shows every root key of the workspace, never its plaintext', async () => {
-      const a = await cli<RootKeyLine>(url, 'root-keys', 'create', '--workspace', workspaceId, '--permission', 'rbac.*.read_role', '--name', 'listed', '--json');
+      const a = await cli<RootKeyLine>(
+        url,
+        'root-keys',
+        'create',
+        '--workspace',
+        workspaceId,
+        '--permission',
+        'rbac.*.read_role',
+        '--name',
+        'listed',
+        '--json',
+      );
       const b = await cli<RootKeyLine>(url, 'root-keys', 'create', '--workspace', workspaceId, '--permission', '*', '--json');
       await cli(url, 'root-keys', 'revoke', '--id', b.json.rootKeyId, '--json');
 
       const r = await cli<RootKeyList>(url, 'root-keys', 'list', '--workspace', workspaceId, '--json');
       assert.equal(r.code, 0, JSON.stringify(r));
       const byId = new Map(r.json.rootKeys.map((k) => [k.rootKeyId, k] as const));
-      assert.equal(byId.size, await store.db.selectFrom('root_keys').select('id').where('workspace_id', '=', workspaceId).execute().then((rows) => rows.length));
+      assert.equal(
+        byId.size,
+        await store.db
+          .selectFrom('root_keys')
+          .select('id')
+          .where('workspace_id', '=', workspaceId)
+          .execute()
+          .then((rows) => rows.length),
+      );
       const listed = byId.get(a.json.rootKeyId) as Record<string, unknown>;
       assert.equal(listed.name, 'listed');
       assert.deepEqual(listed.permissions, ['rbac.*.read_role']);
@@ -170,18 +250,24 @@ for (const dialect of DIALECTS) {
       assert.equal(unknown.json.error.kind, 'data/workspace-not-found');
     });
 
-    test('audit list shows the workspace\'s changes newest first, filtered, never a secret', async () => {
+    test("audit list shows the workspace's changes newest first, filtered, never a secret", async () => {
       const created = await cli<WorkspaceLine>(url, 'workspaces', 'create', '--name', 'audited', '--json');
       const ws = created.json.workspaceId;
       const rk = await cli<RootKeyLine>(url, 'root-keys', 'create', '--workspace', ws, '--permission', '*', '--json');
       const all = await cli<AuditList>(url, 'audit', 'list', '--workspace', ws, '--json');
       assert.equal(all.code, 0, JSON.stringify(all));
-      assert.deepEqual(all.json.logs.map((l: { event: string }) => l.event), ['root_key.create', 'workspace.create']);
+      assert.deepEqual(
+        all.json.logs.map((l: { event: string }) => l.event),
+        ['root_key.create', 'workspace.create'],
+      );
       assert.deepEqual(all.json.logs[0].target, { type: 'root_key', id: rk.json.rootKeyId });
       assert.equal(all.json.logs[0].actor.type, 'operator');
       assert.equal(JSON.stringify(all.json).includes(rk.json.rootKey), false);
       const filtered = await cli<AuditList>(url, 'audit', 'list', '--workspace', ws, '--event', 'workspace.create', '--json');
-      assert.deepEqual(filtered.json.logs.map((l: { target: { id: string } }) => l.target.id), [ws]);
+      assert.deepEqual(
+        filtered.json.logs.map((l: { target: { id: string } }) => l.target.id),
+        [ws],
+      );
       const later = await cli(url, 'audit', 'list', '--workspace', ws, '--since', String(Date.now() + 60_000), '--json');
       assert.deepEqual(later.json.logs, []);
       const text = await cli(url, 'audit', 'list', '--workspace', ws, '--limit', '1');
@@ -273,9 +359,14 @@ describe('bin/keyhold.js as a process', () => {
   after(() => rmSync(dir, { recursive: true, force: true }));
 
   test('workspaces create --name x --json prints exactly one JSON object and nothing else', async () => {
-    const { stdout, stderr } = await promisify(execFile)(join(root, 'node_modules/.bin/node'), ['bin/keyhold.js', 'workspaces', 'create', '--name', 'x', '--json'], {
-      cwd: root, env: { ...process.env, DATABASE_URL: `sqlite:${join(dir, 'keyhold.db')}` },
-    });
+    const { stdout, stderr } = await promisify(execFile)(
+      join(root, 'node_modules/.bin/node'),
+      ['bin/keyhold.js', 'workspaces', 'create', '--name', 'x', '--json'],
+      {
+        cwd: root,
+        env: { ...process.env, DATABASE_URL: `sqlite:${join(dir, 'keyhold.db')}` },
+      },
+    );
     assert.match(stdout, /^\{[^\n]*\}\n$/);
     const parsed = JSON.parse(stdout);
     assert.deepEqual(Object.keys(parsed), ['workspaceId']);
@@ -285,7 +376,8 @@ describe('bin/keyhold.js as a process', () => {
 
   test('a usage error sets exit code 2', async () => {
     const child = promisify(execFile)(join(root, 'node_modules/.bin/node'), ['bin/keyhold.js', 'workspaces', 'create', '--json'], {
-      cwd: root, env: { ...process.env, DATABASE_URL: `sqlite:${join(dir, 'keyhold.db')}` },
+      cwd: root,
+      env: { ...process.env, DATABASE_URL: `sqlite:${join(dir, 'keyhold.db')}` },
     });
     await assert.rejects(child, (e: { code: number; stdout: string }) => {
       assert.equal(e.code, 2);

@@ -8,7 +8,9 @@ import { drain, hashOf, newPlain } from '../helpers/migrations.ts';
 for (const dialect of DIALECTS) {
   describe(`keyhold migrations / worker CLI (${dialect})`, () => {
     let w: World;
-    before(async () => { w = await world(dialect); });
+    before(async () => {
+      w = await world(dialect);
+    });
     after(() => w.close());
     /** Runs the CLI in-process on this store with --json; returns the exit code and the one JSON line. */
     const run = <T = CliAnswer>(...argv: string[]) => runCli<T>({ DATABASE_URL: w.url }, [...argv, '--json']);
@@ -22,11 +24,17 @@ for (const dialect of DIALECTS) {
       const row = await w.store.db.selectFrom('key_migrations').selectAll().where('id', '=', migrationId).executeTakeFirstOrThrow();
       assert.deepEqual([row.workspace_id, row.name], [w.workspaceId, 'legacy import']);
       const audit = await w.store.db.selectFrom('audit_logs').selectAll().where('target_id', '=', migrationId).execute();
-      assert.deepEqual(audit.map((a) => [a.event, a.actor_type, a.workspace_id]), [['migration.create', 'operator', w.workspaceId]]);
+      assert.deepEqual(
+        audit.map((a) => [a.event, a.actor_type, a.workspace_id]),
+        [['migration.create', 'operator', w.workspaceId]],
+      );
 
       const apiId = await w.createApi('cli');
       const key = newPlain();
-      assert.equal((await w.post('/v1/migrations.enqueueKeys', { migrationId, apiId, keys: [{ hash: hashOf(key) }, { hash: hashOf(key) }] })).status, 202);
+      assert.equal(
+        (await w.post('/v1/migrations.enqueueKeys', { migrationId, apiId, keys: [{ hash: hashOf(key) }, { hash: hashOf(key) }] })).status,
+        202,
+      );
       await drain(w.store);
       const status = await run('migrations', 'status', '--id', migrationId);
       assert.equal(status.code, 0);

@@ -20,8 +20,18 @@ describe('key material (crypto/keys)', () => {
 
   test('isWellFormedRootKey refuses anything else', () => {
     const good = generateRootKey();
-    for (const bad of ['', 'kh_root_', 'kh_root_short', `KH_ROOT_${good.slice(8)}`, `sk_${good.slice(8)}`, good.slice(8),
-      `kh_root_${'0'.repeat(30)}`, `kh_root_${'l'.repeat(30)}`, `${good} `, `kh_root_${'a'.repeat(65)}`]) {
+    for (const bad of [
+      '',
+      'kh_root_',
+      'kh_root_short',
+      `KH_ROOT_${good.slice(8)}`,
+      `sk_${good.slice(8)}`,
+      good.slice(8),
+      `kh_root_${'0'.repeat(30)}`,
+      `kh_root_${'l'.repeat(30)}`,
+      `${good} `,
+      `kh_root_${'a'.repeat(65)}`,
+    ]) {
       assert.equal(isWellFormedRootKey(bad), false, JSON.stringify(bad));
     }
     assert.equal(isWellFormedRootKey(`kh_root_${'a'.repeat(22)}`), true);

@@ -9,8 +9,15 @@ import { DIALECTS, freshStore, OPERATOR } from '../helpers/harness.ts';
 import { runCli } from '../helpers/cli.ts';
 import { repoUrl } from '../helpers/repo.ts';
 import {
-  createVault, formatMasterKey, loadOrCreateMasterKeyFile, MasterKeyFormatError, parseMasterKeys, VaultError,
-  type MasterKey, type Sealed, type Vault,
+  createVault,
+  formatMasterKey,
+  loadOrCreateMasterKeyFile,
+  MasterKeyFormatError,
+  parseMasterKeys,
+  VaultError,
+  type MasterKey,
+  type Sealed,
+  type Vault,
 } from '../../src/crypto/vault.ts';
 import { ConfigError, loadConfig, masterKeysFromConfig } from '../../src/config.ts';
 import { createWorkspace } from '../../src/services/workspaces/workspaces.ts';
@@ -32,7 +39,9 @@ for (const dialect of DIALECTS) {
     let store: Store;
     let url: string;
     let close: () => Promise<void>;
-    before(async () => { ({ store, url, close } = await freshStore(dialect)); });
+    before(async () => {
+      ({ store, url, close } = await freshStore(dialect));
+    });
     after(() => close());
     const workspace = async () => (await createWorkspace(store.db, 'vault', OPERATOR)).workspaceId;
 
@@ -100,12 +109,16 @@ for (const dialect of DIALECTS) {
         ['unknown data key', ws1, { dataKeyId: 'dk_1111111111111111111111', ciphertext: s.ciphertext }],
       ];
       for (const [what, ws, sealed] of bad) {
-        await assert.rejects(vault.decrypt(store.db, ws, [sealed]), (err: Error) => {
-          assert.ok(err instanceof VaultError, `${what}: ${err}`);
-          assert.ok(!err.message.includes(secret));
-          assert.ok(!err.message.includes(A.key.toString('base64')));
-          return true;
-        }, what);
+        await assert.rejects(
+          vault.decrypt(store.db, ws, [sealed]),
+          (err: Error) => {
+            assert.ok(err instanceof VaultError, `${what}: ${err}`);
+            assert.ok(!err.message.includes(secret));
+            assert.ok(!err.message.includes(A.key.toString('base64')));
+            return true;
+          },
+          what,
+        );
       }
       // Their own data key under my ciphertext does not work either.
       const [theirs] = await vault.encrypt(store.db, ws2, ['x']);
@@ -118,7 +131,10 @@ for (const dialect of DIALECTS) {
       await store.db.updateTable('data_keys').set({ wrapped: theirsRow.wrapped }).where('id', '=', theirs.dataKeyId).execute();
       assert.deepEqual(await createVault([A]).decrypt(store.db, ws2, [theirs]), ['x']);
       // A wrong master key under the right id does not unwrap.
-      await assert.rejects(createVault([{ id: 'a', key: randomBytes(32) }]).decrypt(store.db, ws1, [s]), /does not unwrap with master key "a"/);
+      await assert.rejects(
+        createVault([{ id: 'a', key: randomBytes(32) }]).decrypt(store.db, ws1, [s]),
+        /does not unwrap with master key "a"/,
+      );
       // The untouched original still decrypts.
       assert.deepEqual(await vault.decrypt(store.db, ws1, [s]), [secret]);
     });
@@ -126,11 +142,14 @@ for (const dialect of DIALECTS) {
     test('a data key created in a transaction that rolls back is gone, and the next one works (no stale cache)', async () => {
       const ws = await workspace();
       const vault = createVault([A]);
-      await assert.rejects(store.db.transaction().execute(async (tx) => {
-        await vault.encrypt(tx, ws, ['lost']);
-        assert.equal((await tx.selectFrom('data_keys').select('id').where('workspace_id', '=', ws).execute()).length, 1);
-        throw new Error('roll back');
-      }), /roll back/);
+      await assert.rejects(
+        store.db.transaction().execute(async (tx) => {
+          await vault.encrypt(tx, ws, ['lost']);
+          assert.equal((await tx.selectFrom('data_keys').select('id').where('workspace_id', '=', ws).execute()).length, 1);
+          throw new Error('roll back');
+        }),
+        /roll back/,
+      );
       assert.equal((await dataKeys(store, ws)).length, 0);
       const [s] = await vault.encrypt(store.db, ws, ['kept']);
       assert.deepEqual(await vault.decrypt(store.db, ws, [s]), ['kept']);
@@ -153,7 +172,10 @@ for (const dialect of DIALECTS) {
         const rows = await dataKeys(store, ws);
         assert.equal(rows.length, 1);
         assert.ok(sealed.every((s) => s.dataKeyId === rows[0].id));
-        assert.deepEqual(await createVault([A]).decrypt(store.db, ws, sealed), sealed.map((_, i) => `secret-${i}`));
+        assert.deepEqual(
+          await createVault([A]).decrypt(store.db, ws, sealed),
+          sealed.map((_, i) => `secret-${i}`),
+        );
       } finally {
         await second.close();
       }
@@ -217,7 +239,10 @@ for (const dialect of DIALECTS) {
       const pending = (await dataKeys(store)).filter((r) => r.master_key_id !== 'd').length;
       // Every key the store's data keys may be wrapped by, with D first.
       const results = await Promise.all([0, 1, 2].map(() => createVault([D, A, B]).rotate(store.db)));
-      assert.equal(results.reduce((n, r) => n + r.rewrapped, 0), pending);
+      assert.equal(
+        results.reduce((n, r) => n + r.rewrapped, 0),
+        pending,
+      );
       assert.ok((await dataKeys(store)).every((r) => r.master_key_id === 'd'));
       for (const [i, ws] of workspaces.entries()) assert.deepEqual(await createVault([D]).decrypt(store.db, ws, sealed[i]), [`c-${ws}`]);
     });
@@ -279,7 +304,10 @@ describe('parseMasterKeys (KEYHOLD_MASTER_KEYS)', () => {
 
   test('comma-separated <id>:<base64 of 32 bytes>, newest first; whitespace around entries is ignored', () => {
     const keys = parseMasterKeys(` new-2025.q3:${k2.toString('base64')} ,\n old_1:${k1.toString('base64').replace(/=+$/, '')}`);
-    assert.deepEqual(keys.map((k) => k.id), ['new-2025.q3', 'old_1']);
+    assert.deepEqual(
+      keys.map((k) => k.id),
+      ['new-2025.q3', 'old_1'],
+    );
     assert.ok(keys[0].key.equals(k2));
     assert.ok(keys[1].key.equals(k1));
     assert.deepEqual(parseMasterKeys(formatMasterKey({ id: 'x', key: k1 })).map(formatMasterKey), [formatMasterKey({ id: 'x', key: k1 })]);
@@ -288,34 +316,55 @@ describe('parseMasterKeys (KEYHOLD_MASTER_KEYS)', () => {
   test('every problem is reported, by entry and id, and no key material is echoed', () => {
     const short = randomBytes(16).toString('base64');
     const long = randomBytes(33).toString('base64');
-    const value = [`a:${k1.toString('base64')}`, `a:${k2.toString('base64')}`, 'nocolon', `bad id:${k1.toString('base64')}`, `s:${short}`, `l:${long}`, 'u:%%%notbase64%%%', `url:${k1.toString('base64url')}x`, ''].join(',');
-    assert.throws(() => parseMasterKeys(value), (err: Error) => {
-      assert.ok(err instanceof MasterKeyFormatError);
-      assert.deepEqual(err.problems.map((p) => p.split(/[ :]/).slice(0, 2).join(' ')), [
-        'entry 2', 'entry 3', 'entry 4', 'entry 5', 'entry 6', 'entry 7', 'entry 8', 'entry 9',
-      ]);
-      assert.match(err.problems[0], /id "a" is listed more than once/);
-      assert.match(err.problems[1], /must be <id>:<base64 of 32 bytes>/);
-      assert.match(err.problems[2], /the id must be 1\.\.64 characters/);
-      assert.match(err.problems[3], /\(id "s"\): the key must be standard base64 of exactly 32 bytes/);
-      assert.match(err.problems[7], /entry 9 is empty/);
-      for (const secret of [k1.toString('base64'), k2.toString('base64'), short, long, 'notbase64']) assert.ok(!err.message.includes(secret), secret);
-      return true;
-    });
+    const value = [
+      `a:${k1.toString('base64')}`,
+      `a:${k2.toString('base64')}`,
+      'nocolon',
+      `bad id:${k1.toString('base64')}`,
+      `s:${short}`,
+      `l:${long}`,
+      'u:%%%notbase64%%%',
+      `url:${k1.toString('base64url')}x`,
+      '',
+    ].join(',');
+    assert.throws(
+      () => parseMasterKeys(value),
+      (err: Error) => {
+        assert.ok(err instanceof MasterKeyFormatError);
+        assert.deepEqual(
+          err.problems.map((p) => p.split(/[ :]/).slice(0, 2).join(' ')),
+          ['entry 2', 'entry 3', 'entry 4', 'entry 5', 'entry 6', 'entry 7', 'entry 8', 'entry 9'],
+        );
+        assert.match(err.problems[0], /id "a" is listed more than once/);
+        assert.match(err.problems[1], /must be <id>:<base64 of 32 bytes>/);
+        assert.match(err.problems[2], /the id must be 1\.\.64 characters/);
+        assert.match(err.problems[3], /\(id "s"\): the key must be standard base64 of exactly 32 bytes/);
+        assert.match(err.problems[7], /entry 9 is empty/);
+        for (const secret of [k1.toString('base64'), k2.toString('base64'), short, long, 'notbase64'])
+          assert.ok(!err.message.includes(secret), secret);
+        return true;
+      },
+    );
     for (const empty of ['', ' ', ',']) assert.throws(() => parseMasterKeys(empty), MasterKeyFormatError);
     assert.throws(() => parseMasterKeys(`${'i'.repeat(65)}:${k1.toString('base64')}`), /the id must be 1\.\.64/);
   });
 
   test('loadConfig: an invalid KEYHOLD_MASTER_KEYS is a ConfigError naming it, never echoing the value; a valid one is exposed parsed', () => {
     const secret = randomBytes(20).toString('base64');
-    assert.throws(() => loadConfig({ KEYHOLD_MASTER_KEYS: `k:${secret}` }), (err: Error) => {
-      assert.ok(err instanceof ConfigError);
-      assert.match(err.message, /KEYHOLD_MASTER_KEYS: entry 1 \(id "k"\)/);
-      assert.ok(!err.message.includes(secret));
-      return true;
-    });
+    assert.throws(
+      () => loadConfig({ KEYHOLD_MASTER_KEYS: `k:${secret}` }),
+      (err: Error) => {
+        assert.ok(err instanceof ConfigError);
+        assert.match(err.message, /KEYHOLD_MASTER_KEYS: entry 1 \(id "k"\)/);
+        assert.ok(!err.message.includes(secret));
+        return true;
+      },
+    );
     const config = loadConfig({ KEYHOLD_MASTER_KEYS: `k2:${k2.toString('base64')},k1:${k1.toString('base64')}` });
-    assert.deepEqual(config.masterKeys!.map((k) => k.id), ['k2', 'k1']);
+    assert.deepEqual(
+      config.masterKeys!.map((k) => k.id),
+      ['k2', 'k1'],
+    );
     assert.equal(loadConfig({}).masterKeys, undefined);
     assert.equal(loadConfig({ KEYHOLD_MASTER_KEYS: '' }).masterKeys, undefined);
   });
@@ -323,7 +372,9 @@ describe('parseMasterKeys (KEYHOLD_MASTER_KEYS)', () => {
 
 describe('master key file (embedded default)', () => {
   let dir: string;
-  before(() => { dir = mkdtempSync(join(tmpdir(), 'keyhold-vault-')); });
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'keyhold-vault-'));
+  });
   after(() => rmSync(dir, { recursive: true, force: true }));
 
   test('created once, mode 0600, in a data directory it creates; warns once, without the key', () => {
@@ -351,14 +402,21 @@ describe('master key file (embedded default)', () => {
     const script = `
       const { loadOrCreateMasterKeyFile, formatMasterKey } = await import(${JSON.stringify(vaultModule)});
       process.stdout.write(loadOrCreateMasterKeyFile(${JSON.stringify(dataDir)}, () => process.stderr.write('created\\n')).map(formatMasterKey).join(','));`;
-    const runOne = () => new Promise<{ out: string; err: string; code: number | null }>((resolve) => {
-      const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
-      let out = '';
-      let err = '';
-      child.stdout.on('data', (d) => { out += d; });
-      child.stderr.on('data', (d) => { err += d; });
-      child.on('exit', (code) => resolve({ out, err, code }));
-    });
+    const runOne = () =>
+      new Promise<{ out: string; err: string; code: number | null }>((resolve) => {
+        const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', '--input-type=module', '-e', script], {
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
+        let out = '';
+        let err = '';
+        child.stdout.on('data', (d) => {
+          out += d;
+        });
+        child.stderr.on('data', (d) => {
+          err += d;
+        });
+        child.on('exit', (code) => resolve({ out, err, code }));
+      });
     const results = await Promise.all(Array.from({ length: 6 }, runOne));
     for (const r of results) assert.equal(r.code, 0, r.err);
     assert.equal(new Set(results.map((r) => r.out)).size, 1);
@@ -377,23 +435,40 @@ describe('master key file (embedded default)', () => {
     assert.equal(warnings.length, 1);
     assert.match(warnings[0], /readable by other users/);
     writeFileSync(join(loose, 'master.key'), 'own:tooshort\n');
-    assert.throws(() => loadOrCreateMasterKeyFile(loose, () => {}), (err: Error) => {
-      assert.ok(err instanceof MasterKeyFormatError);
-      assert.ok(err.message.includes(join(loose, 'master.key')));
-      assert.ok(!err.message.includes('tooshort'));
-      return true;
-    });
+    assert.throws(
+      () => loadOrCreateMasterKeyFile(loose, () => {}),
+      (err: Error) => {
+        assert.ok(err instanceof MasterKeyFormatError);
+        assert.ok(err.message.includes(join(loose, 'master.key')));
+        assert.ok(!err.message.includes('tooshort'));
+        return true;
+      },
+    );
   });
 
   test('masterKeysFromConfig: KEYHOLD_MASTER_KEYS wins; SQLite uses the file next to the database; PostgreSQL without keys has none', () => {
     const given = [mk('given')];
-    assert.equal(masterKeysFromConfig({ databaseUrl: 'postgres://h/db', masterKeys: given }, () => {}), given);
-    assert.equal(masterKeysFromConfig({ databaseUrl: 'postgres://h/db' }, () => {}), undefined);
-    assert.equal(masterKeysFromConfig({ databaseUrl: `sqlite:${join(dir, 'cfg', 'x.db')}`, masterKeys: given }, () => {}), given);
+    assert.equal(
+      masterKeysFromConfig({ databaseUrl: 'postgres://h/db', masterKeys: given }, () => {}),
+      given,
+    );
+    assert.equal(
+      masterKeysFromConfig({ databaseUrl: 'postgres://h/db' }, () => {}),
+      undefined,
+    );
+    assert.equal(
+      masterKeysFromConfig({ databaseUrl: `sqlite:${join(dir, 'cfg', 'x.db')}`, masterKeys: given }, () => {}),
+      given,
+    );
     const warnings: string[] = [];
     const fromFile = masterKeysFromConfig({ databaseUrl: `sqlite:${join(dir, 'cfg', 'x.db')}` }, (m) => warnings.push(m))!;
     assert.equal(warnings.length, 1);
-    assert.deepEqual(readFileSync(join(dir, 'cfg', 'master.key'), 'utf8').split('\n').filter((l) => l && !l.startsWith('#')), fromFile.map(formatMasterKey));
+    assert.deepEqual(
+      readFileSync(join(dir, 'cfg', 'master.key'), 'utf8')
+        .split('\n')
+        .filter((l) => l && !l.startsWith('#')),
+      fromFile.map(formatMasterKey),
+    );
     writeFileSync(join(dir, 'cfg', 'master.key'), 'broken');
     assert.throws(() => masterKeysFromConfig({ databaseUrl: `sqlite:${join(dir, 'cfg', 'x.db')}` }, () => {}), ConfigError);
   });

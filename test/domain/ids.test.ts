@@ -21,11 +21,17 @@ describe('ids (domain/ids)', () => {
     let now = 0;
     t.mock.method(Date, 'now', () => now);
     const times = [0, 1, 2, 57, 58, 1_000, 1_700_000_000_000, 1_700_000_000_001, 4_102_444_800_000, 2 ** 48 - 1];
-    const ids = times.map((ms) => { now = ms; return newId('key'); });
+    const ids = times.map((ms) => {
+      now = ms;
+      return newId('key');
+    });
     for (const id of ids) assert.match(id, new RegExp(`^key_${B58}{22}$`));
     assert.deepEqual([...ids].sort(), ids);
     // Many ids, one per millisecond with random parts: still in creation order.
-    const more = Array.from({ length: 200 }, (_, i) => { now = 1_700_000_000_000 + i; return newId('log'); });
+    const more = Array.from({ length: 200 }, (_, i) => {
+      now = 1_700_000_000_000 + i;
+      return newId('log');
+    });
     assert.deepEqual([...more].sort(), more);
   });
 

@@ -3,7 +3,14 @@ import assert from 'node:assert/strict';
 import { grants, permissionProblem } from '../../src/domain/permissions.ts';
 
 describe('permissions grammar (permissionProblem)', () => {
-  for (const p of ['*', 'api.*.create_key', 'api.api_123.read_key', 'rbac.*.add_role_to_key', 'identity.*.read_identity', 'ratelimit.*.limit']) {
+  for (const p of [
+    '*',
+    'api.*.create_key',
+    'api.api_123.read_key',
+    'rbac.*.add_role_to_key',
+    'identity.*.read_identity',
+    'ratelimit.*.limit',
+  ]) {
     test(`valid: ${p}`, () => assert.equal(permissionProblem(p), null));
   }
   const invalidCases: Array<[string, string, RegExp]> = [

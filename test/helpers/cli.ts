@@ -3,7 +3,12 @@ import { run } from '../../src/cli/main.ts';
 import type { CliAnswer } from './json.ts';
 
 /** What an in-process CLI run printed: its exit code, its lines, and with --json the one JSON line parsed. */
-export interface CliResult<T = CliAnswer> { code: number; out: string[]; err: string[]; json: T }
+export interface CliResult<T = CliAnswer> {
+  code: number;
+  out: string[];
+  err: string[];
+  json: T;
+}
 
 /**
  * Runs the CLI in-process with these environment variables set (an undefined value unsets one), restoring them
@@ -12,13 +17,19 @@ export interface CliResult<T = CliAnswer> { code: number; out: string[]; err: st
 export async function runCli<T = CliAnswer>(env: Record<string, string | undefined>, argv: string[]): Promise<CliResult<T>> {
   const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
   const apply = (vars: Record<string, string | undefined>) => {
-    for (const [k, v] of Object.entries(vars)) if (v === undefined) delete process.env[k]; else process.env[k] = v;
+    for (const [k, v] of Object.entries(vars))
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
   };
   apply(env);
   const out: string[] = [];
   const err: string[] = [];
   try {
-    const code = await run(argv, (s) => out.push(s), (s) => err.push(s));
+    const code = await run(
+      argv,
+      (s) => out.push(s),
+      (s) => err.push(s),
+    );
     let json: T | undefined;
     if (argv.includes('--json')) {
       assert.equal(out.length, 1, `--json prints exactly one line, got ${JSON.stringify({ out, err })}`);

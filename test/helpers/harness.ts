@@ -49,15 +49,32 @@ export async function freshStore(dialect: 'sqlite' | 'postgres'): Promise<{ stor
   const { url, cleanup } = scratchDatabase(dialect);
   const store = openStore(url);
   await store.migrate();
-  return { store, url, close: async () => { await store.close(); await cleanup(); } };
+  return {
+    store,
+    url,
+    close: async () => {
+      await store.close();
+      await cleanup();
+    },
+  };
 }
 
 /**
  * An answer to a test request. `json` is the parsed body (undefined when the body is not JSON), of the shape
  * the test names (`w.post<{ apiId: string }>(…)`), or an `Answer` (error envelope typed, the rest loose).
  */
-export interface Response<T = Answer> { status: number; json: T; headers: Record<string, unknown>; body: string }
-export interface CallOptions { key?: string; body?: unknown; query?: Record<string, string | number | boolean>; headers?: Record<string, string> }
+export interface Response<T = Answer> {
+  status: number;
+  json: T;
+  headers: Record<string, unknown>;
+  body: string;
+}
+export interface CallOptions {
+  key?: string;
+  body?: unknown;
+  query?: Record<string, string | number | boolean>;
+  headers?: Record<string, string>;
+}
 
 /** A test world: an app on a fresh store, one workspace with a `*` root key, and helpers to make more. */
 export interface World {
@@ -83,7 +100,11 @@ export interface World {
 
 /** The parsed JSON body of an injected answer, as the shape the caller names; undefined when the body is not JSON. */
 function parsedBody<T = Answer>(res: { json<U>(): U }): T {
-  try { return res.json<T>(); } catch { return undefined as T; }
+  try {
+    return res.json<T>();
+  } catch {
+    return undefined as T;
+  }
 }
 
 export async function world(dialect: 'sqlite' | 'postgres'): Promise<World> {
@@ -92,21 +113,33 @@ export async function world(dialect: 'sqlite' | 'postgres'): Promise<World> {
   const app = await buildApp({ store }, { vault: createVault([{ id: 'test', key: Buffer.alloc(32, 7) }]) });
   const { workspaceId } = await createWorkspace(store.db, 'test', OPERATOR);
   const rootKey = async (permissions: string[], opts: { workspaceId?: string; expiresAt?: number } = {}) =>
-    (await insertRootKey(store.db, { workspaceId: opts.workspaceId ?? workspaceId, permissions, expiresAt: opts.expiresAt }, OPERATOR)).rootKey;
+    (await insertRootKey(store.db, { workspaceId: opts.workspaceId ?? workspaceId, permissions, expiresAt: opts.expiresAt }, OPERATOR))
+      .rootKey;
   const root = await rootKey(['*']);
   const inject = async <T>(method: 'GET' | 'POST', path: string, opts: CallOptions): Promise<Response<T>> => {
     const headers: Record<string, string> = { ...opts.headers };
     if (opts.key) headers.authorization = `Bearer ${opts.key}`;
     if (opts.body !== undefined) headers['content-type'] ??= 'application/json';
     const res = await app.inject({
-      method, url: path, headers, query: opts.query ? Object.fromEntries(Object.entries(opts.query).map(([k, v]) => [k, String(v)])) : undefined,
+      method,
+      url: path,
+      headers,
+      query: opts.query ? Object.fromEntries(Object.entries(opts.query).map(([k, v]) => [k, String(v)])) : undefined,
       payload: opts.body === undefined ? undefined : typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body),
     });
     return { status: res.statusCode, json: parsedBody<T>(res), headers: res.headers, body: res.body };
   };
   const w: World = {
-    app, store, url, workspaceId, root, rootKey,
-    async close() { await app.close(); await close(); },
+    app,
+    store,
+    url,
+    workspaceId,
+    root,
+    rootKey,
+    async close() {
+      await app.close();
+      await close();
+    },
     async revokedRootKey() {
       const { rootKeyId, rootKey: key } = await insertRootKey(store.db, { workspaceId, permissions: ['*'] }, OPERATOR);
       await revokeRootKey(store.db, rootKeyId, OPERATOR);
@@ -117,7 +150,8 @@ export async function world(dialect: 'sqlite' | 'postgres'): Promise<World> {
       return { workspaceId: other.workspaceId, root: await rootKey(['*'], { workspaceId: other.workspaceId }) };
     },
     post: <T>(path: string, body: unknown, key: string | null = root) => inject<T>('POST', path, { body, key: key ?? undefined }),
-    get: <T>(path: string, query: Record<string, string | number | boolean>, key: string | null = root) => inject<T>('GET', path, { query, key: key ?? undefined }),
+    get: <T>(path: string, query: Record<string, string | number | boolean>, key: string | null = root) =>
+      inject<T>('GET', path, { query, key: key ?? undefined }),
     async createApi(name = 'test-api', key = root) {
       const r = await w.post<{ apiId: string }>('/v1/apis.createApi', { name }, key);
       if (r.status !== 200) throw new Error(`createApi failed: ${r.body}`);
@@ -135,6 +169,14 @@ export async function world(dialect: 'sqlite' | 'postgres'): Promise<World> {
 /** A pino logger at level error whose lines are kept in `lines`, for tests that check what a failure logs. */
 export function capturedErrorLog(): { logger: pino.Logger; lines: string[] } {
   const lines: string[] = [];
-  const logger = pino({ level: 'error' }, new Writable({ write(chunk, _enc, done) { lines.push(String(chunk)); done(); } }));
+  const logger = pino(
+    { level: 'error' },
+    new Writable({
+      write(chunk, _enc, done) {
+        lines.push(String(chunk));
+        done();
+      },
+    }),
+  );
   return { logger, lines };
 }

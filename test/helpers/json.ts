@@ -3,13 +3,18 @@
  * (`res.json.identity.externalId`) and handed to assert. To use a value as a string, a number or an
  * array, the test declares the shape it expects where it makes the request: `w.get<{ keys: Key[] }>(…)`.
  */
-export interface LooseJson { readonly [member: string]: LooseJson }
+export interface LooseJson {
+  readonly [member: string]: LooseJson;
+}
 
 /** `T` with its members typed and any other member loose: the shape a test declares for what it reads. */
 export type Loose<T> = T & LooseJson;
 
 /** One problem of a `request/invalid-body` answer. */
-export interface ValidationProblem { path: string; message: string }
+export interface ValidationProblem {
+  path: string;
+  message: string;
+}
 
 /** The error envelope every failed request answers with (SPEC §2, src/http/errors.ts). */
 export interface ErrorEnvelope {

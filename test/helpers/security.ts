@@ -3,7 +3,12 @@ import assert from 'node:assert/strict';
 import type { Response, World } from './harness.ts';
 import { ACTIONS, type ResourceType } from '../../src/domain/permissions.ts';
 
-export interface SecurityRequest { method: 'GET' | 'POST'; path: string; body?: unknown; query?: Record<string, string | number | boolean> }
+export interface SecurityRequest {
+  method: 'GET' | 'POST';
+  path: string;
+  body?: unknown;
+  query?: Record<string, string | number | boolean>;
+}
 
 export interface SecurityCase {
   /** A valid request against resources of `w.workspaceId` (created here as needed). */
@@ -21,9 +26,8 @@ export interface SecurityCase {
 function typeOf(permission: string): ResourceType {
   const parts = permission.split('.');
   const types = Object.keys(ACTIONS) as ResourceType[];
-  const type = parts.length === 3
-    ? types.find((t) => t === parts[0])
-    : types.find((t) => (ACTIONS[t] as readonly string[]).includes(permission));
+  const type =
+    parts.length === 3 ? types.find((t) => t === parts[0]) : types.find((t) => (ACTIONS[t] as readonly string[]).includes(permission));
   assert.ok(type, `"${permission}" names no resource type or action of src/domain/permissions.ts`);
   return type;
 }
@@ -60,9 +64,20 @@ export function securityTests(getWorld: () => World, c: SecurityCase): void {
   test('malformed Authorization → 401 auth/malformed', async () => {
     const w = getWorld();
     const r = await c.request(w);
-    const res = r.method === 'GET'
-      ? await w.app.inject({ method: 'GET', url: r.path, query: Object.fromEntries(Object.entries(r.query ?? {}).map(([k, v]) => [k, String(v)])), headers: { authorization: 'Basic abc' } })
-      : await w.app.inject({ method: 'POST', url: r.path, payload: JSON.stringify(r.body), headers: { authorization: 'Bearer not-a-root-key', 'content-type': 'application/json' } });
+    const res =
+      r.method === 'GET'
+        ? await w.app.inject({
+            method: 'GET',
+            url: r.path,
+            query: Object.fromEntries(Object.entries(r.query ?? {}).map(([k, v]) => [k, String(v)])),
+            headers: { authorization: 'Basic abc' },
+          })
+        : await w.app.inject({
+            method: 'POST',
+            url: r.path,
+            payload: JSON.stringify(r.body),
+            headers: { authorization: 'Bearer not-a-root-key', 'content-type': 'application/json' },
+          });
     assertEnvelope({ status: res.statusCode, json: res.json(), headers: res.headers, body: res.body }, 401, 'auth/malformed');
   });
   test('unknown root key → 401 auth/invalid', async () => {
@@ -84,7 +99,7 @@ export function securityTests(getWorld: () => World, c: SecurityCase): void {
     assert.ok(res.json.error.detail.includes(c.permission), `${res.json.error.detail} should name ${c.permission}`);
   });
   if (c.foreign) {
-    test('another workspace\'s resource → 404', async () => {
+    test("another workspace's resource → 404", async () => {
       const w = getWorld();
       const other = await w.otherWorkspace();
       const res = await send(w, await c.foreign!(w, other), w.root);

@@ -31,7 +31,9 @@ function assertEnvelope(res: LightMyRequestResponse, status: number, kind: Error
 for (const dialect of DIALECTS) {
   describe(`HTTP surface (${dialect})`, () => {
     let w: World;
-    before(async () => { w = await world(dialect); });
+    before(async () => {
+      w = await world(dialect);
+    });
     after(() => w.close());
 
     const post = (url: string, payload: string | Buffer | undefined, headers: Record<string, string> = {}) =>
@@ -40,7 +42,11 @@ for (const dialect of DIALECTS) {
 
     describe('error envelope', () => {
       test('unknown path → 404 request/route-not-found, without asking for a key', async () => {
-        for (const [method, url] of [['GET', '/nope'], ['POST', '/v1/keys.nope'], ['GET', '/v1/apis.getApi/extra?apiId=x']] as const) {
+        for (const [method, url] of [
+          ['GET', '/nope'],
+          ['POST', '/v1/keys.nope'],
+          ['GET', '/v1/apis.getApi/extra?apiId=x'],
+        ] as const) {
           const res = await w.app.inject({ method, url });
           const body = assertEnvelope(res, 404, 'request/route-not-found');
           assert.equal(body.error.code, 'NOT_FOUND');
@@ -67,7 +73,9 @@ for (const dialect of DIALECTS) {
       });
 
       test('a body sent as text/plain (or without Content-Type) → 415', async () => {
-        for (const headers of [{ 'content-type': 'text/plain' }, { 'content-type': 'application/x-www-form-urlencoded' }, {}] as Array<Record<string, string>>) {
+        for (const headers of [{ 'content-type': 'text/plain' }, { 'content-type': 'application/x-www-form-urlencoded' }, {}] as Array<
+          Record<string, string>
+        >) {
           const res = await post('/v1/apis.createApi', '{"name":"plain"}', { ...headers, authorization: `Bearer ${w.root}` });
           const body = assertEnvelope(res, 415, 'request/unsupported-media-type');
           assert.equal(body.error.code, 'UNSUPPORTED_MEDIA_TYPE');
@@ -76,7 +84,10 @@ for (const dialect of DIALECTS) {
 
       test('Content-Type with parameters or in capitals is still JSON', async () => {
         for (const type of ['application/json; charset=utf-8', 'Application/JSON']) {
-          const res = await post('/v1/apis.createApi', JSON.stringify({ name: 'typed' }), { 'content-type': type, authorization: `Bearer ${w.root}` });
+          const res = await post('/v1/apis.createApi', JSON.stringify({ name: 'typed' }), {
+            'content-type': type,
+            authorization: `Bearer ${w.root}`,
+          });
           assert.equal(res.statusCode, 200, res.body);
         }
       });
@@ -95,7 +106,11 @@ for (const dialect of DIALECTS) {
       });
 
       test('POST without a body → 400', async () => {
-        const none = assertEnvelope(await post('/v1/apis.createApi', undefined, { authorization: `Bearer ${w.root}` }), 400, 'request/invalid-body');
+        const none = assertEnvelope(
+          await post('/v1/apis.createApi', undefined, { authorization: `Bearer ${w.root}` }),
+          400,
+          'request/invalid-body',
+        );
         assert.deepEqual(none.error.errors, [{ path: '/', message: 'must be object' }]);
         assertEnvelope(await post('/v1/apis.createApi', undefined, json(w.root)), 400, 'request/invalid-json');
         assertEnvelope(await post('/v1/apis.createApi', '', json(w.root)), 400, 'request/invalid-json');
@@ -123,7 +138,10 @@ for (const dialect of DIALECTS) {
           const body = assertEnvelope(await post('/v1/apis.createApi', payload, headers), 401, 'auth/missing');
           assert.equal(body.error.code, 'UNAUTHORIZED');
         }
-        const wrong = await post('/v1/apis.createApi', '{"name":', { ...json(), authorization: 'Bearer kh_root_1111111111111111111111111' });
+        const wrong = await post('/v1/apis.createApi', '{"name":', {
+          ...json(),
+          authorization: 'Bearer kh_root_1111111111111111111111111',
+        });
         assertEnvelope(wrong, 401, 'auth/invalid');
         const query = await w.app.inject({ method: 'GET', url: '/v1/apis.listKeys?limit=not-a-number' });
         assertEnvelope(query, 401, 'auth/missing');
@@ -142,7 +160,8 @@ for (const dialect of DIALECTS) {
         const created = await post('/v1/apis.createApi', JSON.stringify({ name: 'with-id' }), json(w.root));
         assert.equal(created.statusCode, 200, created.body);
         assert.match(String(created.headers['x-request-id']), REQUEST_ID);
-        for (const url of ['/openapi.json', '/metrics']) assert.match(String((await w.app.inject({ method: 'GET', url })).headers['x-request-id']), REQUEST_ID);
+        for (const url of ['/openapi.json', '/metrics'])
+          assert.match(String((await w.app.inject({ method: 'GET', url })).headers['x-request-id']), REQUEST_ID);
       });
 
       test('an internal failure → 500 envelope that does not echo the internal message; it is logged with the request id', async () => {
@@ -181,7 +200,9 @@ for (const dialect of DIALECTS) {
         for (const r of routes) assert.ok(w.app.hasRoute({ method: r.method as 'GET', url: r.url }), `${r.method} ${r.url} is not served`);
         assert.ok(routes.some((r) => r.url === '/v1/liveness' && r.isPublic));
 
-        const documented = Object.keys(doc.paths).filter((p) => p.startsWith('/v1/')).sort();
+        const documented = Object.keys(doc.paths)
+          .filter((p) => p.startsWith('/v1/'))
+          .sort();
         assert.deepEqual(documented, [...new Set(routes.map((r) => r.url))].sort());
         for (const r of routes) {
           const op = doc.paths[r.url][r.method.toLowerCase()];

@@ -14,7 +14,13 @@ import type { Verifier } from '../../src/services/verification/verifier.ts';
 import type { App } from '../../src/http/types.ts';
 
 /** An answer as these tests compare them: the status, the headers that matter and the parsed body. */
-interface Reply { status: number; contentType: string; requestId: string; json: Answer; closesConnection: boolean }
+interface Reply {
+  status: number;
+  contentType: string;
+  requestId: string;
+  json: Answer;
+  closesConnection: boolean;
+}
 
 /** One HTTP/1.1 request to a listening app: with Content-Length, unless the headers ask for a chunked body. */
 function send(base: URL, method: string, path: string, body: string | undefined, headers: Record<string, string>): Promise<Reply> {
@@ -22,11 +28,18 @@ function send(base: URL, method: string, path: string, body: string | undefined,
     const req = httpRequest({ host: base.hostname, port: base.port, method, path, headers }, (res) => {
       let text = '';
       res.setEncoding('utf8');
-      res.on('data', (c: string) => { text += c; });
-      res.on('end', () => resolve({
-        status: res.statusCode!, contentType: String(res.headers['content-type']), requestId: String(res.headers['x-request-id']), json: JSON.parse(text),
-        closesConnection: res.headers.connection === 'close',
-      }));
+      res.on('data', (c: string) => {
+        text += c;
+      });
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode!,
+          contentType: String(res.headers['content-type']),
+          requestId: String(res.headers['x-request-id']),
+          json: JSON.parse(text),
+          closesConnection: res.headers.connection === 'close',
+        }),
+      );
     });
     req.on('error', reject);
     if (headers['transfer-encoding'] === 'chunked') {
@@ -53,7 +66,9 @@ function withoutRequestId(a: Reply): unknown {
 /** Starts the app on a free port, counting the keys.verifyKey requests that reach Fastify. */
 async function listen(app: App): Promise<{ base: URL; seenByFastify(): number }> {
   let seen = 0;
-  app.addHook('onRequest', async (request) => { if (request.url.split('?')[0] === VERIFY_PATH) seen++; });
+  app.addHook('onRequest', async (request) => {
+    if (request.url.split('?')[0] === VERIFY_PATH) seen++;
+  });
   const address = await app.listen({ host: '127.0.0.1', port: 0 });
   return { base: new URL(address), seenByFastify: () => seen };
 }
@@ -77,7 +92,10 @@ for (const dialect of DIALECTS) {
     const throughFastify = async (body: string): Promise<Reply> => {
       const res = await w.app.inject({ method: 'POST', url: VERIFY_PATH, payload: body, headers: JSON_TYPE });
       return {
-        status: res.statusCode, contentType: String(res.headers['content-type']), requestId: String(res.headers['x-request-id']), json: res.json(),
+        status: res.statusCode,
+        contentType: String(res.headers['content-type']),
+        requestId: String(res.headers['x-request-id']),
+        json: res.json(),
         closesConnection: res.headers.connection === 'close',
       };
     };
@@ -85,19 +103,31 @@ for (const dialect of DIALECTS) {
     test('answers every outcome and every bad request exactly as the Fastify route does, without passing through Fastify', async () => {
       const otherApi = await w.createApi('other-api');
       const full = await w.createKey({
-        apiId, name: 'full', externalId: 'user_lane', meta: { plan: 'pro', nested: { a: [1, 2] } }, environment: 'live', roles: ['reader'],
-        permissions: ['docs.read'], expires: Date.now() + 3_600_000,
+        apiId,
+        name: 'full',
+        externalId: 'user_lane',
+        meta: { plan: 'pro', nested: { a: [1, 2] } },
+        environment: 'live',
+        roles: ['reader'],
+        permissions: ['docs.read'],
+        expires: Date.now() + 3_600_000,
       });
       const disabled = await w.createKey({ apiId, enabled: false });
       const expired = await w.createKey({ apiId, expires: Date.now() + 1_000 });
       await new Promise((r) => setTimeout(r, 1_100));
       const cases: Array<[string, string]> = [
         ['VALID with every attribute', JSON.stringify({ key: full.key })],
-        ['VALID with its own apiId and a satisfied query', JSON.stringify({ key: full.key, apiId, authorization: { permissions: { or: ['docs.read', 'x'] } } })],
+        [
+          'VALID with its own apiId and a satisfied query',
+          JSON.stringify({ key: full.key, apiId, authorization: { permissions: { or: ['docs.read', 'x'] } } }),
+        ],
         ['FORBIDDEN: another API of the workspace', JSON.stringify({ key: full.key, apiId: otherApi })],
         ['NOT_FOUND: an unknown apiId', JSON.stringify({ key: full.key, apiId: 'api_unknown' })],
         ['NOT_FOUND: an unknown key', JSON.stringify({ key: 'nope_123' })],
-        ['INSUFFICIENT_PERMISSIONS', JSON.stringify({ key: full.key, authorization: { permissions: { and: ['docs.read', 'docs.write'] } } })],
+        [
+          'INSUFFICIENT_PERMISSIONS',
+          JSON.stringify({ key: full.key, authorization: { permissions: { and: ['docs.read', 'docs.write'] } } }),
+        ],
         ['DISABLED', JSON.stringify({ key: disabled.key })],
         ['EXPIRED', JSON.stringify({ key: expired.key })],
         ['undeclared members are dropped', JSON.stringify({ key: full.key, ownerId: 'ignored', extra: { deep: true } })],
@@ -118,7 +148,11 @@ for (const dialect of DIALECTS) {
         const route = await throughFastify(body);
         assert.equal(lane.status, route.status, `${name}: ${JSON.stringify(lane.json)}`);
         assert.equal(lane.contentType, route.contentType, name);
-        assert.equal(lane.closesConnection, route.closesConnection, `${name}: the connection is closed after a body that is not JSON, kept otherwise`);
+        assert.equal(
+          lane.closesConnection,
+          route.closesConnection,
+          `${name}: the connection is closed after a body that is not JSON, kept otherwise`,
+        );
         assert.deepEqual(withoutRequestId(lane), withoutRequestId(route), name);
         assert.notEqual(lane.requestId, route.requestId, name);
         if (lane.closesConnection) closing.push(name);
@@ -128,14 +162,18 @@ for (const dialect of DIALECTS) {
 
     test('what the hooks add to every response, the lane adds too: the same header set as the Fastify route over HTTP', async () => {
       // `application/json; via=route` is JSON to Fastify but not a Content-Type the lane takes, so Fastify's route answers it.
-      const headersOf = (contentType: string, body: string) => new Promise<Record<string, string | string[] | undefined>>((resolve, reject) => {
-        const req = httpRequest({ host: base.hostname, port: base.port, method: 'POST', path: VERIFY_PATH, headers: { 'content-type': contentType } }, (res) => {
-          res.resume();
-          res.on('end', () => resolve(res.headers));
+      const headersOf = (contentType: string, body: string) =>
+        new Promise<Record<string, string | string[] | undefined>>((resolve, reject) => {
+          const req = httpRequest(
+            { host: base.hostname, port: base.port, method: 'POST', path: VERIFY_PATH, headers: { 'content-type': contentType } },
+            (res) => {
+              res.resume();
+              res.on('end', () => resolve(res.headers));
+            },
+          );
+          req.on('error', reject);
+          req.end(body);
         });
-        req.on('error', reject);
-        req.end(body);
-      });
       // Values that differ per response: when it was sent, its id, and its length (the request id is in the body too).
       const comparable = (h: Record<string, string | string[] | undefined>) =>
         Object.fromEntries(Object.entries(h).filter(([name]) => !['date', 'x-request-id', 'content-length'].includes(name)));
@@ -230,12 +268,13 @@ for (const dialect of DIALECTS) {
 }
 
 describe('verification lane: what it takes', () => {
-  const lane = () => createVerifyLane({
-    verifier: { verify: async () => ({ valid: false, code: 'NOT_FOUND' }) } as unknown as Verifier,
-    validate: new Ajv().compile({ type: 'object' }),
-    parseJson: (_req, body, done) => done(null, JSON.parse(body as string)),
-    metrics: createMetrics(false),
-  });
+  const lane = () =>
+    createVerifyLane({
+      verifier: { verify: async () => ({ valid: false, code: 'NOT_FOUND' }) } as unknown as Verifier,
+      validate: new Ajv().compile({ type: 'object' }),
+      parseJson: (_req, body, done) => done(null, JSON.parse(body as string)),
+      metrics: createMetrics(false),
+    });
   const request = (method: string, url: string, headers: Record<string, string>) =>
     Object.assign(new EventEmitter(), { method, url, headers }) as unknown as IncomingMessage;
   const response = {} as ServerResponse;
@@ -247,7 +286,9 @@ describe('verification lane: what it takes', () => {
     assert.equal(l.take(request('POST', VERIFY_PATH, { ...json, 'content-type': 'Application/JSON; Charset=UTF-8' }), response), true);
     assert.equal(l.take(request('POST', VERIFY_PATH, { ...json, 'content-length': String(LANE_MAX_BODY) }), response), true);
     for (const [method, url, headers] of [
-      ['GET', VERIFY_PATH, json], ['POST', '/v1/keys.verifyKey?x=1', json], ['POST', '/v1/liveness', json],
+      ['GET', VERIFY_PATH, json],
+      ['POST', '/v1/keys.verifyKey?x=1', json],
+      ['POST', '/v1/liveness', json],
       ['POST', VERIFY_PATH, { ...json, 'content-length': String(LANE_MAX_BODY + 1) }],
       ['POST', VERIFY_PATH, { 'content-type': 'application/json' }],
       ['POST', VERIFY_PATH, { ...json, 'transfer-encoding': 'chunked' }],

@@ -10,7 +10,9 @@ import { Worker } from '../../src/jobs/worker.ts';
 for (const dialect of DIALECTS) {
   describe(`job queue (${dialect})`, () => {
     let w: World;
-    before(async () => { w = await world(dialect); });
+    before(async () => {
+      w = await world(dialect);
+    });
     after(() => w.close());
 
     /** A test task under the registry's one name, recording its runs; `fail` decides whether a run throws. */
@@ -20,20 +22,27 @@ for (const dialect of DIALECTS) {
         async run(tx, payload) {
           runs.push(payload.n);
           // A write that must commit or roll back with the job.
-          await tx.insertInto('settings').values({ name: `${payload.tag}:${payload.n}:${randomBytes(4).toString('hex')}`, value: 'ran', updated_at: 0 }).execute();
+          await tx
+            .insertInto('settings')
+            .values({ name: `${payload.tag}:${payload.n}:${randomBytes(4).toString('hex')}`, value: 'ran', updated_at: 0 })
+            .execute();
           const err = behaviour.fail?.(payload.n);
           if (err) throw err;
         },
         async giveUp(tx, payload, reason) {
           behaviour.onGiveUp?.(reason);
-          await tx.insertInto('settings').values({ name: `${payload.tag}:gaveup:${payload.n}`, value: reason, updated_at: 0 }).execute();
+          await tx
+            .insertInto('settings')
+            .values({ name: `${payload.tag}:gaveup:${payload.n}`, value: reason, updated_at: 0 })
+            .execute();
         },
       };
       return { runs, tasks: { 'migration.import': definition } as unknown as TaskRegistry };
     };
     const put = (store: Store, tag: string, n: number, opts: { maxAttempts?: number; now?: number } = {}) =>
       store.db.transaction().execute((tx) => enqueue(tx, 'migration.import', { n, tag } as never, opts));
-    const committed = async (tag: string) => (await w.store.db.selectFrom('settings').select('name').where('name', 'like', `${tag}:%`).execute()).map((r) => r.name);
+    const committed = async (tag: string) =>
+      (await w.store.db.selectFrom('settings').select('name').where('name', 'like', `${tag}:%`).execute()).map((r) => r.name);
     const jobRow = (id: string) => w.store.db.selectFrom('jobs').selectAll().where('id', '=', id).executeTakeFirst();
 
     test('a failing job is retried with exponential backoff (base·2^attempts), its writes rolled back each time, then fails for good and gives up once', async () => {
@@ -64,19 +73,25 @@ for (const dialect of DIALECTS) {
       assert.deepEqual([row.status, Number(row.attempts), row.last_error], ['failed', 3, 'Error: boom']);
       assert.deepEqual(runs, [1, 1, 1]);
       assert.deepEqual(gaveUp, ['Error: boom']);
-      assert.deepEqual(await committed('backoff'), ['backoff:gaveup:1'], 'no write of a failed attempt survives; giveUp\'s does');
+      assert.deepEqual(await committed('backoff'), ['backoff:gaveup:1'], "no write of a failed attempt survives; giveUp's does");
       now += 10 ** 9;
       assert.deepEqual(await queue.claim('A', 10), [], 'a failed job is never claimed again');
     });
 
     test('PermanentJobError fails at once; a job that succeeds on a retry commits exactly once and is deleted', async () => {
       let now = 5_000_000;
-      const { runs, tasks } = recorder({ fail: (n) => (n === 1 ? new PermanentJobError('bad payload') : runs.filter((x) => x === 2).length === 1 ? new Error('transient') : undefined) });
+      const { runs, tasks } = recorder({
+        fail: (n) =>
+          n === 1 ? new PermanentJobError('bad payload') : runs.filter((x) => x === 2).length === 1 ? new Error('transient') : undefined,
+      });
       const queue = new JobQueue(w.store, tasks, { backoffBaseMs: 10, now: () => now });
       const permanent = await put(w.store, 'perm', 1, { now });
       const flaky = await put(w.store, 'perm', 2, { now });
       const claimed = await queue.claim('A', 10);
-      assert.deepEqual(claimed.map((j) => j.id), [permanent, flaky]);
+      assert.deepEqual(
+        claimed.map((j) => j.id),
+        [permanent, flaky],
+      );
       assert.equal((await queue.process(claimed[0])).outcome, 'failed');
       assert.equal((await queue.process(claimed[1])).outcome, 'retried');
       now += 20;
@@ -87,7 +102,7 @@ for (const dialect of DIALECTS) {
       assert.deepEqual(runs, [1, 2, 2]);
     });
 
-    test('stale-lock recovery: a running job whose lock is older than the visibility timeout goes back to pending; the old holder\'s run is discarded', async () => {
+    test("stale-lock recovery: a running job whose lock is older than the visibility timeout goes back to pending; the old holder's run is discarded", async () => {
       let now = 9_000_000;
       const { runs, tasks } = recorder();
       const queue = new JobQueue(w.store, tasks, { staleMs: 30_000, now: () => now });
@@ -109,7 +124,7 @@ for (const dialect of DIALECTS) {
       // The first holder wakes up: its lock is gone, so nothing it does is kept.
       assert.equal(await queue.heartbeat(held), false);
       assert.deepEqual(await queue.process(held), { outcome: 'lost' });
-      assert.equal((await queue.fail(held, new Error('late'))), 'lost');
+      assert.equal(await queue.fail(held, new Error('late')), 'lost');
       assert.equal((await queue.process(taken)).outcome, 'completed');
       assert.deepEqual(runs, [1]);
       assert.equal((await committed('stale')).length, 1);
@@ -142,7 +157,11 @@ for (const dialect of DIALECTS) {
         const ids = claims.flat().map((j) => j.id);
         assert.equal(ids.length, N);
         assert.equal(new Set(ids).size, N);
-        await w.store.db.updateTable('jobs').set({ status: 'pending', locked_at: null, locked_by: null, attempts: 0 }).where('status', '=', 'running').execute();
+        await w.store.db
+          .updateTable('jobs')
+          .set({ status: 'pending', locked_at: null, locked_by: null, attempts: 0 })
+          .where('status', '=', 'running')
+          .execute();
 
         // Workers: every job runs exactly once in all.
         const a = recorder();
@@ -153,13 +172,17 @@ for (const dialect of DIALECTS) {
         ];
         for (const worker of workers) worker.start();
         const deadline = Date.now() + 60_000;
-        while (await count(w.store.db, 'jobs', ['status', 'pending']) + await count(w.store.db, 'jobs', ['status', 'running']) > 0) {
+        while ((await count(w.store.db, 'jobs', ['status', 'pending'])) + (await count(w.store.db, 'jobs', ['status', 'running'])) > 0) {
           assert.ok(Date.now() < deadline, 'jobs finish');
           await new Promise((r) => setTimeout(r, 20));
         }
         await Promise.all(workers.map((x) => x.stop()));
         const all = [...a.runs, ...b.runs].sort((x, y) => x - y);
-        assert.deepEqual(all, Array.from({ length: N }, (_, i) => i), 'each job ran once');
+        assert.deepEqual(
+          all,
+          Array.from({ length: N }, (_, i) => i),
+          'each job ran once',
+        );
         const rows = await committed('race');
         assert.equal(rows.length, N);
         assert.equal(new Set(rows.map((r) => r.split(':')[1])).size, N);
@@ -172,11 +195,23 @@ for (const dialect of DIALECTS) {
 
     test('a worker wakes up for jobs enqueued in its process and stops gracefully after finishing the job in flight', async () => {
       let release!: () => void;
-      const gate = new Promise<void>((r) => { release = r; });
+      const gate = new Promise<void>((r) => {
+        release = r;
+      });
       let started!: () => void;
-      const running = new Promise<void>((r) => { started = r; });
+      const running = new Promise<void>((r) => {
+        started = r;
+      });
       const runs: number[] = [];
-      const tasks = { 'migration.import': { async run(_tx: unknown, p: { n: number }) { started(); await gate; runs.push(p.n); } } } as unknown as TaskRegistry;
+      const tasks = {
+        'migration.import': {
+          async run(_tx: unknown, p: { n: number }) {
+            started();
+            await gate;
+            runs.push(p.n);
+          },
+        },
+      } as unknown as TaskRegistry;
       const worker = new Worker(new JobQueue(w.store, tasks), { pollMs: 60_000, concurrency: 1 });
       worker.start();
       await new Promise((r) => setTimeout(r, 50));
@@ -185,7 +220,9 @@ for (const dialect of DIALECTS) {
       await running;
       const stopped = worker.stop();
       let done = false;
-      void stopped.then(() => { done = true; });
+      void stopped.then(() => {
+        done = true;
+      });
       await new Promise((r) => setTimeout(r, 50));
       assert.equal(done, false, 'stop waits for the job in flight');
       release();

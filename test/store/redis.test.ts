@@ -18,12 +18,14 @@ describe('redis', { skip: url ? false : 'KEYHOLD_TEST_REDIS_URL is not set (e.g.
     });
     // ioredis reports the cause (ECONNREFUSED, ETIMEDOUT…) as an 'error' event and rejects with "Connection is closed".
     let cause: Error | undefined;
-    redis.on('error', (err: Error) => { cause = err; });
+    redis.on('error', (err: Error) => {
+      cause = err;
+    });
     try {
       await redis.connect();
     } catch (err) {
       redis.disconnect();
-      throw new Error(`KEYHOLD_TEST_REDIS_URL is set but Redis at ${url} is unreachable: ${(cause ?? err as Error).message}`);
+      throw new Error(`KEYHOLD_TEST_REDIS_URL is set but Redis at ${url} is unreachable: ${(cause ?? (err as Error)).message}`);
     }
   });
   after(() => redis?.disconnect());

@@ -15,15 +15,32 @@ import type { Caller } from '../../src/services/caller.ts';
 
 /** Every table of src/store/schema.ts; the type check below fails when a table is added there but not here. */
 const TABLES = [
-  'workspaces', 'settings', 'root_keys', 'apis', 'identities', 'keys', 'data_keys', 'encrypted_keys', 'ratelimits',
-  'ratelimit_counters', 'roles', 'permissions', 'keys_roles', 'keys_permissions', 'roles_permissions', 'audit_logs',
-  'key_migrations', 'key_migration_items', 'jobs', 'key_verifications_hourly', 'change_feed',
+  'workspaces',
+  'settings',
+  'root_keys',
+  'apis',
+  'identities',
+  'keys',
+  'data_keys',
+  'encrypted_keys',
+  'ratelimits',
+  'ratelimit_counters',
+  'roles',
+  'permissions',
+  'keys_roles',
+  'keys_permissions',
+  'roles_permissions',
+  'audit_logs',
+  'key_migrations',
+  'key_migration_items',
+  'jobs',
+  'key_verifications_hourly',
+  'change_feed',
 ] as const satisfies ReadonlyArray<keyof Database>;
 const everyTableListed: [Exclude<keyof Database, (typeof TABLES)[number]>] extends [never] ? true : false = true;
 
 /** Epoch ms of 2100-01-01, far past 2^31, and the largest integer a JS number holds exactly. */
 const YEAR_2100 = 4102444800000;
-
 
 async function rejection(promise: Promise<unknown>): Promise<unknown> {
   try {
@@ -41,21 +58,51 @@ async function seed(db: Store['db'], now = Date.now()): Promise<{ workspaceId: s
   const keyId = newId('key');
   const hash = `hash-${keyId}`;
   await db.insertInto('workspaces').values({ id: workspaceId, name: 'contract', created_at: now, deleted_at: null }).execute();
-  await db.insertInto('apis').values({
-    id: apiId, workspace_id: workspaceId, name: 'contract-api', default_prefix: null, default_bytes: null,
-    delete_protection: 0, created_at: now, updated_at: now, deleted_at: null,
-  }).execute();
+  await db
+    .insertInto('apis')
+    .values({
+      id: apiId,
+      workspace_id: workspaceId,
+      name: 'contract-api',
+      default_prefix: null,
+      default_bytes: null,
+      delete_protection: 0,
+      created_at: now,
+      updated_at: now,
+      deleted_at: null,
+    })
+    .execute();
   await insertKey(db, { id: keyId, workspaceId, apiId, hash }, now);
   return { workspaceId, apiId, keyId, hash };
 }
 
 function insertKey(db: Store['db'], k: { id: string; workspaceId: string; apiId: string; hash: string }, now = Date.now()) {
-  return db.insertInto('keys').values({
-    id: k.id, workspace_id: k.workspaceId, api_id: k.apiId, hash: k.hash, start: 'abcd', name: null, identity_id: null,
-    meta: null, enabled: 1, environment: null, expires_at: null, remaining: null, refill_interval: null,
-    refill_amount: null, refill_day: null, last_refill_at: null, migration_id: null, created_at: now, updated_at: now,
-    last_used_at: null, deleted_at: null,
-  }).execute();
+  return db
+    .insertInto('keys')
+    .values({
+      id: k.id,
+      workspace_id: k.workspaceId,
+      api_id: k.apiId,
+      hash: k.hash,
+      start: 'abcd',
+      name: null,
+      identity_id: null,
+      meta: null,
+      enabled: 1,
+      environment: null,
+      expires_at: null,
+      remaining: null,
+      refill_interval: null,
+      refill_amount: null,
+      refill_day: null,
+      last_refill_at: null,
+      migration_id: null,
+      created_at: now,
+      updated_at: now,
+      last_used_at: null,
+      deleted_at: null,
+    })
+    .execute();
 }
 
 for (const dialect of DIALECTS) {
@@ -63,7 +110,9 @@ for (const dialect of DIALECTS) {
     let store: Store;
     let url: string;
     let close: () => Promise<void>;
-    before(async () => { ({ store, url, close } = await freshStore(dialect)); });
+    before(async () => {
+      ({ store, url, close } = await freshStore(dialect));
+    });
     after(() => close());
 
     test('reports its dialect in its capabilities', () => {
@@ -73,7 +122,11 @@ for (const dialect of DIALECTS) {
 
     test('rows are ordinary objects with the selected columns', async () => {
       const { workspaceId } = await seed(store.db, 1234);
-      const row = await store.db.selectFrom('workspaces').select(['id', 'created_at']).where('id', '=', workspaceId).executeTakeFirstOrThrow();
+      const row = await store.db
+        .selectFrom('workspaces')
+        .select(['id', 'created_at'])
+        .where('id', '=', workspaceId)
+        .executeTakeFirstOrThrow();
       assert.equal(Object.getPrototypeOf(row), Object.prototype);
       assert.deepEqual(row, { id: workspaceId, created_at: 1234 });
     });
@@ -88,42 +141,63 @@ for (const dialect of DIALECTS) {
 
     test('every table of the schema exists', async () => {
       assert.equal(everyTableListed, true);
-      const result = store.caps.dialect === 'postgres'
-        ? await sql<{ name: string }>`select table_name as name from information_schema.tables where table_schema = current_schema()`.execute(store.db)
-        : await sql<{ name: string }>`select name from sqlite_master where type = 'table'`.execute(store.db);
+      const result =
+        store.caps.dialect === 'postgres'
+          ? await sql<{
+              name: string;
+            }>`select table_name as name from information_schema.tables where table_schema = current_schema()`.execute(store.db)
+          : await sql<{ name: string }>`select name from sqlite_master where type = 'table'`.execute(store.db);
       const present = new Set(result.rows.map((r) => r.name));
       const missing = TABLES.filter((t) => !present.has(t));
       assert.deepEqual(missing, []);
-      for (const table of TABLES) assert.equal(typeof await count(store.db, table), 'number', table);
+      for (const table of TABLES) assert.equal(typeof (await count(store.db, table)), 'number', table);
     });
 
     test('a transaction that throws rolls back all its writes and rethrows', async () => {
       const workspaceId = newId('ws');
       const failure = new Error('boom');
-      const err = await rejection(store.db.transaction().execute(async (tx) => {
-        await tx.insertInto('workspaces').values({ id: workspaceId, name: 'rolled-back', created_at: 1, deleted_at: null }).execute();
-        await tx.insertInto('settings').values({ name: `rollback-${workspaceId}`, value: 'x', updated_at: 1 }).execute();
-        // Visible inside the transaction…
-        const inside = await tx.selectFrom('workspaces').select('id').where('id', '=', workspaceId).executeTakeFirst();
-        assert.equal(inside?.id, workspaceId);
-        throw failure;
-      }));
+      const err = await rejection(
+        store.db.transaction().execute(async (tx) => {
+          await tx.insertInto('workspaces').values({ id: workspaceId, name: 'rolled-back', created_at: 1, deleted_at: null }).execute();
+          await tx
+            .insertInto('settings')
+            .values({ name: `rollback-${workspaceId}`, value: 'x', updated_at: 1 })
+            .execute();
+          // Visible inside the transaction…
+          const inside = await tx.selectFrom('workspaces').select('id').where('id', '=', workspaceId).executeTakeFirst();
+          assert.equal(inside?.id, workspaceId);
+          throw failure;
+        }),
+      );
       assert.equal(err, failure);
       // …and gone after it.
       assert.equal(await store.db.selectFrom('workspaces').select('id').where('id', '=', workspaceId).executeTakeFirst(), undefined);
-      assert.equal(await store.db.selectFrom('settings').select('name').where('name', '=', `rollback-${workspaceId}`).executeTakeFirst(), undefined);
+      assert.equal(
+        await store.db.selectFrom('settings').select('name').where('name', '=', `rollback-${workspaceId}`).executeTakeFirst(),
+        undefined,
+      );
       // The connection is usable afterwards.
-      await store.db.transaction().execute((tx) => tx.insertInto('settings').values({ name: `after-${workspaceId}`, value: 'y', updated_at: 1 }).execute());
-      assert.equal((await store.db.selectFrom('settings').select('value').where('name', '=', `after-${workspaceId}`).executeTakeFirst())?.value, 'y');
+      await store.db.transaction().execute((tx) =>
+        tx
+          .insertInto('settings')
+          .values({ name: `after-${workspaceId}`, value: 'y', updated_at: 1 })
+          .execute(),
+      );
+      assert.equal(
+        (await store.db.selectFrom('settings').select('value').where('name', '=', `after-${workspaceId}`).executeTakeFirst())?.value,
+        'y',
+      );
     });
 
     test('a failing statement inside a transaction rolls back the statements before it', async () => {
       const { workspaceId, apiId, hash } = await seed(store.db);
       const keyId = newId('key');
-      const err = await rejection(store.db.transaction().execute(async (tx) => {
-        await tx.updateTable('workspaces').set({ name: 'renamed' }).where('id', '=', workspaceId).execute();
-        await insertKey(tx, { id: keyId, workspaceId, apiId, hash });
-      }));
+      const err = await rejection(
+        store.db.transaction().execute(async (tx) => {
+          await tx.updateTable('workspaces').set({ name: 'renamed' }).where('id', '=', workspaceId).execute();
+          await insertKey(tx, { id: keyId, workspaceId, apiId, hash });
+        }),
+      );
       assert.equal(isUniqueViolation(err), true, String(err));
       const ws = await store.db.selectFrom('workspaces').select('name').where('id', '=', workspaceId).executeTakeFirstOrThrow();
       assert.equal(ws.name, 'contract');
@@ -133,7 +207,15 @@ for (const dialect of DIALECTS) {
       const { workspaceId, apiId, hash } = await seed(store.db);
       const err = await rejection(insertKey(store.db, { id: newId('key'), workspaceId, apiId, hash }));
       assert.equal(isUniqueViolation(err), true, String(err));
-      assert.equal(await store.db.selectFrom('keys').select('id').where('hash', '=', hash).execute().then((r) => r.length), 1);
+      assert.equal(
+        await store.db
+          .selectFrom('keys')
+          .select('id')
+          .where('hash', '=', hash)
+          .execute()
+          .then((r) => r.length),
+        1,
+      );
     });
 
     test('isUniqueViolation is false for other constraint failures', async () => {
@@ -162,13 +244,26 @@ for (const dialect of DIALECTS) {
       const otherKeyId = newId('key');
       await insertKey(store.db, { id: otherKeyId, workspaceId, apiId, hash: `hash-${otherKeyId}` });
       const roleIds = [newId('role'), newId('role')];
-      await store.db.insertInto('roles').values(roleIds.map((id, i) => ({
-        id, workspace_id: workspaceId, name: `role-${i}-${id}`, description: null, created_at: now, updated_at: now,
-      }))).execute();
-      await store.db.insertInto('keys_roles').values([
-        ...roleIds.map((role_id) => ({ key_id: keyId, role_id, workspace_id: workspaceId, created_at: now })),
-        { key_id: otherKeyId, role_id: roleIds[0], workspace_id: workspaceId, created_at: now },
-      ]).execute();
+      await store.db
+        .insertInto('roles')
+        .values(
+          roleIds.map((id, i) => ({
+            id,
+            workspace_id: workspaceId,
+            name: `role-${i}-${id}`,
+            description: null,
+            created_at: now,
+            updated_at: now,
+          })),
+        )
+        .execute();
+      await store.db
+        .insertInto('keys_roles')
+        .values([
+          ...roleIds.map((role_id) => ({ key_id: keyId, role_id, workspace_id: workspaceId, created_at: now })),
+          { key_id: otherKeyId, role_id: roleIds[0], workspace_id: workspaceId, created_at: now },
+        ])
+        .execute();
       await store.db.deleteFrom('keys').where('id', '=', keyId).execute();
       assert.deepEqual(await store.db.selectFrom('keys_roles').select('key_id').where('key_id', '=', keyId).execute(), []);
       // Other keys' links and the roles themselves stay.
@@ -179,13 +274,21 @@ for (const dialect of DIALECTS) {
 
     test('concurrent ensureIdentity for one externalId, each in its own transaction, converge on one row', async () => {
       const { workspaceId } = await seed(store.db);
-      const results = await Promise.all(Array.from({ length: 10 }, () =>
-        store.db.transaction().execute((tx) => ensureIdentity(tx, workspaceId, 'user_concurrent'))));
+      const results = await Promise.all(
+        Array.from({ length: 10 }, () => store.db.transaction().execute((tx) => ensureIdentity(tx, workspaceId, 'user_concurrent'))),
+      );
       assert.equal(new Set(results.map((r) => r.id)).size, 1);
       assert.equal(results.filter((r) => r.created).length, 1);
-      const rows = await store.db.selectFrom('identities').select('id')
-        .where('workspace_id', '=', workspaceId).where('external_id', '=', 'user_concurrent').execute();
-      assert.deepEqual(rows.map((r) => r.id), [results[0].id]);
+      const rows = await store.db
+        .selectFrom('identities')
+        .select('id')
+        .where('workspace_id', '=', workspaceId)
+        .where('external_id', '=', 'user_concurrent')
+        .execute();
+      assert.deepEqual(
+        rows.map((r) => r.id),
+        [results[0].id],
+      );
       // Later calls find it.
       assert.deepEqual(await ensureIdentity(store.db, workspaceId, 'user_concurrent'), { id: results[0].id, created: false });
     });
@@ -193,55 +296,108 @@ for (const dialect of DIALECTS) {
     test('concurrent resolveOrCreate of one missing role name converge on one row, audited once', async () => {
       const { workspaceId } = await seed(store.db);
       const caller: Caller = { workspaceId, rootKeyId: 'rk_test', permissions: new Set(['*']), requestId: 'req_test' };
-      const results = await Promise.all(Array.from({ length: 10 }, () =>
-        store.db.transaction().execute((tx) => resolveOrCreate(tx, caller, 'role', ['admin']))));
+      const results = await Promise.all(
+        Array.from({ length: 10 }, () => store.db.transaction().execute((tx) => resolveOrCreate(tx, caller, 'role', ['admin']))),
+      );
       for (const r of results) {
         assert.equal(r.length, 1);
         assert.equal(r[0].name, 'admin');
       }
       const ids = new Set(results.map((r) => r[0].id));
       assert.equal(ids.size, 1);
-      const rows = await store.db.selectFrom('roles').select('id').where('workspace_id', '=', workspaceId).where('name', '=', 'admin').execute();
-      assert.deepEqual(rows.map((r) => r.id), [...ids]);
-      const audits = await store.db.selectFrom('audit_logs').select('target_id')
-        .where('workspace_id', '=', workspaceId).where('event', '=', 'role.create').execute();
-      assert.deepEqual(audits.map((a) => a.target_id), [...ids]);
+      const rows = await store.db
+        .selectFrom('roles')
+        .select('id')
+        .where('workspace_id', '=', workspaceId)
+        .where('name', '=', 'admin')
+        .execute();
+      assert.deepEqual(
+        rows.map((r) => r.id),
+        [...ids],
+      );
+      const audits = await store.db
+        .selectFrom('audit_logs')
+        .select('target_id')
+        .where('workspace_id', '=', workspaceId)
+        .where('event', '=', 'role.create')
+        .execute();
+      assert.deepEqual(
+        audits.map((a) => a.target_id),
+        [...ids],
+      );
     });
 
     test('large integers (epoch ms, up to 2^53-1) round-trip as JS numbers; counts are numbers', async () => {
       const workspaceId = newId('ws');
-      await store.db.insertInto('workspaces').values({ id: workspaceId, name: 'big', created_at: YEAR_2100, deleted_at: Number.MAX_SAFE_INTEGER }).execute();
-      const row = await store.db.selectFrom('workspaces').select(['created_at', 'deleted_at']).where('id', '=', workspaceId).executeTakeFirstOrThrow();
+      await store.db
+        .insertInto('workspaces')
+        .values({ id: workspaceId, name: 'big', created_at: YEAR_2100, deleted_at: Number.MAX_SAFE_INTEGER })
+        .execute();
+      const row = await store.db
+        .selectFrom('workspaces')
+        .select(['created_at', 'deleted_at'])
+        .where('id', '=', workspaceId)
+        .executeTakeFirstOrThrow();
       assert.equal(typeof row.created_at, 'number');
       assert.equal(row.created_at, YEAR_2100);
       assert.equal(row.deleted_at, Number.MAX_SAFE_INTEGER);
-      const found = await store.db.selectFrom('workspaces').select('id').where('created_at', '=', YEAR_2100).where('id', '=', workspaceId).execute();
+      const found = await store.db
+        .selectFrom('workspaces')
+        .select('id')
+        .where('created_at', '=', YEAR_2100)
+        .where('id', '=', workspaceId)
+        .execute();
       assert.equal(found.length, 1);
-      const n = await store.db.selectFrom('workspaces').select((eb) => eb.fn.countAll<number>().as('n')).where('id', '=', workspaceId).executeTakeFirstOrThrow();
+      const n = await store.db
+        .selectFrom('workspaces')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('id', '=', workspaceId)
+        .executeTakeFirstOrThrow();
       assert.equal(n.n, 1);
     });
 
     test('aggregates over bigint columns (sum, max) are JS numbers', async () => {
       const { workspaceId } = await seed(store.db);
       const keyId = newId('key');
-      await store.db.insertInto('key_verifications_hourly').values([
-        { key_id: keyId, hour: YEAR_2100, outcome: 'VALID', workspace_id: workspaceId, api_id: 'api_x', identity_id: null, count: 2 ** 40 },
-        { key_id: keyId, hour: YEAR_2100, outcome: 'EXPIRED', workspace_id: workspaceId, api_id: 'api_x', identity_id: null, count: 3 },
-      ]).execute();
-      const row = await store.db.selectFrom('key_verifications_hourly')
+      await store.db
+        .insertInto('key_verifications_hourly')
+        .values([
+          {
+            key_id: keyId,
+            hour: YEAR_2100,
+            outcome: 'VALID',
+            workspace_id: workspaceId,
+            api_id: 'api_x',
+            identity_id: null,
+            count: 2 ** 40,
+          },
+          { key_id: keyId, hour: YEAR_2100, outcome: 'EXPIRED', workspace_id: workspaceId, api_id: 'api_x', identity_id: null, count: 3 },
+        ])
+        .execute();
+      const row = await store.db
+        .selectFrom('key_verifications_hourly')
         .select((eb) => [eb.fn.sum<number>('count').as('total'), eb.fn.max<number>('hour').as('last')])
-        .where('key_id', '=', keyId).executeTakeFirstOrThrow();
+        .where('key_id', '=', keyId)
+        .executeTakeFirstOrThrow();
       assert.deepEqual(row, { total: 2 ** 40 + 3, last: YEAR_2100 });
     });
 
-    test('a second store opened on the same database sees the first one\'s committed writes, and vice versa', async () => {
+    test("a second store opened on the same database sees the first one's committed writes, and vice versa", async () => {
       const other = openStore(url);
       try {
         const name = `shared-${newId('ws')}`;
-        await store.db.transaction().execute((tx) => tx.insertInto('settings').values({ name, value: 'from-first', updated_at: 1 }).execute());
-        assert.equal((await other.db.selectFrom('settings').select('value').where('name', '=', name).executeTakeFirst())?.value, 'from-first');
+        await store.db
+          .transaction()
+          .execute((tx) => tx.insertInto('settings').values({ name, value: 'from-first', updated_at: 1 }).execute());
+        assert.equal(
+          (await other.db.selectFrom('settings').select('value').where('name', '=', name).executeTakeFirst())?.value,
+          'from-first',
+        );
         await other.db.updateTable('settings').set({ value: 'from-second' }).where('name', '=', name).execute();
-        assert.equal((await store.db.selectFrom('settings').select('value').where('name', '=', name).executeTakeFirst())?.value, 'from-second');
+        assert.equal(
+          (await store.db.selectFrom('settings').select('value').where('name', '=', name).executeTakeFirst())?.value,
+          'from-second',
+        );
       } finally {
         await other.close();
       }
@@ -256,7 +412,10 @@ for (const dialect of DIALECTS) {
         // Still so on a second connection to the file.
         const other = openStore(url);
         try {
-          assert.equal((await sql<{ journal_mode: string }>`pragma journal_mode`.execute(other.db)).rows[0].journal_mode.toLowerCase(), 'wal');
+          assert.equal(
+            (await sql<{ journal_mode: string }>`pragma journal_mode`.execute(other.db)).rows[0].journal_mode.toLowerCase(),
+            'wal',
+          );
           assert.equal((await sql<{ foreign_keys: number }>`pragma foreign_keys`.execute(other.db)).rows[0].foreign_keys, 1);
         } finally {
           await other.close();
@@ -271,20 +430,36 @@ for (const dialect of DIALECTS) {
           const tag = newId('ws');
           // Each transaction yields to the event loop while holding the write lock, so the other store
           // must wait for it without blocking the process.
-          const write = (s: Store, i: number) => s.db.transaction().execute(async (tx) => {
-            await tx.insertInto('settings').values({ name: `${tag}-${i}-a`, value: String(i), updated_at: 1 }).execute();
-            await new Promise((resolve) => setTimeout(resolve, 2));
-            await tx.insertInto('settings').values({ name: `${tag}-${i}-b`, value: String(i), updated_at: 1 }).execute();
-          });
+          const write = (s: Store, i: number) =>
+            s.db.transaction().execute(async (tx) => {
+              await tx
+                .insertInto('settings')
+                .values({ name: `${tag}-${i}-a`, value: String(i), updated_at: 1 })
+                .execute();
+              await new Promise((resolve) => setTimeout(resolve, 2));
+              await tx
+                .insertInto('settings')
+                .values({ name: `${tag}-${i}-b`, value: String(i), updated_at: 1 })
+                .execute();
+            });
           const outcomes = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => write(i % 2 ? a : b, i)));
-          assert.deepEqual(outcomes.filter((o) => o.status === 'rejected').map((o) => String((o as PromiseRejectedResult).reason)), []);
+          assert.deepEqual(
+            outcomes.filter((o) => o.status === 'rejected').map((o) => String((o as PromiseRejectedResult).reason)),
+            [],
+          );
           // Autocommit writes outside a transaction wait for the lock too.
           await Promise.all([
             a.db.transaction().execute(async (tx) => {
-              await tx.insertInto('settings').values({ name: `${tag}-tx`, value: 'x', updated_at: 1 }).execute();
+              await tx
+                .insertInto('settings')
+                .values({ name: `${tag}-tx`, value: 'x', updated_at: 1 })
+                .execute();
               await new Promise((resolve) => setTimeout(resolve, 10));
             }),
-            b.db.insertInto('settings').values({ name: `${tag}-auto`, value: 'y', updated_at: 1 }).execute(),
+            b.db
+              .insertInto('settings')
+              .values({ name: `${tag}-auto`, value: 'y', updated_at: 1 })
+              .execute(),
           ]);
           const rows = await store.db.selectFrom('settings').select('name').where('name', 'like', `${tag}-%`).execute();
           assert.equal(rows.length, 42);
@@ -307,13 +482,20 @@ for (const dialect of DIALECTS) {
             });
           }
           await s.close();`;
-        const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', '--input-type=module', '-e', script], { stdio: ['ignore', 'ignore', 'pipe'] });
+        const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', '--input-type=module', '-e', script], {
+          stdio: ['ignore', 'ignore', 'pipe'],
+        });
         let stderr = '';
-        child.stderr.on('data', (d) => { stderr += d; });
+        child.stderr.on('data', (d) => {
+          stderr += d;
+        });
         const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
         for (let i = 0; i < 30; i++) {
           await store.db.transaction().execute(async (tx) => {
-            await tx.insertInto('settings').values({ name: `${tag}-parent-${i}`, value: 'p', updated_at: 1 }).execute();
+            await tx
+              .insertInto('settings')
+              .values({ name: `${tag}-parent-${i}`, value: 'p', updated_at: 1 })
+              .execute();
             await new Promise((resolve) => setTimeout(resolve, 1));
           });
         }

@@ -27,18 +27,26 @@ const newRootKey = () => `kh_root_${Array.from({ length: 33 }, () => BASE58[rand
 
 /** Every server process this file started, so none can outlive it even if a hook fails. */
 const allProcesses = new Set<ChildProcess>();
-process.on('exit', () => { for (const p of allProcesses) p.kill('SIGKILL'); });
+process.on('exit', () => {
+  for (const p of allProcesses) p.kill('SIGKILL');
+});
 
 async function freePort(): Promise<number> {
   const srv = createServer();
-  await new Promise<void>((resolve, reject) => { srv.once('error', reject); srv.listen(0, '127.0.0.1', resolve); });
+  await new Promise<void>((resolve, reject) => {
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', resolve);
+  });
   const port = (srv.address() as { port: number }).port;
   await new Promise<void>((resolve) => srv.close(() => resolve()));
   return port;
 }
 
 /** An answer of a server process: `json` is the parsed body (its text when it is not JSON), of the shape the caller names. */
-interface Reply<T = Answer> { status: number; json: T }
+interface Reply<T = Answer> {
+  status: number;
+  json: T;
+}
 /** A keys.verifyKey answer, with the members these tests compute with. */
 type Verified = Loose<{ code: string; remaining: number }>;
 
@@ -56,19 +64,29 @@ class Server {
   constructor(name: string, port: number, env: NodeJS.ProcessEnv) {
     this.name = name;
     this.port = port;
-    this.proc = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', 'src/main.ts'], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.proc = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', 'src/main.ts'], {
+      cwd: REPO_ROOT,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     allProcesses.add(this.proc);
-    const keep = (chunk: Buffer) => { this.#output = (this.#output + chunk.toString()).slice(-8000); };
+    const keep = (chunk: Buffer) => {
+      this.#output = (this.#output + chunk.toString()).slice(-8000);
+    };
     this.proc.stdout!.on('data', keep);
     this.proc.stderr!.on('data', keep);
-    this.#exited = new Promise((resolve) => this.proc.once('exit', (code) => {
-      this.exitCode = code;
-      allProcesses.delete(this.proc);
-      resolve();
-    }));
+    this.#exited = new Promise((resolve) =>
+      this.proc.once('exit', (code) => {
+        this.exitCode = code;
+        allProcesses.delete(this.proc);
+        resolve();
+      }),
+    );
   }
 
-  get output(): string { return this.#output; }
+  get output(): string {
+    return this.#output;
+  }
 
   request<T = Answer>(method: 'GET' | 'POST', path: string, body?: unknown, key?: string): Promise<Reply<T>> {
     const payload = body === undefined ? undefined : JSON.stringify(body);
@@ -82,7 +100,11 @@ class Server {
         res.on('end', () => {
           const text = Buffer.concat(chunks).toString();
           let json: unknown;
-          try { json = JSON.parse(text); } catch { json = text; }
+          try {
+            json = JSON.parse(text);
+          } catch {
+            json = text;
+          }
           resolve({ status: res.statusCode!, json: json as T });
         });
         res.on('error', reject);
@@ -93,7 +115,9 @@ class Server {
     });
   }
 
-  post<T = Answer>(path: string, body: unknown, key?: string): Promise<Reply<T>> { return this.request<T>('POST', path, body, key); }
+  post<T = Answer>(path: string, body: unknown, key?: string): Promise<Reply<T>> {
+    return this.request<T>('POST', path, body, key);
+  }
   get<T = Answer>(path: string, query: Record<string, string>, key?: string): Promise<Reply<T>> {
     return this.request<T>('GET', `${path}?${new URLSearchParams(query)}`, undefined, key);
   }
@@ -105,7 +129,9 @@ class Server {
       if (this.exitCode !== undefined) throw new Error(`${this.name} exited with ${this.exitCode} before it was ready:\n${this.#output}`);
       try {
         if ((await this.get('/v1/liveness', {})).status === 200) return;
-      } catch { /* not listening yet */ }
+      } catch {
+        /* not listening yet */
+      }
       await sleep(100);
     }
     throw new Error(`${this.name} was not ready within ${timeoutMs} ms:\n${this.#output}`);
@@ -125,7 +151,9 @@ class Server {
   /** Whether the process has exited within `ms` (the timer does not outlive the wait). */
   async #exitWithin(ms: number): Promise<boolean> {
     let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<boolean>((resolve) => { timer = setTimeout(() => resolve(false), ms); });
+    const timeout = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), ms);
+    });
     try {
       return await Promise.race([this.#exited.then(() => true), timeout]);
     } finally {
@@ -152,7 +180,9 @@ class Cluster {
     this.redis = redis;
   }
 
-  get label(): string { return `${this.dialect}, ${this.size} processes, ${this.redis ? 'Redis' : 'no Redis'}`; }
+  get label(): string {
+    return `${this.dialect}, ${this.size} processes, ${this.redis ? 'Redis' : 'no Redis'}`;
+  }
 
   async start(): Promise<void> {
     const fresh = await freshStore(this.dialect);
@@ -161,8 +191,12 @@ class Cluster {
     this.#closeStore = fresh.close;
     const spawnOne = async (i: number) => {
       const env: NodeJS.ProcessEnv = {
-        ...process.env, PORT: String(await freePort()), HOST: '127.0.0.1', LOG_LEVEL: 'warn',
-        DATABASE_URL: this.url, KEYHOLD_BOOTSTRAP_ROOT_KEY: this.root,
+        ...process.env,
+        PORT: String(await freePort()),
+        HOST: '127.0.0.1',
+        LOG_LEVEL: 'warn',
+        DATABASE_URL: this.url,
+        KEYHOLD_BOOTSTRAP_ROOT_KEY: this.root,
       };
       delete env.REDIS_URL;
       delete env.NODE_TEST_CONTEXT;
@@ -214,13 +248,20 @@ async function propagation(check: () => Promise<boolean>, t0: number): Promise<n
 
 /** Waits for each of `servers` to show the change; records the delays and asserts the 1 s bound. */
 async function expectEverywhere(
-  what: string, servers: Server[], check: (s: Server) => Promise<boolean>, t0: number, delays: Record<string, number[]>,
+  what: string,
+  servers: Server[],
+  check: (s: Server) => Promise<boolean>,
+  t0: number,
+  delays: Record<string, number[]>,
 ): Promise<void> {
   const measured = await Promise.all(servers.map((s) => propagation(() => check(s), t0)));
   delays[what] ??= [];
   delays[what].push(...measured.map((d) => d ?? Infinity));
   measured.forEach((d, i) => {
-    assert.ok(d !== null && d <= PROPAGATION_BOUND_MS, `${what}: ${servers[i].name} showed it after ${d ?? '> 1500'} ms (bound ${PROPAGATION_BOUND_MS} ms)`);
+    assert.ok(
+      d !== null && d <= PROPAGATION_BOUND_MS,
+      `${what}: ${servers[i].name} showed it after ${d ?? '> 1500'} ms (bound ${PROPAGATION_BOUND_MS} ms)`,
+    );
   });
 }
 
@@ -238,8 +279,9 @@ function creditsCase(c: Cluster, total: number, credits: number) {
     const apiId = await c.createApi(first);
     const { keyId, key } = await c.createKey(first, { apiId, remaining: credits });
     const started = Date.now();
-    const replies = await Promise.all(Array.from({ length: total }, (_, i) =>
-      c.servers[i % c.servers.length].post<Verified>('/v1/keys.verifyKey', { key })));
+    const replies = await Promise.all(
+      Array.from({ length: total }, (_, i) => c.servers[i % c.servers.length].post<Verified>('/v1/keys.verifyKey', { key })),
+    );
     const elapsed = Date.now() - started;
     const counts: Record<string, number> = {};
     for (const r of replies) {
@@ -249,8 +291,14 @@ function creditsCase(c: Cluster, total: number, credits: number) {
     t.diagnostic(`[${c.label}] ${total} verifications in ${elapsed} ms: ${JSON.stringify(counts)}`);
     assert.deepEqual(counts, { VALID: credits, USAGE_EXCEEDED: total - credits });
     // Every VALID reported a distinct count left: 0..credits-1, each exactly once.
-    const left = replies.filter((r) => r.json.code === 'VALID').map((r) => r.json.remaining).sort((a, b) => a - b);
-    assert.deepEqual(left, Array.from({ length: credits }, (_, i) => i));
+    const left = replies
+      .filter((r) => r.json.code === 'VALID')
+      .map((r) => r.json.remaining)
+      .sort((a, b) => a - b);
+    assert.deepEqual(
+      left,
+      Array.from({ length: credits }, (_, i) => i),
+    );
     for (const s of c.servers) {
       const got = await s.get('/v1/keys.getKey', { keyId }, c.root);
       assert.equal(got.status, 200, JSON.stringify(got.json));
@@ -265,10 +313,11 @@ function creditsCase(c: Cluster, total: number, credits: number) {
 function propagationCases(c: Cluster) {
   const delays: Record<string, number[]> = {};
   let apiId: string;
-  const verify = (s: Server, body: Record<string, unknown>) => s.post<Verified>('/v1/keys.verifyKey', body).then((r) => {
-    assert.equal(r.status, 200, JSON.stringify(r.json));
-    return r.json.code;
-  });
+  const verify = (s: Server, body: Record<string, unknown>) =>
+    s.post<Verified>('/v1/keys.verifyKey', body).then((r) => {
+      assert.equal(r.status, 200, JSON.stringify(r.json));
+      return r.json.code;
+    });
   const others = () => c.servers.slice(1);
 
   test('deleteKey on server 1 → NOT_FOUND on every other server within 1 s', async () => {
@@ -291,7 +340,13 @@ function propagationCases(c: Cluster) {
     let t0 = Date.now();
     assert.equal(res.status, 200, JSON.stringify(res.json));
     assert.equal(await verify(a, { key }), 'DISABLED');
-    await expectEverywhere('updateKey enabled:false → DISABLED', others(), async (s) => (await verify(s, { key })) === 'DISABLED', t0, delays);
+    await expectEverywhere(
+      'updateKey enabled:false → DISABLED',
+      others(),
+      async (s) => (await verify(s, { key })) === 'DISABLED',
+      t0,
+      delays,
+    );
     res = await a.post('/v1/keys.updateKey', { keyId, enabled: true }, c.root);
     t0 = Date.now();
     assert.equal(res.status, 200, JSON.stringify(res.json));
@@ -313,7 +368,13 @@ function propagationCases(c: Cluster) {
     const del = await a.post('/v1/permissions.deleteRole', { roleId: role.json.roleId }, c.root);
     t0 = Date.now();
     assert.equal(del.status, 200, JSON.stringify(del.json));
-    await expectEverywhere('deleteRole → INSUFFICIENT_PERMISSIONS', others(), async (s) => (await verify(s, q)) === 'INSUFFICIENT_PERMISSIONS', t0, delays);
+    await expectEverywhere(
+      'deleteRole → INSUFFICIENT_PERMISSIONS',
+      others(),
+      async (s) => (await verify(s, q)) === 'INSUFFICIENT_PERMISSIONS',
+      t0,
+      delays,
+    );
   });
 
   test('after a burst of 6,000 changes made elsewhere, a deleteKey on server 1 still reaches every other server within 1 s', async () => {
@@ -323,20 +384,44 @@ function propagationCases(c: Cluster) {
     // As another process would commit them (e.g. a bulk keys.updateRemaining run): more than one page of the change feed.
     for (let i = 0; i < 6000; i += 500) {
       const at = Date.now();
-      await c.store.db.insertInto('change_feed')
-        .values(Array.from({ length: 500 }, (_, j) => ({ id: `chg_burst_${randomInt(1e12)}_${i + j}`, kind: 'key', ref: `key_burst_${i + j}`, created_at: at })))
+      await c.store.db
+        .insertInto('change_feed')
+        .values(
+          Array.from({ length: 500 }, (_, j) => ({
+            id: `chg_burst_${randomInt(1e12)}_${i + j}`,
+            kind: 'key',
+            ref: `key_burst_${i + j}`,
+            created_at: at,
+          })),
+        )
         .execute();
     }
     const del = await a.post('/v1/keys.deleteKey', { keyId }, c.root);
     const t0 = Date.now();
     assert.equal(del.status, 200, JSON.stringify(del.json));
-    await expectEverywhere('deleteKey after a 6,000-change burst → NOT_FOUND', others(), async (s) => (await verify(s, { key })) === 'NOT_FOUND', t0, delays);
+    await expectEverywhere(
+      'deleteKey after a 6,000-change burst → NOT_FOUND',
+      others(),
+      async (s) => (await verify(s, { key })) === 'NOT_FOUND',
+      t0,
+      delays,
+    );
   });
 
   test('a root key created with the CLI works on the servers; revoked with the CLI → 401 on every server within 1 s', async () => {
     const b = c.servers[1];
     const { id: workspaceId } = await c.store.db.selectFrom('workspaces').select('id').executeTakeFirstOrThrow();
-    const created = await cli<{ rootKeyId: string; rootKey: string }>(c.url, 'root-keys', 'create', '--workspace', workspaceId, '--permission', 'api.*.read_api', '--name', 'mp');
+    const created = await cli<{ rootKeyId: string; rootKey: string }>(
+      c.url,
+      'root-keys',
+      'create',
+      '--workspace',
+      workspaceId,
+      '--permission',
+      'api.*.read_api',
+      '--name',
+      'mp',
+    );
     const read = (s: Server) => s.get('/v1/apis.getApi', { apiId }, created.rootKey);
     const first = await read(b);
     assert.equal(first.status, 200, JSON.stringify(first.json));
@@ -344,11 +429,17 @@ function propagationCases(c: Cluster) {
     for (const s of c.servers) assert.equal((await read(s)).status, 200, `${s.name} accepts the new root key`);
     await cli(c.url, 'root-keys', 'revoke', '--id', created.rootKeyId);
     const t0 = Date.now();
-    await expectEverywhere('CLI root-keys revoke → 401', c.servers, async (s) => {
-      const r = await read(s);
-      if (r.status === 401) assert.equal(r.json.error.type, 'https://keyhold.dev/errors/auth/revoked');
-      return r.status === 401;
-    }, t0, delays);
+    await expectEverywhere(
+      'CLI root-keys revoke → 401',
+      c.servers,
+      async (s) => {
+        const r = await read(s);
+        if (r.status === 401) assert.equal(r.json.error.type, 'https://keyhold.dev/errors/auth/revoked');
+        return r.status === 401;
+      },
+      t0,
+      delays,
+    );
   });
 
   test('propagation delays (diagnostic)', (t) => {

@@ -22,19 +22,39 @@ const BATCH = 100;
 const DUPLICATE_EVERY = 250;
 const VISIBILITY_MS = 1500;
 
-
-interface Running { child: ChildProcess; exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>; stdout: string[]; stderr: string[] }
+interface Running {
+  child: ChildProcess;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  stdout: string[];
+  stderr: string[];
+}
 
 function startWorker(url: string): Running {
-  const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', 'bin/keyhold.js', 'worker', '--json',
-    '--concurrency', '2', '--visibility-timeout', String(VISIBILITY_MS)], {
-    cwd: REPO_ROOT, env: { ...process.env, DATABASE_URL: url }, stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      '--disable-warning=ExperimentalWarning',
+      'bin/keyhold.js',
+      'worker',
+      '--json',
+      '--concurrency',
+      '2',
+      '--visibility-timeout',
+      String(VISIBILITY_MS),
+    ],
+    {
+      cwd: REPO_ROOT,
+      env: { ...process.env, DATABASE_URL: url },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   const stdout: string[] = [];
   const stderr: string[] = [];
   child.stdout!.on('data', (d: Buffer) => stdout.push(d.toString()));
   child.stderr!.on('data', (d: Buffer) => stderr.push(d.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('close', (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('close', (code, signal) => resolve({ code, signal })),
+  );
   return { child, exited, stdout, stderr };
 }
 
@@ -42,28 +62,41 @@ for (const dialect of DIALECTS) {
   describe(`migration import survives kill -9 of its worker (${dialect})`, () => {
     let w: World;
     const children: ChildProcess[] = [];
-    before(async () => { w = await world(dialect); });
+    before(async () => {
+      w = await world(dialect);
+    });
     after(async () => {
       for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
       await w.close();
     });
 
     const statusCounts = async (migrationId: string): Promise<Record<string, number>> => {
-      const rows = await w.store.db.selectFrom('key_migration_items').select((eb) => ['status', eb.fn.countAll<number>().as('n')])
-        .where('migration_id', '=', migrationId).groupBy('status').execute();
+      const rows = await w.store.db
+        .selectFrom('key_migration_items')
+        .select((eb) => ['status', eb.fn.countAll<number>().as('n')])
+        .where('migration_id', '=', migrationId)
+        .groupBy('status')
+        .execute();
       return Object.fromEntries(rows.map((r) => [r.status, Number(r.n)]));
     };
 
-    test(`${ITEMS} items: killed mid-import twice, finished by a third worker; each item migrated or failed exactly once`, { timeout: 180_000 }, async () => {
+    test(`${ITEMS} items: killed mid-import twice, finished by a third worker; each item migrated or failed exactly once`, {
+      timeout: 180_000,
+    }, async () => {
       const apiId = await w.createApi('crash');
       const { migrationId } = await createMigration(w.store.db, w.workspaceId, 'crash', { type: 'operator', id: 'test' });
       const plains: string[] = [];
-      for (let i = 0; i < ITEMS; i++) plains.push(i % DUPLICATE_EVERY === DUPLICATE_EVERY - 1 ? plains[i - 1] : `crash_${randomBytes(16).toString('hex')}`);
+      for (let i = 0; i < ITEMS; i++)
+        plains.push(i % DUPLICATE_EVERY === DUPLICATE_EVERY - 1 ? plains[i - 1] : `crash_${randomBytes(16).toString('hex')}`);
       for (let i = 0; i < ITEMS; i += BATCH) {
         // Hashes mostly; every 10th item as a plaintext (sealed by the vault at enqueue), with a rate limit.
-        const keys = plains.slice(i, i + BATCH).map((p, j) => ((i + j) % 10 === 0
-          ? { plaintext: p, prefix: 'crash', ratelimit: { limit: 10, duration: 1000 } }
-          : { hash: hashOf(p), name: `item ${i + j}` }));
+        const keys = plains
+          .slice(i, i + BATCH)
+          .map((p, j) =>
+            (i + j) % 10 === 0
+              ? { plaintext: p, prefix: 'crash', ratelimit: { limit: 10, duration: 1000 } }
+              : { hash: hashOf(p), name: `item ${i + j}` },
+          );
         const res = await w.post('/v1/migrations.enqueueKeys', { migrationId, apiId, keys });
         assert.equal(res.status, 202, res.body);
       }
@@ -107,7 +140,12 @@ for (const dialect of DIALECTS) {
       assert.ok(summary.completed >= 1, JSON.stringify(summary));
 
       // Exactly once: every item has one outcome, every migrated item one key, and no key without its item.
-      const items = await w.store.db.selectFrom('key_migration_items').selectAll().where('migration_id', '=', migrationId).orderBy('item_index').execute();
+      const items = await w.store.db
+        .selectFrom('key_migration_items')
+        .selectAll()
+        .where('migration_id', '=', migrationId)
+        .orderBy('item_index')
+        .execute();
       assert.equal(items.length, ITEMS);
       const duplicates = new Set(Array.from({ length: ITEMS }, (_, i) => i).filter((i) => i % DUPLICATE_EVERY === DUPLICATE_EVERY - 1));
       for (const item of items) {
@@ -128,12 +166,31 @@ for (const dialect of DIALECTS) {
       const keyById = new Map(keys.map((k) => [k.id, k.hash]));
       for (const item of migrated) assert.equal(keyById.get(item.key_id!), item.hash, `item ${item.item_index} points at its own key`);
       assert.equal(new Set(migrated.map((i) => i.key_id)).size, migrated.length);
-      const created = await w.store.db.selectFrom('audit_logs').select((eb) => eb.fn.countAll<number>().as('n'))
-        .where('event', '=', 'key.create').where('target_id', 'in', keys.map((k) => k.id)).executeTakeFirstOrThrow();
+      const created = await w.store.db
+        .selectFrom('audit_logs')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('event', '=', 'key.create')
+        .where(
+          'target_id',
+          'in',
+          keys.map((k) => k.id),
+        )
+        .executeTakeFirstOrThrow();
       assert.equal(Number(created.n), keys.length, 'one key.create audit record per key');
-      const encrypted = await w.store.db.selectFrom('encrypted_keys').select((eb) => eb.fn.countAll<number>().as('n'))
-        .where('key_id', 'in', keys.map((k) => k.id)).executeTakeFirstOrThrow();
-      assert.equal(Number(encrypted.n), migrated.filter((i) => Number(i.item_index) % 10 === 0).length, 'plaintext items are stored encrypted, once');
+      const encrypted = await w.store.db
+        .selectFrom('encrypted_keys')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where(
+          'key_id',
+          'in',
+          keys.map((k) => k.id),
+        )
+        .executeTakeFirstOrThrow();
+      assert.equal(
+        Number(encrypted.n),
+        migrated.filter((i) => Number(i.item_index) % 10 === 0).length,
+        'plaintext items are stored encrypted, once',
+      );
       assert.deepEqual(await w.store.db.selectFrom('jobs').select(['id', 'status', 'last_error']).execute(), [], 'no job left behind');
 
       const report = await w.get('/v1/migrations.getMigration', { migrationId });

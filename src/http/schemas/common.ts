@@ -19,17 +19,20 @@ export const Nullable = <T extends TSchema>(schema: T) => {
 /** Free-form JSON object (meta). */
 export const Meta = Type.Object({}, { additionalProperties: true, description: 'Free-form JSON object, at most 64 KiB as JSON.' });
 
-export const ErrorEnvelope = Type.Object({
-  meta: Type.Object({ requestId: Type.String() }),
-  error: Type.Object({
-    title: Type.String(),
-    detail: Type.String(),
-    status: Type.Integer(),
-    type: Type.String(),
-    code: Type.String(),
-    errors: Type.Optional(Type.Array(Type.Object({ path: Type.String(), message: Type.String() }))),
-  }),
-}, { $id: 'ErrorEnvelope', description: 'Every non-2xx response.' });
+export const ErrorEnvelope = Type.Object(
+  {
+    meta: Type.Object({ requestId: Type.String() }),
+    error: Type.Object({
+      title: Type.String(),
+      detail: Type.String(),
+      status: Type.Integer(),
+      type: Type.String(),
+      code: Type.String(),
+      errors: Type.Optional(Type.Array(Type.Object({ path: Type.String(), message: Type.String() }))),
+    }),
+  },
+  { $id: 'ErrorEnvelope', description: 'Every non-2xx response.' },
+);
 
 /** The response map of an operation: its success body plus the error envelope for every error status. */
 export const responses = (ok: TSchema, status: 200 | 202 = 200) => ({
@@ -39,7 +42,10 @@ export const responses = (ok: TSchema, status: 200 | 202 = 200) => ({
 });
 
 /** OpenAPI description of an operation, naming the permission it requires. */
-export const requires = (summary: string, permission: string): { summary: string; description: string; security: Array<Record<string, string[]>> } => ({
+export const requires = (
+  summary: string,
+  permission: string,
+): { summary: string; description: string; security: Array<Record<string, string[]>> } => ({
   summary,
   description: `${summary}\n\nRequires: ${permission}`,
   security: [{ rootKey: [] }],

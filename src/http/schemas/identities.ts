@@ -2,11 +2,17 @@ import { Type } from '@sinclair/typebox';
 import { Meta } from './common.ts';
 
 /** The identity rate limits of identities.createIdentity and updateIdentity: named, shared by the identity's keys. */
-export const IdentityRatelimits = Type.Array(Type.Object({
-  name: Type.String({ minLength: 1, maxLength: 256 }),
-  limit: Type.Integer({ minimum: 1 }),
-  duration: Type.Integer({ minimum: 1000, description: 'Window in milliseconds.' }),
-}, { additionalProperties: false }), { maxItems: 100 });
+export const IdentityRatelimits = Type.Array(
+  Type.Object(
+    {
+      name: Type.String({ minLength: 1, maxLength: 256 }),
+      limit: Type.Integer({ minimum: 1 }),
+      duration: Type.Integer({ minimum: 1000, description: 'Window in milliseconds.' }),
+    },
+    { additionalProperties: false },
+  ),
+  { maxItems: 100 },
+);
 
 export const IdentityView = Type.Object({
   id: Type.String(),

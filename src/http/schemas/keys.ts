@@ -4,21 +4,29 @@ import { Body, Meta, OneOf } from './common.ts';
 /** A role or permission name as given to keys.createKey and migrations: 1..512 characters. */
 export const LinkName = Type.String({ minLength: 1, maxLength: 512 });
 
-export const Refill = Type.Object({
-  interval: OneOf(['daily', 'monthly'] as const),
-  amount: Type.Integer({ minimum: 1 }),
-  refillDay: Type.Optional(Type.Integer({ minimum: 1, maximum: 31, description: 'Monthly only; default 1. Past the month\'s end, the last day.' })),
-}, { additionalProperties: false });
+export const Refill = Type.Object(
+  {
+    interval: OneOf(['daily', 'monthly'] as const),
+    amount: Type.Integer({ minimum: 1 }),
+    refillDay: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 31, description: "Monthly only; default 1. Past the month's end, the last day." }),
+    ),
+  },
+  { additionalProperties: false },
+);
 
 /** A key's own rate limit, stored as its limit named `default`; `duration` or its alias `refillInterval` is required (a cross-field rule). */
-export const Ratelimit = Type.Object({
-  type: Type.Optional(OneOf(['fast', 'consistent'] as const)),
-  async: Type.Optional(Type.Boolean({ description: 'Deprecated: true means type fast.' })),
-  limit: Type.Integer({ minimum: 1 }),
-  duration: Type.Optional(Type.Integer({ minimum: 1000, description: 'Window in milliseconds.' })),
-  refillRate: Type.Optional(Type.Integer({ minimum: 1, description: 'Deprecated.' })),
-  refillInterval: Type.Optional(Type.Integer({ minimum: 1000, description: 'Deprecated alias of duration.' })),
-}, { additionalProperties: false });
+export const Ratelimit = Type.Object(
+  {
+    type: Type.Optional(OneOf(['fast', 'consistent'] as const)),
+    async: Type.Optional(Type.Boolean({ description: 'Deprecated: true means type fast.' })),
+    limit: Type.Integer({ minimum: 1 }),
+    duration: Type.Optional(Type.Integer({ minimum: 1000, description: 'Window in milliseconds.' })),
+    refillRate: Type.Optional(Type.Integer({ minimum: 1, description: 'Deprecated.' })),
+    refillInterval: Type.Optional(Type.Integer({ minimum: 1000, description: 'Deprecated alias of duration.' })),
+  },
+  { additionalProperties: false },
+);
 
 /** A key as keys.getKey and apis.listKeys return it (never its hash; `plaintext` only when decrypted). */
 export const KeyView = Type.Object({
@@ -27,7 +35,7 @@ export const KeyView = Type.Object({
   apiId: Type.String(),
   workspaceId: Type.String(),
   name: Type.Optional(Type.String()),
-  ownerId: Type.Optional(Type.String({ description: 'Deprecated: the identity\'s externalId.' })),
+  ownerId: Type.Optional(Type.String({ description: "Deprecated: the identity's externalId." })),
   externalId: Type.Optional(Type.String()),
   meta: Type.Optional(Meta),
   createdAt: Type.Integer(),
@@ -35,20 +43,24 @@ export const KeyView = Type.Object({
   lastUsedAt: Type.Optional(Type.Integer()),
   expires: Type.Optional(Type.Integer()),
   remaining: Type.Optional(Type.Integer()),
-  refill: Type.Optional(Type.Object({
-    interval: Type.Union([Type.Literal('daily'), Type.Literal('monthly')]),
-    amount: Type.Integer(),
-    refillDay: Type.Optional(Type.Integer()),
-    lastRefillAt: Type.Optional(Type.Integer()),
-  })),
-  ratelimit: Type.Optional(Type.Object({
-    async: Type.Boolean(),
-    type: Type.Union([Type.Literal('fast'), Type.Literal('consistent')]),
-    limit: Type.Integer(),
-    duration: Type.Integer(),
-    refillRate: Type.Integer(),
-    refillInterval: Type.Integer(),
-  })),
+  refill: Type.Optional(
+    Type.Object({
+      interval: Type.Union([Type.Literal('daily'), Type.Literal('monthly')]),
+      amount: Type.Integer(),
+      refillDay: Type.Optional(Type.Integer()),
+      lastRefillAt: Type.Optional(Type.Integer()),
+    }),
+  ),
+  ratelimit: Type.Optional(
+    Type.Object({
+      async: Type.Boolean(),
+      type: Type.Union([Type.Literal('fast'), Type.Literal('consistent')]),
+      limit: Type.Integer(),
+      duration: Type.Integer(),
+      refillRate: Type.Integer(),
+      refillInterval: Type.Integer(),
+    }),
+  ),
   roles: Type.Array(Type.String()),
   permissions: Type.Array(Type.String()),
   enabled: Type.Boolean(),
@@ -58,22 +70,44 @@ export const KeyView = Type.Object({
 });
 
 /** A verification outcome. */
-const Code = OneOf(['VALID', 'NOT_FOUND', 'FORBIDDEN', 'USAGE_EXCEEDED', 'RATE_LIMITED', 'DISABLED', 'INSUFFICIENT_PERMISSIONS', 'EXPIRED'] as const);
+const Code = OneOf([
+  'VALID',
+  'NOT_FOUND',
+  'FORBIDDEN',
+  'USAGE_EXCEEDED',
+  'RATE_LIMITED',
+  'DISABLED',
+  'INSUFFICIENT_PERMISSIONS',
+  'EXPIRED',
+] as const);
 
 /** The request body of keys.verifyKey (also compiled by the verification lane, http/verify-lane.ts). */
 export const VerifyKeyBody = Body({
   key: Type.String({ minLength: 1, maxLength: 1024 }),
   apiId: Type.Optional(Type.String({ minLength: 1, description: 'The key must belong to this API (else FORBIDDEN).' })),
-  authorization: Type.Optional(Type.Object({
-    permissions: Type.Unknown({ description: 'A permission, or {and: [...]} / {or: [...]} of queries, nested.' }),
-  }, { additionalProperties: false })),
+  authorization: Type.Optional(
+    Type.Object(
+      {
+        permissions: Type.Unknown({ description: 'A permission, or {and: [...]} / {or: [...]} of queries, nested.' }),
+      },
+      { additionalProperties: false },
+    ),
+  ),
   remaining: Type.Optional(Type.Object({ cost: Type.Optional(Type.Integer({ minimum: 0, default: 1 })) }, { additionalProperties: false })),
-  ratelimits: Type.Optional(Type.Array(Type.Object({
-    name: Type.String({ minLength: 1 }),
-    cost: Type.Optional(Type.Integer({ minimum: 0, default: 1 })),
-    limit: Type.Optional(Type.Integer({ minimum: 0 })),
-    duration: Type.Optional(Type.Integer({ minimum: 1000, description: 'Window in milliseconds.' })),
-  }, { additionalProperties: false }), { maxItems: 20 })),
+  ratelimits: Type.Optional(
+    Type.Array(
+      Type.Object(
+        {
+          name: Type.String({ minLength: 1 }),
+          cost: Type.Optional(Type.Integer({ minimum: 0, default: 1 })),
+          limit: Type.Optional(Type.Integer({ minimum: 0 })),
+          duration: Type.Optional(Type.Integer({ minimum: 1000, description: 'Window in milliseconds.' })),
+        },
+        { additionalProperties: false },
+      ),
+      { maxItems: 20 },
+    ),
+  ),
 });
 
 /** The 200 body of keys.verifyKey. */
@@ -82,7 +116,7 @@ export const VerifyKeyResult = Type.Object({
   code: Code,
   keyId: Type.Optional(Type.String()),
   name: Type.Optional(Type.String()),
-  ownerId: Type.Optional(Type.String({ description: 'Deprecated: the identity\'s externalId.' })),
+  ownerId: Type.Optional(Type.String({ description: "Deprecated: the identity's externalId." })),
   externalId: Type.Optional(Type.String()),
   meta: Type.Optional(Meta),
   expires: Type.Optional(Type.Integer()),

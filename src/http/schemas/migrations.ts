@@ -3,52 +3,82 @@ import { Meta, OneOf } from './common.ts';
 import { LinkName, Refill } from './keys.ts';
 
 /** The createKeys form of a key's rate limit, stored as its auto-applied limit `default`: `limit` requests per `refillInterval` ms. */
-export const MigrationRatelimit = Type.Object({
-  type: Type.Optional(OneOf(['fast', 'consistent'] as const)),
-  async: Type.Optional(Type.Boolean({ description: 'Deprecated: true means type fast.' })),
-  limit: Type.Integer({ minimum: 1 }),
-  refillRate: Type.Optional(Type.Integer({ minimum: 1, description: 'Deprecated; accepted and ignored (the window holds `limit` requests).' })),
-  refillInterval: Type.Integer({ minimum: 1000, description: 'Window in milliseconds.' }),
-}, { additionalProperties: false });
+export const MigrationRatelimit = Type.Object(
+  {
+    type: Type.Optional(OneOf(['fast', 'consistent'] as const)),
+    async: Type.Optional(Type.Boolean({ description: 'Deprecated: true means type fast.' })),
+    limit: Type.Integer({ minimum: 1 }),
+    refillRate: Type.Optional(
+      Type.Integer({ minimum: 1, description: 'Deprecated; accepted and ignored (the window holds `limit` requests).' }),
+    ),
+    refillInterval: Type.Integer({ minimum: 1000, description: 'Window in milliseconds.' }),
+  },
+  { additionalProperties: false },
+);
 
 /** An item of migrations.createKeys: one key, by its hash or its plaintext. */
-export const ImportItem = Type.Object({
-  apiId: Type.String({ minLength: 1 }),
-  prefix: Type.Optional(Type.String({ maxLength: 8, description: 'The plaintext must start with `<prefix>_`.' })),
-  name: Type.Optional(Type.String({ maxLength: 256 })),
-  plaintext: Type.Optional(Type.String({ minLength: 1, maxLength: 1024, description: 'The whole key; stored only hashed and encrypted. Give exactly one of plaintext and hash.' })),
-  hash: Type.Optional(Type.Object({
-    value: Type.String({ description: 'Standard base64 (with padding) of the SHA-256 of the whole key.' }),
-    variant: OneOf(['sha256_base64'] as const),
-  }, { additionalProperties: false })),
-  start: Type.Optional(Type.String({ maxLength: 64, description: 'Default: prefix + `_` + 4 characters of a plaintext (its first 4 without a prefix); for a hash, prefix + `_`, or "".' })),
-  ownerId: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'Deprecated: use externalId.' })),
-  externalId: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
-  meta: Type.Optional(Meta),
-  roles: Type.Optional(Type.Array(LinkName, { maxItems: 1000, description: 'Role names; each must exist.' })),
-  permissions: Type.Optional(Type.Array(LinkName, { maxItems: 1000, description: 'Permission slugs; each must exist.' })),
-  expires: Type.Optional(Type.Integer({ minimum: 0, description: 'Epoch milliseconds.' })),
-  remaining: Type.Optional(Type.Integer({ minimum: 1 })),
-  refill: Type.Optional(Refill),
-  ratelimit: Type.Optional(MigrationRatelimit),
-  enabled: Type.Optional(Type.Boolean()),
-  environment: Type.Optional(Type.String({ maxLength: 256 })),
-}, { additionalProperties: false });
+export const ImportItem = Type.Object(
+  {
+    apiId: Type.String({ minLength: 1 }),
+    prefix: Type.Optional(Type.String({ maxLength: 8, description: 'The plaintext must start with `<prefix>_`.' })),
+    name: Type.Optional(Type.String({ maxLength: 256 })),
+    plaintext: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 1024,
+        description: 'The whole key; stored only hashed and encrypted. Give exactly one of plaintext and hash.',
+      }),
+    ),
+    hash: Type.Optional(
+      Type.Object(
+        {
+          value: Type.String({ description: 'Standard base64 (with padding) of the SHA-256 of the whole key.' }),
+          variant: OneOf(['sha256_base64'] as const),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    start: Type.Optional(
+      Type.String({
+        maxLength: 64,
+        description: 'Default: prefix + `_` + 4 characters of a plaintext (its first 4 without a prefix); for a hash, prefix + `_`, or "".',
+      }),
+    ),
+    ownerId: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'Deprecated: use externalId.' })),
+    externalId: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
+    meta: Type.Optional(Meta),
+    roles: Type.Optional(Type.Array(LinkName, { maxItems: 1000, description: 'Role names; each must exist.' })),
+    permissions: Type.Optional(Type.Array(LinkName, { maxItems: 1000, description: 'Permission slugs; each must exist.' })),
+    expires: Type.Optional(Type.Integer({ minimum: 0, description: 'Epoch milliseconds.' })),
+    remaining: Type.Optional(Type.Integer({ minimum: 1 })),
+    refill: Type.Optional(Refill),
+    ratelimit: Type.Optional(MigrationRatelimit),
+    enabled: Type.Optional(Type.Boolean()),
+    environment: Type.Optional(Type.String({ maxLength: 256 })),
+  },
+  { additionalProperties: false },
+);
 
 /** The enqueueKeys form of a key's rate limit: `limit` requests per `duration` ms, stored as its auto-applied limit `default`. */
-export const EnqueueRatelimit = Type.Object({
-  type: Type.Optional(OneOf(['fast', 'consistent'] as const)),
-  async: Type.Optional(Type.Boolean({ description: 'Deprecated: true means type fast.' })),
-  limit: Type.Integer({ minimum: 1 }),
-  duration: Type.Integer({ minimum: 1000, description: 'Window in milliseconds.' }),
-}, { additionalProperties: false });
+export const EnqueueRatelimit = Type.Object(
+  {
+    type: Type.Optional(OneOf(['fast', 'consistent'] as const)),
+    async: Type.Optional(Type.Boolean({ description: 'Deprecated: true means type fast.' })),
+    limit: Type.Integer({ minimum: 1 }),
+    duration: Type.Integer({ minimum: 1000, description: 'Window in milliseconds.' }),
+  },
+  { additionalProperties: false },
+);
 
 const { apiId: _apiId, externalId: _externalId, ratelimit: _ratelimit, ...shared } = ImportItem.properties;
 /** An item of migrations.enqueueKeys: as createKeys', with the API given once for the request and the duration form of rate limit. */
-export const EnqueueItem = Type.Object({
-  ...shared,
-  ratelimit: Type.Optional(EnqueueRatelimit),
-  // Declared, so that they are reported as not allowed rather than silently dropped with other undeclared members.
-  apiId: Type.Optional(Type.Never({ description: 'Not allowed: give apiId once, at the top level.' })),
-  externalId: Type.Optional(Type.Never({ description: 'Not allowed here.' })),
-}, { additionalProperties: false });
+export const EnqueueItem = Type.Object(
+  {
+    ...shared,
+    ratelimit: Type.Optional(EnqueueRatelimit),
+    // Declared, so that they are reported as not allowed rather than silently dropped with other undeclared members.
+    apiId: Type.Optional(Type.Never({ description: 'Not allowed: give apiId once, at the top level.' })),
+    externalId: Type.Optional(Type.Never({ description: 'Not allowed here.' })),
+  },
+  { additionalProperties: false },
+);

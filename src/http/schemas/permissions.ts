@@ -1,7 +1,8 @@
 import { Type } from '@sinclair/typebox';
 
 /** Letters, digits and `_ . : - *`; 1..512 characters. */
-export const Identifier = (description: string) => Type.String({ minLength: 1, maxLength: 512, pattern: '^[a-zA-Z0-9_.:\\-*]+$', description });
+export const Identifier = (description: string) =>
+  Type.String({ minLength: 1, maxLength: 512, pattern: '^[a-zA-Z0-9_.:\\-*]+$', description });
 export const Description = Type.String({ maxLength: 1024, description: 'Free text, at most 1024 characters.' });
 
 /** The Permission object. */
@@ -21,29 +22,41 @@ export const Role = Type.Object({
 });
 
 /** A permission named by `id`, or by `slug` (`name` is its deprecated alias; `slug` wins, `id` wins over both). */
-export const PermissionItem = Type.Object({
-  id: Type.Optional(Type.String({ minLength: 1, description: 'An existing permission; wins over slug and name.' })),
-  slug: Type.Optional(Type.String({ minLength: 1, maxLength: 512 })),
-  name: Type.Optional(Type.String({ minLength: 1, maxLength: 512, description: 'Deprecated: the slug.' })),
-  create: Type.Optional(Type.Boolean({ description: 'With slug/name: create the permission when it does not exist.' })),
-}, { additionalProperties: false });
+export const PermissionItem = Type.Object(
+  {
+    id: Type.Optional(Type.String({ minLength: 1, description: 'An existing permission; wins over slug and name.' })),
+    slug: Type.Optional(Type.String({ minLength: 1, maxLength: 512 })),
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 512, description: 'Deprecated: the slug.' })),
+    create: Type.Optional(Type.Boolean({ description: 'With slug/name: create the permission when it does not exist.' })),
+  },
+  { additionalProperties: false },
+);
 
 /** A permission named by `id` or `slug` (`name` is its deprecated alias), never created. */
-export const PermissionRef = Type.Object({
-  id: Type.Optional(Type.String({ minLength: 1, description: 'An existing permission; wins over slug and name.' })),
-  slug: Type.Optional(Type.String({ minLength: 1, maxLength: 512 })),
-  name: Type.Optional(Type.String({ minLength: 1, maxLength: 512, description: 'Deprecated: the slug.' })),
-}, { additionalProperties: false });
+export const PermissionRef = Type.Object(
+  {
+    id: Type.Optional(Type.String({ minLength: 1, description: 'An existing permission; wins over slug and name.' })),
+    slug: Type.Optional(Type.String({ minLength: 1, maxLength: 512 })),
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 512, description: 'Deprecated: the slug.' })),
+  },
+  { additionalProperties: false },
+);
 
 /** A role named by `id` (wins) or `name`. */
-export const RoleRef = Type.Object({
-  id: Type.Optional(Type.String({ minLength: 1, description: 'An existing role; wins over name.' })),
-  name: Type.Optional(Type.String({ minLength: 1, maxLength: 512 })),
-}, { additionalProperties: false });
+export const RoleRef = Type.Object(
+  {
+    id: Type.Optional(Type.String({ minLength: 1, description: 'An existing role; wins over name.' })),
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 512 })),
+  },
+  { additionalProperties: false },
+);
 
 /** A role named by `id` (wins) or `name`; `create: true` creates a missing name. */
-export const RoleItem = Type.Object({
-  id: Type.Optional(Type.String({ minLength: 1, description: 'An existing role; wins over name.' })),
-  name: Type.Optional(Type.String({ minLength: 1, maxLength: 512 })),
-  create: Type.Optional(Type.Boolean({ description: 'With name: create the role when it does not exist.' })),
-}, { additionalProperties: false });
+export const RoleItem = Type.Object(
+  {
+    id: Type.Optional(Type.String({ minLength: 1, description: 'An existing role; wins over name.' })),
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 512 })),
+    create: Type.Optional(Type.Boolean({ description: 'With name: create the role when it does not exist.' })),
+  },
+  { additionalProperties: false },
+);

@@ -39,17 +39,39 @@ export function widen(start: number, end: number, g: Granularity): { from: numbe
 
 /** Counts per outcome code, under the v1 analytics names. `notFound` and `unauthorized` are always 0: such verifications have no key. */
 export interface OutcomeCounts {
-  valid: number; notFound: number; forbidden: number; usageExceeded: number; rateLimited: number; unauthorized: number;
-  disabled: number; insufficientPermissions: number; expired: number; total: number;
+  valid: number;
+  notFound: number;
+  forbidden: number;
+  usageExceeded: number;
+  rateLimited: number;
+  unauthorized: number;
+  disabled: number;
+  insufficientPermissions: number;
+  expired: number;
+  total: number;
 }
 
 const FIELD_OF: Readonly<Record<string, keyof OutcomeCounts>> = {
-  VALID: 'valid', FORBIDDEN: 'forbidden', USAGE_EXCEEDED: 'usageExceeded', RATE_LIMITED: 'rateLimited', DISABLED: 'disabled',
-  INSUFFICIENT_PERMISSIONS: 'insufficientPermissions', EXPIRED: 'expired',
+  VALID: 'valid',
+  FORBIDDEN: 'forbidden',
+  USAGE_EXCEEDED: 'usageExceeded',
+  RATE_LIMITED: 'rateLimited',
+  DISABLED: 'disabled',
+  INSUFFICIENT_PERMISSIONS: 'insufficientPermissions',
+  EXPIRED: 'expired',
 };
 
 const zero = (): OutcomeCounts => ({
-  valid: 0, notFound: 0, forbidden: 0, usageExceeded: 0, rateLimited: 0, unauthorized: 0, disabled: 0, insufficientPermissions: 0, expired: 0, total: 0,
+  valid: 0,
+  notFound: 0,
+  forbidden: 0,
+  usageExceeded: 0,
+  rateLimited: 0,
+  unauthorized: 0,
+  disabled: 0,
+  insufficientPermissions: 0,
+  expired: 0,
+  total: 0,
 });
 
 interface HourlyFilter {
@@ -60,28 +82,43 @@ interface HourlyFilter {
   keyIds?: string[];
   identityId?: string;
 }
-interface HourlySum { hour?: number; key_id?: string; identity_id?: string | null; outcome: string; n: number }
+interface HourlySum {
+  hour?: number;
+  key_id?: string;
+  identity_id?: string | null;
+  outcome: string;
+  n: number;
+}
 
 /** Sums of hourly counts in [from, to), per outcome and per the requested columns. */
 async function sumHourly(db: Db, f: HourlyFilter, by: { hour: boolean; key: boolean; identity: boolean }): Promise<HourlySum[]> {
-  const query = (keyIds?: string[]) => db.selectFrom('key_verifications_hourly')
-    .select((eb) => ['outcome', eb.fn.sum<number | string>('count').as('n')])
-    .where('workspace_id', '=', f.workspaceId).where('hour', '>=', f.from).where('hour', '<', f.to)
-    .$if(f.apiId !== undefined, (qb) => qb.where('api_id', '=', f.apiId!))
-    .$if(keyIds !== undefined, (qb) => qb.where('key_id', 'in', keyIds!))
-    .$if(f.identityId !== undefined, (qb) => qb.where('identity_id', '=', f.identityId!))
-    .$if(by.hour, (qb) => qb.select('hour').groupBy('hour'))
-    .$if(by.key, (qb) => qb.select('key_id').groupBy('key_id'))
-    .$if(by.identity, (qb) => qb.select('identity_id').groupBy('identity_id').where('identity_id', 'is not', null))
-    .groupBy('outcome')
-    .execute();
+  const query = (keyIds?: string[]) =>
+    db
+      .selectFrom('key_verifications_hourly')
+      .select((eb) => ['outcome', eb.fn.sum<number | string>('count').as('n')])
+      .where('workspace_id', '=', f.workspaceId)
+      .where('hour', '>=', f.from)
+      .where('hour', '<', f.to)
+      .$if(f.apiId !== undefined, (qb) => qb.where('api_id', '=', f.apiId!))
+      .$if(keyIds !== undefined, (qb) => qb.where('key_id', 'in', keyIds!))
+      .$if(f.identityId !== undefined, (qb) => qb.where('identity_id', '=', f.identityId!))
+      .$if(by.hour, (qb) => qb.select('hour').groupBy('hour'))
+      .$if(by.key, (qb) => qb.select('key_id').groupBy('key_id'))
+      .$if(by.identity, (qb) => qb.select('identity_id').groupBy('identity_id').where('identity_id', 'is not', null))
+      .groupBy('outcome')
+      .execute();
   const parts: Array<Awaited<ReturnType<typeof query>>> = [];
   if (f.keyIds === undefined) parts.push(await query());
   else for (let i = 0; i < f.keyIds.length; i += IN_LIST_CHUNK) parts.push(await query(f.keyIds.slice(i, i + IN_LIST_CHUNK)));
   return parts.flat().map((r) => ({ ...r, n: Number(r.n) }));
 }
 
-interface Group { time?: number; keyId?: string; identityId?: string; counts: OutcomeCounts }
+interface Group {
+  time?: number;
+  keyId?: string;
+  identityId?: string;
+  counts: OutcomeCounts;
+}
 
 /** Adds hourly sums into groups keyed by (bucket of `g`, key, identity); an absent dimension is left out. */
 function fold(rows: HourlySum[], g: Granularity | undefined, into = new Map<string, Group>()): Map<string, Group> {
@@ -104,10 +141,23 @@ function fold(rows: HourlySum[], g: Granularity | undefined, into = new Map<stri
 // ---------------------------------------------------------------------------------------------------
 // keys.getVerifications
 
-export interface KeyVerificationsQuery { keyId?: string; ownerId?: string; start?: number; end?: number; granularity?: 'hour' | 'day' }
+export interface KeyVerificationsQuery {
+  keyId?: string;
+  ownerId?: string;
+  start?: number;
+  end?: number;
+  granularity?: 'hour' | 'day';
+}
 export interface KeyVerificationBucket {
-  time: number; success: number; rateLimited: number; usageExceeded: number; forbidden: number; disabled: number;
-  insufficientPermissions: number; expired: number; total: number;
+  time: number;
+  success: number;
+  rateLimited: number;
+  usageExceeded: number;
+  forbidden: number;
+  disabled: number;
+  insufficientPermissions: number;
+  expired: number;
+  total: number;
 }
 
 /**
@@ -116,7 +166,12 @@ export interface KeyVerificationBucket {
  * least one verification are listed. `end` defaults to now, `start` to 24 h before `end`.
  * Requires `api.<apiId>.read_analytics` for the API of every key involved.
  */
-export async function getKeyVerifications(db: Db, caller: Caller, q: KeyVerificationsQuery, now = Date.now()): Promise<{ verifications: KeyVerificationBucket[] }> {
+export async function getKeyVerifications(
+  db: Db,
+  caller: Caller,
+  q: KeyVerificationsQuery,
+  now = Date.now(),
+): Promise<{ verifications: KeyVerificationBucket[] }> {
   const end = q.end ?? now;
   const start = q.start ?? end - DAY_MS;
   const problems: FieldProblem[] = [];
@@ -128,12 +183,15 @@ export async function getKeyVerifications(db: Db, caller: Caller, q: KeyVerifica
   if (q.keyId !== undefined) {
     keys = [await requireKey(db, caller.workspaceId, q.keyId)];
   } else {
-    keys = await db.selectFrom('keys')
+    keys = await db
+      .selectFrom('keys')
       .innerJoin('identities', 'identities.id', 'keys.identity_id')
       .innerJoin('apis', 'apis.id', 'keys.api_id')
       .select(['keys.id', 'keys.api_id'])
-      .where('keys.workspace_id', '=', caller.workspaceId).where('identities.external_id', '=', q.ownerId!)
-      .where('keys.deleted_at', 'is', null).where('apis.deleted_at', 'is', null)
+      .where('keys.workspace_id', '=', caller.workspaceId)
+      .where('identities.external_id', '=', q.ownerId!)
+      .where('keys.deleted_at', 'is', null)
+      .where('apis.deleted_at', 'is', null)
       .orderBy('keys.id')
       .execute();
     if (keys.length === 0) throw new AppError('data/key-not-found', `no keys found for ownerId ${q.ownerId}`);
@@ -142,12 +200,23 @@ export async function getKeyVerifications(db: Db, caller: Caller, q: KeyVerifica
 
   const g = q.granularity ?? 'day';
   const { from, to } = widen(start, end, g);
-  const rows = await sumHourly(db, { workspaceId: caller.workspaceId, from, to, keyIds: keys.map((k) => k.id) }, { hour: true, key: false, identity: false });
+  const rows = await sumHourly(
+    db,
+    { workspaceId: caller.workspaceId, from, to, keyIds: keys.map((k) => k.id) },
+    { hour: true, key: false, identity: false },
+  );
   const groups = [...fold(rows, g).values()].sort((a, b) => a.time! - b.time!);
   return {
     verifications: groups.map(({ time, counts: c }) => ({
-      time: time!, success: c.valid, rateLimited: c.rateLimited, usageExceeded: c.usageExceeded, forbidden: c.forbidden,
-      disabled: c.disabled, insufficientPermissions: c.insufficientPermissions, expired: c.expired, total: c.total,
+      time: time!,
+      success: c.valid,
+      rateLimited: c.rateLimited,
+      usageExceeded: c.usageExceeded,
+      forbidden: c.forbidden,
+      disabled: c.disabled,
+      insufficientPermissions: c.insufficientPermissions,
+      expired: c.expired,
+      total: c.total,
     })),
   };
 }
@@ -155,8 +224,19 @@ export async function getKeyVerifications(db: Db, caller: Caller, q: KeyVerifica
 // ---------------------------------------------------------------------------------------------------
 // analytics.getVerifications
 
-export const ORDER_FIELDS = ['time', 'valid', 'notFound', 'forbidden', 'usageExceeded', 'rateLimited', 'unauthorized', 'disabled',
-  'insufficientPermissions', 'expired', 'total'] as const;
+export const ORDER_FIELDS = [
+  'time',
+  'valid',
+  'notFound',
+  'forbidden',
+  'usageExceeded',
+  'rateLimited',
+  'unauthorized',
+  'disabled',
+  'insufficientPermissions',
+  'expired',
+  'total',
+] as const;
 export type OrderField = (typeof ORDER_FIELDS)[number];
 
 export interface ApiVerificationsQuery {
@@ -170,7 +250,11 @@ export interface ApiVerificationsQuery {
   orderBy?: OrderField;
   order?: 'asc' | 'desc';
 }
-export interface ApiVerificationsRow extends OutcomeCounts { time?: number; keyId?: string; identity?: { id: string; externalId: string } }
+export interface ApiVerificationsRow extends OutcomeCounts {
+  time?: number;
+  keyId?: string;
+  identity?: { id: string; externalId: string };
+}
 
 const TIME_GROUPS: readonly Grouping[] = ['hour', 'day', 'month'];
 const list = <T>(v: T | T[] | undefined): T[] => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
@@ -187,7 +271,12 @@ const list = <T>(v: T | T[] | undefined): T[] => (v === undefined ? [] : Array.i
  * time, then keyId, then identity externalId, ascending; then cut to `limit`.
  * Requires `api.<apiId>.read_analytics`.
  */
-export async function getApiVerifications(db: Db, caller: Caller, q: ApiVerificationsQuery, now = Date.now()): Promise<ApiVerificationsRow[]> {
+export async function getApiVerifications(
+  db: Db,
+  caller: Caller,
+  q: ApiVerificationsQuery,
+  now = Date.now(),
+): Promise<ApiVerificationsRow[]> {
   const end = q.end ?? now;
   const groups = new Set(list(q.groupBy));
   const timeGroups = TIME_GROUPS.filter((t) => groups.has(t)) as Granularity[];
@@ -203,7 +292,11 @@ export async function getApiVerifications(db: Db, caller: Caller, q: ApiVerifica
   const byIdentity = groups.has('identity');
   const { from, to } = widen(q.start, end, g ?? 'hour');
   const keyIds = q.keyId === undefined ? undefined : [...new Set(list(q.keyId))];
-  const sums = await sumHourly(db, { workspaceId: caller.workspaceId, apiId: q.apiId, from, to, keyIds, identityId }, { hour: !!g, key: byKey, identity: byIdentity });
+  const sums = await sumHourly(
+    db,
+    { workspaceId: caller.workspaceId, apiId: q.apiId, from, to, keyIds, identityId },
+    { hour: !!g, key: byKey, identity: byIdentity },
+  );
 
   const folded = new Map<string, Group>();
   if (g && !byKey && !byIdentity) {
@@ -214,7 +307,9 @@ export async function getApiVerifications(db: Db, caller: Caller, q: ApiVerifica
   }
   fold(sums, g, folded);
 
-  const externalIds = byIdentity ? await externalIdsOf(db, caller.workspaceId, [...new Set([...folded.values()].map((r) => r.identityId!))]) : new Map<string, string>();
+  const externalIds = byIdentity
+    ? await externalIdsOf(db, caller.workspaceId, [...new Set([...folded.values()].map((r) => r.identityId!))])
+    : new Map<string, string>();
   const out: ApiVerificationsRow[] = [];
   for (const r of folded.values()) {
     if (byIdentity && !externalIds.has(r.identityId!)) continue;
@@ -234,20 +329,29 @@ function apiQueryProblems(q: ApiVerificationsQuery, end: number, timeGroups: Gra
   const g: Granularity | undefined = timeGroups[0];
   const problems: FieldProblem[] = [];
   if (q.start >= end) problems.push({ path: '/start', message: 'must be less than end' });
-  if (timeGroups.length > 1) problems.push({ path: '/groupBy', message: `at most one of hour, day and month (got ${timeGroups.join(', ')})` });
+  if (timeGroups.length > 1)
+    problems.push({ path: '/groupBy', message: `at most one of hour, day and month (got ${timeGroups.join(', ')})` });
   if (q.orderBy === 'time' && !g) problems.push({ path: '/orderBy', message: 'time needs a time grouping (groupBy hour, day or month)' });
   if (g && q.start < end) {
     const { from, to } = widen(q.start, end, g);
     let n = 0;
     for (let b = from; b < to && n <= MAX_BUCKETS; b = nextBucket(b, g)) n++;
-    if (n > MAX_BUCKETS) problems.push({ path: '/start', message: `the window spans more than ${MAX_BUCKETS} ${g} buckets; narrow it or group by a larger unit` });
+    if (n > MAX_BUCKETS)
+      problems.push({
+        path: '/start',
+        message: `the window spans more than ${MAX_BUCKETS} ${g} buckets; narrow it or group by a larger unit`,
+      });
   }
   return problems;
 }
 
 async function identityIdOf(db: Db, workspaceId: string, externalId: string): Promise<string> {
-  const identity = await db.selectFrom('identities').select('id')
-    .where('workspace_id', '=', workspaceId).where('external_id', '=', externalId).executeTakeFirst();
+  const identity = await db
+    .selectFrom('identities')
+    .select('id')
+    .where('workspace_id', '=', workspaceId)
+    .where('external_id', '=', externalId)
+    .executeTakeFirst();
   if (!identity) throw new AppError('data/identity-not-found', `identity with externalId ${externalId} not found`);
   return identity.id;
 }
@@ -256,15 +360,25 @@ async function identityIdOf(db: Db, workspaceId: string, externalId: string): Pr
 async function externalIdsOf(db: Db, workspaceId: string, identityIds: string[]): Promise<Map<string, string>> {
   const externalIds = new Map<string, string>();
   if (identityIds.length === 0) return externalIds;
-  const rows = await db.selectFrom('identities').select(['id', 'external_id'])
-    .where('workspace_id', '=', workspaceId).where('id', 'in', identityIds).execute();
+  const rows = await db
+    .selectFrom('identities')
+    .select(['id', 'external_id'])
+    .where('workspace_id', '=', workspaceId)
+    .where('id', 'in', identityIds)
+    .execute();
   for (const r of rows) externalIds.set(r.id, r.external_id);
   return externalIds;
 }
 
 /** By `field` in the given direction, ties by time, then keyId, then identity externalId, ascending. */
 function sortRows(rows: ApiVerificationsRow[], field: OrderField | undefined, sign: 1 | -1): void {
-  const cmp = (a: string | number | undefined, b: string | number | undefined) => (a === b ? 0 : a === undefined ? -1 : b === undefined ? 1 : a < b ? -1 : 1);
-  rows.sort((a, b) => (field ? sign * cmp(a[field], b[field]) : 0)
-    || cmp(a.time, b.time) || cmp(a.keyId, b.keyId) || cmp(a.identity?.externalId, b.identity?.externalId));
+  const cmp = (a: string | number | undefined, b: string | number | undefined) =>
+    a === b ? 0 : a === undefined ? -1 : b === undefined ? 1 : a < b ? -1 : 1;
+  rows.sort(
+    (a, b) =>
+      (field ? sign * cmp(a[field], b[field]) : 0) ||
+      cmp(a.time, b.time) ||
+      cmp(a.keyId, b.keyId) ||
+      cmp(a.identity?.externalId, b.identity?.externalId),
+  );
 }

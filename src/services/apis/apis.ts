@@ -14,14 +14,34 @@ export async function createApi(db: Db, caller: Caller, input: { name: string })
   const apiId = newId('api');
   const now = Date.now();
   await db.transaction().execute(async (tx) => {
-    await tx.insertInto('apis').values({
-      id: apiId, workspace_id: caller.workspaceId, name: input.name, default_prefix: null, default_bytes: null,
-      delete_protection: 0, created_at: now, updated_at: now, deleted_at: null,
-    }).execute();
-    await recordAudit(tx, [{
-      workspaceId: caller.workspaceId, event: 'api.create', actor: actorOf(caller), target: { type: 'api', id: apiId },
-      requestId: caller.requestId, diff: { name: input.name },
-    }], now);
+    await tx
+      .insertInto('apis')
+      .values({
+        id: apiId,
+        workspace_id: caller.workspaceId,
+        name: input.name,
+        default_prefix: null,
+        default_bytes: null,
+        delete_protection: 0,
+        created_at: now,
+        updated_at: now,
+        deleted_at: null,
+      })
+      .execute();
+    await recordAudit(
+      tx,
+      [
+        {
+          workspaceId: caller.workspaceId,
+          event: 'api.create',
+          actor: actorOf(caller),
+          target: { type: 'api', id: apiId },
+          requestId: caller.requestId,
+          diff: { name: input.name },
+        },
+      ],
+      now,
+    );
   });
   return { apiId, name: input.name };
 }
@@ -42,20 +62,49 @@ export async function deleteApi(db: Db, caller: Caller, apiId: string): Promise<
     const now = Date.now();
     // Only a live API is deleted: a concurrent delete that committed first (its row lock makes this one wait)
     // leaves nothing to update, and this one is then a 404, not a second deletion with a second audit record.
-    const deleted = await tx.updateTable('apis').set({ deleted_at: now, updated_at: now })
-      .where('id', '=', apiId).where('deleted_at', 'is', null).executeTakeFirst();
+    const deleted = await tx
+      .updateTable('apis')
+      .set({ deleted_at: now, updated_at: now })
+      .where('id', '=', apiId)
+      .where('deleted_at', 'is', null)
+      .executeTakeFirst();
     if (Number(deleted.numUpdatedRows) === 0) throw notFound('api', apiId);
-    const keys = await tx.updateTable('keys').set({ deleted_at: now, updated_at: now })
-      .where('api_id', '=', apiId).where('deleted_at', 'is', null).executeTakeFirst();
-    await recordAudit(tx, [{
-      workspaceId: caller.workspaceId, event: 'api.delete', actor: actorOf(caller), target: { type: 'api', id: apiId },
-      requestId: caller.requestId, diff: { name: api.name, deletedKeys: Number(keys.numUpdatedRows) },
-    }], now);
+    const keys = await tx
+      .updateTable('keys')
+      .set({ deleted_at: now, updated_at: now })
+      .where('api_id', '=', apiId)
+      .where('deleted_at', 'is', null)
+      .executeTakeFirst();
+    await recordAudit(
+      tx,
+      [
+        {
+          workspaceId: caller.workspaceId,
+          event: 'api.delete',
+          actor: actorOf(caller),
+          target: { type: 'api', id: apiId },
+          requestId: caller.requestId,
+          diff: { name: api.name, deletedKeys: Number(keys.numUpdatedRows) },
+        },
+      ],
+      now,
+    );
   });
 }
 
-export interface ListKeysQuery { apiId: string; limit: number; cursor?: string; externalId?: string; ownerId?: string; decrypt?: boolean }
-export interface KeyPage { keys: KeyView[]; total: number; cursor?: string }
+export interface ListKeysQuery {
+  apiId: string;
+  limit: number;
+  cursor?: string;
+  externalId?: string;
+  ownerId?: string;
+  decrypt?: boolean;
+}
+export interface KeyPage {
+  keys: KeyView[];
+  total: number;
+  cursor?: string;
+}
 
 /**
  * Live keys of an API ordered by id, `limit` at a time. `cursor` is returned only when another page
@@ -68,14 +117,21 @@ export async function listKeys(db: Db, caller: Caller, q: ListKeysQuery, vault?:
   const externalId = q.externalId ?? q.ownerId;
   let identityId: string | undefined;
   if (externalId !== undefined) {
-    const identity = await db.selectFrom('identities').select('id')
-      .where('workspace_id', '=', caller.workspaceId).where('external_id', '=', externalId).executeTakeFirst();
+    const identity = await db
+      .selectFrom('identities')
+      .select('id')
+      .where('workspace_id', '=', caller.workspaceId)
+      .where('external_id', '=', externalId)
+      .executeTakeFirst();
     if (!identity) return { keys: [], total: 0 };
     identityId = identity.id;
   }
   let base = db.selectFrom('keys').where('api_id', '=', q.apiId).where('deleted_at', 'is', null);
   if (identityId !== undefined) base = base.where('identity_id', '=', identityId);
-  const pageQuery = (q.cursor ? base.where('id', '>', q.cursor) : base).selectAll().orderBy('id').limit(q.limit + 1);
+  const pageQuery = (q.cursor ? base.where('id', '>', q.cursor) : base)
+    .selectAll()
+    .orderBy('id')
+    .limit(q.limit + 1);
   const [rows, count] = await Promise.all([
     pageQuery.execute(),
     base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),

@@ -3,12 +3,23 @@ import type { Db } from '../../store/store.ts';
 import { requirePermissions, type Caller } from '../caller.ts';
 import { splitPage } from '../pagination.ts';
 
-export interface AuditQuery { limit: number; cursor?: string; event?: string; targetId?: string; since?: number; until?: number }
+export interface AuditQuery {
+  limit: number;
+  cursor?: string;
+  event?: string;
+  targetId?: string;
+  since?: number;
+  until?: number;
+}
 export interface AuditLogView {
-  id: string; time: number; event: string;
+  id: string;
+  time: number;
+  event: string;
   actor: { type: string; id: string };
   target: { type: string; id: string };
-  requestId?: string; description?: string; diff?: Record<string, unknown>;
+  requestId?: string;
+  description?: string;
+  diff?: Record<string, unknown>;
 }
 
 /** The workspace's audit records, newest first, `limit` at a time; `cursor` is returned when older records remain. */
@@ -19,13 +30,21 @@ export async function listAuditLogs(db: Db, workspaceId: string, q: AuditQuery):
   if (q.targetId) query = query.where('target_id', '=', q.targetId);
   if (q.since !== undefined) query = query.where('created_at', '>=', q.since);
   if (q.until !== undefined) query = query.where('created_at', '<', q.until);
-  const rows = await query.orderBy('id', 'desc').limit(q.limit + 1).execute();
+  const rows = await query
+    .orderBy('id', 'desc')
+    .limit(q.limit + 1)
+    .execute();
   const { page, cursor } = splitPage(rows, q.limit);
   return {
     logs: page.map((r) => ({
-      id: r.id, time: r.created_at, event: r.event,
-      actor: { type: r.actor_type, id: r.actor_id }, target: { type: r.target_type, id: r.target_id },
-      requestId: r.request_id ?? undefined, description: r.description ?? undefined, diff: parseJson(r.diff) ?? undefined,
+      id: r.id,
+      time: r.created_at,
+      event: r.event,
+      actor: { type: r.actor_type, id: r.actor_id },
+      target: { type: r.target_type, id: r.target_id },
+      requestId: r.request_id ?? undefined,
+      description: r.description ?? undefined,
+      diff: parseJson(r.diff) ?? undefined,
     })),
     cursor,
   };

@@ -16,17 +16,22 @@ export interface AuditEntry {
 /** Appends audit records; call it with the transaction of the change it describes so both commit together. */
 export async function recordAudit(db: Executor, entries: AuditEntry[], now = Date.now()): Promise<void> {
   if (entries.length === 0) return;
-  await db.insertInto('audit_logs').values(entries.map((e) => ({
-    id: newId('log'),
-    workspace_id: e.workspaceId,
-    event: e.event,
-    actor_type: e.actor.type,
-    actor_id: e.actor.id,
-    target_type: e.target.type,
-    target_id: e.target.id,
-    request_id: e.requestId ?? null,
-    description: e.description ?? null,
-    diff: e.diff ? JSON.stringify(e.diff) : null,
-    created_at: now,
-  }))).execute();
+  await db
+    .insertInto('audit_logs')
+    .values(
+      entries.map((e) => ({
+        id: newId('log'),
+        workspace_id: e.workspaceId,
+        event: e.event,
+        actor_type: e.actor.type,
+        actor_id: e.actor.id,
+        target_type: e.target.type,
+        target_id: e.target.id,
+        request_id: e.requestId ?? null,
+        description: e.description ?? null,
+        diff: e.diff ? JSON.stringify(e.diff) : null,
+        created_at: now,
+      })),
+    )
+    .execute();
 }

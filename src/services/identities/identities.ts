@@ -13,26 +13,59 @@ import { transact } from '../changes.ts';
  * The id of the workspace's identity with this externalId, created (environment `default`, no meta)
  * when missing. Safe under concurrency: the insert is `ON CONFLICT DO NOTHING` on (workspace, externalId).
  */
-export async function ensureIdentity(db: Executor, workspaceId: string, externalId: string, now = Date.now()): Promise<{ id: string; created: boolean }> {
-  const existing = await db.selectFrom('identities').select('id')
-    .where('workspace_id', '=', workspaceId).where('external_id', '=', externalId).executeTakeFirst();
+export async function ensureIdentity(
+  db: Executor,
+  workspaceId: string,
+  externalId: string,
+  now = Date.now(),
+): Promise<{ id: string; created: boolean }> {
+  const existing = await db
+    .selectFrom('identities')
+    .select('id')
+    .where('workspace_id', '=', workspaceId)
+    .where('external_id', '=', externalId)
+    .executeTakeFirst();
   if (existing) return { id: existing.id, created: false };
   const id = newId('id');
-  await db.insertInto('identities')
-    .values({ id, workspace_id: workspaceId, external_id: externalId, environment: 'default', meta: null, created_at: now, updated_at: now })
+  await db
+    .insertInto('identities')
+    .values({
+      id,
+      workspace_id: workspaceId,
+      external_id: externalId,
+      environment: 'default',
+      meta: null,
+      created_at: now,
+      updated_at: now,
+    })
     .onConflict((oc) => oc.columns(['workspace_id', 'external_id']).doNothing())
     .execute();
-  const row = await db.selectFrom('identities').select('id')
-    .where('workspace_id', '=', workspaceId).where('external_id', '=', externalId).executeTakeFirstOrThrow();
+  const row = await db
+    .selectFrom('identities')
+    .select('id')
+    .where('workspace_id', '=', workspaceId)
+    .where('external_id', '=', externalId)
+    .executeTakeFirstOrThrow();
   return { id: row.id, created: row.id === id };
 }
 
-export interface IdentityRatelimit { name: string; limit: number; duration: number }
-export interface IdentityView { id: string; externalId: string; environment: string; meta: Record<string, unknown>; ratelimits: IdentityRatelimit[] }
+export interface IdentityRatelimit {
+  name: string;
+  limit: number;
+  duration: number;
+}
+export interface IdentityView {
+  id: string;
+  externalId: string;
+  environment: string;
+  meta: Record<string, unknown>;
+  ratelimits: IdentityRatelimit[];
+}
 
 function identityProblems(input: { meta?: Record<string, unknown>; ratelimits?: IdentityRatelimit[] }): FieldProblem[] {
   const problems: FieldProblem[] = [];
-  if (input.meta !== undefined && jsonSize(input.meta) > MAX_META_BYTES) problems.push({ path: '/meta', message: `must be at most ${MAX_META_BYTES} bytes as JSON` });
+  if (input.meta !== undefined && jsonSize(input.meta) > MAX_META_BYTES)
+    problems.push({ path: '/meta', message: `must be at most ${MAX_META_BYTES} bytes as JSON` });
   const seen = new Set<string>();
   (input.ratelimits ?? []).forEach((r, i) => {
     if (seen.has(r.name)) problems.push({ path: `/ratelimits/${i}/name`, message: `ratelimit "${r.name}" is listed twice` });
@@ -43,27 +76,62 @@ function identityProblems(input: { meta?: Record<string, unknown>; ratelimits?: 
 
 async function ratelimitsOf(db: Executor, identityIds: string[]): Promise<Map<string, IdentityRatelimit[]>> {
   const rows = identityIds.length
-    ? await db.selectFrom('ratelimits').select(['identity_id', 'name', 'limit', 'duration']).where('identity_id', 'in', identityIds).orderBy('name').execute()
+    ? await db
+        .selectFrom('ratelimits')
+        .select(['identity_id', 'name', 'limit', 'duration'])
+        .where('identity_id', 'in', identityIds)
+        .orderBy('name')
+        .execute()
     : [];
   const byId = new Map<string, IdentityRatelimit[]>();
-  for (const r of rows) byId.set(r.identity_id!, [...(byId.get(r.identity_id!) ?? []), { name: r.name, limit: r.limit, duration: r.duration }]);
+  for (const r of rows)
+    byId.set(r.identity_id!, [...(byId.get(r.identity_id!) ?? []), { name: r.name, limit: r.limit, duration: r.duration }]);
   return byId;
 }
 
 const view = (row: IdentityRow, limits: Map<string, IdentityRatelimit[]>): IdentityView => ({
-  id: row.id, externalId: row.external_id, environment: row.environment, meta: parseJson(row.meta) ?? {}, ratelimits: limits.get(row.id) ?? [],
+  id: row.id,
+  externalId: row.external_id,
+  environment: row.environment,
+  meta: parseJson(row.meta) ?? {},
+  ratelimits: limits.get(row.id) ?? [],
 });
 
-async function replaceRatelimits(db: Executor, workspaceId: string, identityId: string, limits: IdentityRatelimit[], now: number): Promise<void> {
+async function replaceRatelimits(
+  db: Executor,
+  workspaceId: string,
+  identityId: string,
+  limits: IdentityRatelimit[],
+  now: number,
+): Promise<void> {
   await db.deleteFrom('ratelimits').where('identity_id', '=', identityId).execute();
   if (limits.length === 0) return;
-  await db.insertInto('ratelimits').values(limits.map((r) => ({
-    id: newId('rl'), workspace_id: workspaceId, key_id: null, identity_id: identityId, name: r.name, type: 'consistent',
-    limit: r.limit, duration: r.duration, auto_apply: 0, created_at: now, updated_at: now,
-  }))).execute();
+  await db
+    .insertInto('ratelimits')
+    .values(
+      limits.map((r) => ({
+        id: newId('rl'),
+        workspace_id: workspaceId,
+        key_id: null,
+        identity_id: identityId,
+        name: r.name,
+        type: 'consistent',
+        limit: r.limit,
+        duration: r.duration,
+        auto_apply: 0,
+        created_at: now,
+        updated_at: now,
+      })),
+    )
+    .execute();
 }
 
-export interface CreateIdentityInput { externalId: string; environment?: string; meta?: Record<string, unknown>; ratelimits?: IdentityRatelimit[] }
+export interface CreateIdentityInput {
+  externalId: string;
+  environment?: string;
+  meta?: Record<string, unknown>;
+  ratelimits?: IdentityRatelimit[];
+}
 
 export async function createIdentity(db: Db, caller: Caller, input: CreateIdentityInput): Promise<{ identityId: string }> {
   const problems = identityProblems(input);
@@ -73,18 +141,40 @@ export async function createIdentity(db: Db, caller: Caller, input: CreateIdenti
   const now = Date.now();
   try {
     await db.transaction().execute(async (tx) => {
-      const existing = await tx.selectFrom('identities').select('id')
-        .where('workspace_id', '=', caller.workspaceId).where('external_id', '=', input.externalId).executeTakeFirst();
+      const existing = await tx
+        .selectFrom('identities')
+        .select('id')
+        .where('workspace_id', '=', caller.workspaceId)
+        .where('external_id', '=', input.externalId)
+        .executeTakeFirst();
       if (existing) throw conflict(input.externalId);
-      await tx.insertInto('identities').values({
-        id: identityId, workspace_id: caller.workspaceId, external_id: input.externalId, environment: input.environment ?? 'default',
-        meta: input.meta !== undefined ? JSON.stringify(input.meta) : null, created_at: now, updated_at: now,
-      }).execute();
+      await tx
+        .insertInto('identities')
+        .values({
+          id: identityId,
+          workspace_id: caller.workspaceId,
+          external_id: input.externalId,
+          environment: input.environment ?? 'default',
+          meta: input.meta !== undefined ? JSON.stringify(input.meta) : null,
+          created_at: now,
+          updated_at: now,
+        })
+        .execute();
       await replaceRatelimits(tx, caller.workspaceId, identityId, input.ratelimits ?? [], now);
-      await recordAudit(tx, [{
-        workspaceId: caller.workspaceId, event: 'identity.create', actor: actorOf(caller), target: { type: 'identity', id: identityId },
-        requestId: caller.requestId, diff: { externalId: input.externalId, ratelimits: input.ratelimits ?? [] },
-      }], now);
+      await recordAudit(
+        tx,
+        [
+          {
+            workspaceId: caller.workspaceId,
+            event: 'identity.create',
+            actor: actorOf(caller),
+            target: { type: 'identity', id: identityId },
+            requestId: caller.requestId,
+            diff: { externalId: input.externalId, ratelimits: input.ratelimits ?? [] },
+          },
+        ],
+        now,
+      );
     });
   } catch (err) {
     if (isUniqueViolation(err)) throw conflict(input.externalId);
@@ -93,7 +183,8 @@ export async function createIdentity(db: Db, caller: Caller, input: CreateIdenti
   return { identityId };
 }
 
-const conflict = (externalId: string) => new AppError('data/conflict', `Identity with externalId "${externalId}" already exists in this workspace`);
+const conflict = (externalId: string) =>
+  new AppError('data/conflict', `Identity with externalId "${externalId}" already exists in this workspace`);
 
 /** An identity of the caller's workspace by id or externalId, or 404. */
 async function findIdentity(db: Executor, workspaceId: string, by: { identityId?: string; externalId?: string }): Promise<IdentityRow> {
@@ -117,15 +208,27 @@ export async function listIdentities(db: Db, caller: Caller, q: { environment: s
   requirePermissions(caller, 'identity.*.read_identity');
   const base = db.selectFrom('identities').where('workspace_id', '=', caller.workspaceId).where('environment', '=', q.environment);
   const [rows, count] = await Promise.all([
-    (q.cursor ? base.where('id', '>', q.cursor) : base).selectAll().orderBy('id').limit(q.limit + 1).execute(),
+    (q.cursor ? base.where('id', '>', q.cursor) : base)
+      .selectAll()
+      .orderBy('id')
+      .limit(q.limit + 1)
+      .execute(),
     base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
   ]);
   const { page, cursor } = splitPage(rows, q.limit);
-  const limits = await ratelimitsOf(db, page.map((r) => r.id));
+  const limits = await ratelimitsOf(
+    db,
+    page.map((r) => r.id),
+  );
   return { identities: page.map((r) => view(r, limits)), total: Number(count.n), cursor };
 }
 
-export interface UpdateIdentityInput { identityId?: string; externalId?: string; meta?: Record<string, unknown>; ratelimits?: IdentityRatelimit[] }
+export interface UpdateIdentityInput {
+  identityId?: string;
+  externalId?: string;
+  meta?: Record<string, unknown>;
+  ratelimits?: IdentityRatelimit[];
+}
 
 /** Sets meta when given (`{}` clears it) and replaces the whole set of rate limits when `ratelimits` is given. */
 export async function updateIdentity(db: Db, caller: Caller, input: UpdateIdentityInput): Promise<IdentityView> {
@@ -136,15 +239,32 @@ export async function updateIdentity(db: Db, caller: Caller, input: UpdateIdenti
     requirePermissions(caller, `identity.${row.id}.update_identity`);
     changes.identity(row.id);
     const now = Date.now();
-    await tx.updateTable('identities').set({
-      updated_at: now, ...(input.meta !== undefined ? { meta: JSON.stringify(input.meta) } : {}),
-    }).where('id', '=', row.id).execute();
+    await tx
+      .updateTable('identities')
+      .set({
+        updated_at: now,
+        ...(input.meta !== undefined ? { meta: JSON.stringify(input.meta) } : {}),
+      })
+      .where('id', '=', row.id)
+      .execute();
     if (input.ratelimits !== undefined) await replaceRatelimits(tx, caller.workspaceId, row.id, input.ratelimits, now);
-    await recordAudit(tx, [{
-      workspaceId: caller.workspaceId, event: 'identity.update', actor: actorOf(caller), target: { type: 'identity', id: row.id },
-      requestId: caller.requestId,
-      diff: { ...(input.meta !== undefined ? { meta: input.meta } : {}), ...(input.ratelimits !== undefined ? { ratelimits: input.ratelimits } : {}) },
-    }], now);
+    await recordAudit(
+      tx,
+      [
+        {
+          workspaceId: caller.workspaceId,
+          event: 'identity.update',
+          actor: actorOf(caller),
+          target: { type: 'identity', id: row.id },
+          requestId: caller.requestId,
+          diff: {
+            ...(input.meta !== undefined ? { meta: input.meta } : {}),
+            ...(input.ratelimits !== undefined ? { ratelimits: input.ratelimits } : {}),
+          },
+        },
+      ],
+      now,
+    );
     const updated = await tx.selectFrom('identities').selectAll().where('id', '=', row.id).executeTakeFirstOrThrow();
     return view(updated, await ratelimitsOf(tx, [row.id]));
   });
@@ -158,9 +278,19 @@ export async function deleteIdentity(db: Db, caller: Caller, identityId: string)
     changes.identity(row.id);
     const now = Date.now();
     await tx.deleteFrom('identities').where('id', '=', row.id).execute();
-    await recordAudit(tx, [{
-      workspaceId: caller.workspaceId, event: 'identity.delete', actor: actorOf(caller), target: { type: 'identity', id: row.id },
-      requestId: caller.requestId, diff: { externalId: row.external_id },
-    }], now);
+    await recordAudit(
+      tx,
+      [
+        {
+          workspaceId: caller.workspaceId,
+          event: 'identity.delete',
+          actor: actorOf(caller),
+          target: { type: 'identity', id: row.id },
+          requestId: caller.requestId,
+          diff: { externalId: row.external_id },
+        },
+      ],
+      now,
+    );
   });
 }

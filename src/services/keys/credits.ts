@@ -13,9 +13,11 @@ export const MAX_REMAINING = Number.MAX_SAFE_INTEGER;
  * N calls on R credits succeed exactly min(N, R) times (for cost 1). Returns what is left, or null when refused.
  */
 export async function decrementCreditsIfEnough(db: Executor, keyId: string, cost: number): Promise<number | null> {
-  const row = await db.updateTable('keys')
+  const row = await db
+    .updateTable('keys')
     .set((eb) => ({ remaining: eb('remaining', '-', cost) }))
-    .where('id', '=', keyId).where('remaining', '>=', cost)
+    .where('id', '=', keyId)
+    .where('remaining', '>=', cost)
     .returning('remaining')
     .executeTakeFirst();
   return row ? row.remaining : null;
@@ -36,8 +38,11 @@ const notRefilledSince = (due: number) => (eb: ExpressionBuilder<Database, 'keys
  * or sweep gets there first (the others' guarded update matches no row). Returns whether it refilled.
  */
 export async function refillIfDue(db: Executor, keyId: string, amount: number, due: number, now: number): Promise<boolean> {
-  const res = await db.updateTable('keys').set({ remaining: amount, last_refill_at: now })
-    .where('id', '=', keyId).where('refill_amount', 'is not', null)
+  const res = await db
+    .updateTable('keys')
+    .set({ remaining: amount, last_refill_at: now })
+    .where('id', '=', keyId)
+    .where('refill_amount', 'is not', null)
     .where(notRefilledSince(due))
     .executeTakeFirst();
   return Number(res.numUpdatedRows) > 0;
@@ -56,8 +61,12 @@ export async function refillDueKeys(db: Executor, now: number): Promise<number> 
   let refilled = 0;
   for (const s of schedules) {
     const due = lastRefillDue(s, now);
-    let q = db.updateTable('keys').set((eb) => ({ remaining: eb.ref('refill_amount'), last_refill_at: now }))
-      .where('refill_interval', '=', s.interval).where('refill_amount', 'is not', null).where('deleted_at', 'is', null)
+    let q = db
+      .updateTable('keys')
+      .set((eb) => ({ remaining: eb.ref('refill_amount'), last_refill_at: now }))
+      .where('refill_interval', '=', s.interval)
+      .where('refill_amount', 'is not', null)
+      .where('deleted_at', 'is', null)
       .where(notRefilledSince(due));
     if (s.refillDay !== null) q = q.where('refill_day', '=', s.refillDay);
     refilled += Number((await q.executeTakeFirst()).numUpdatedRows);
@@ -72,9 +81,12 @@ export async function refillDueKeys(db: Executor, now: number): Promise<number> 
  * or undefined when the guard refused (nothing changed).
  */
 export async function addCredits(db: Executor, keyId: string, delta: number, now: number): Promise<number | undefined> {
-  let q = db.updateTable('keys')
+  let q = db
+    .updateTable('keys')
     .set((eb) => ({ remaining: eb('remaining', '+', delta), updated_at: now }))
-    .where('id', '=', keyId).where('deleted_at', 'is', null).where('remaining', 'is not', null);
+    .where('id', '=', keyId)
+    .where('deleted_at', 'is', null)
+    .where('remaining', 'is not', null);
   q = delta < 0 ? q.where('remaining', '>=', -delta) : q.where('remaining', '<=', MAX_REMAINING - delta);
   const row = await q.returning('remaining').executeTakeFirst();
   return row ? row.remaining! : undefined;

@@ -5,7 +5,13 @@ import { actorOf, requirePermissions, type Caller } from '../caller.ts';
 import { requireKey } from '../lookups.ts';
 import type { Named } from '../rbac/find-or-create-by-name.ts';
 import {
-  byName, permissionNames, permissionReference, referenceProblems, resolveReferences, type PermissionItem, type Reference,
+  byName,
+  permissionNames,
+  permissionReference,
+  referenceProblems,
+  resolveReferences,
+  type PermissionItem,
+  type Reference,
 } from '../rbac/resolve-references.ts';
 import { transact } from '../changes.ts';
 
@@ -18,8 +24,20 @@ export type Kind = 'role' | 'permission';
 type Mode = 'add' | 'remove' | 'set';
 
 const KIND = {
-  role: { path: '/roles', missing: 'must have id or name', plural: 'roles', connect: 'authorization.connect_role_and_key', disconnect: 'authorization.disconnect_role_and_key' },
-  permission: { path: '/permissions', missing: 'must have id, slug or name', plural: 'permissions', connect: 'authorization.connect_permission_and_key', disconnect: 'authorization.disconnect_permission_and_key' },
+  role: {
+    path: '/roles',
+    missing: 'must have id or name',
+    plural: 'roles',
+    connect: 'authorization.connect_role_and_key',
+    disconnect: 'authorization.disconnect_role_and_key',
+  },
+  permission: {
+    path: '/permissions',
+    missing: 'must have id, slug or name',
+    plural: 'permissions',
+    connect: 'authorization.connect_permission_and_key',
+    disconnect: 'authorization.disconnect_permission_and_key',
+  },
 } as const;
 
 /**
@@ -37,7 +55,15 @@ export async function addPermissions(db: Db, caller: Caller, keyId: string, item
  * and nothing changes. Needs `rbac.*.remove_permission_from_key`.
  */
 export async function removePermissions(db: Db, caller: Caller, keyId: string, items: PermissionItem[]): Promise<void> {
-  await change(db, caller, 'permission', 'remove', keyId, items.map((p) => ({ ...permissionReference(p), create: undefined })), ['rbac.*.remove_permission_from_key']);
+  await change(
+    db,
+    caller,
+    'permission',
+    'remove',
+    keyId,
+    items.map((p) => ({ ...permissionReference(p), create: undefined })),
+    ['rbac.*.remove_permission_from_key'],
+  );
 }
 
 /**
@@ -46,7 +72,10 @@ export async function removePermissions(db: Db, caller: Caller, keyId: string, i
  * `rbac.*.remove_permission_from_key`, plus `rbac.*.create_permission` to create missing slugs.
  */
 export async function setPermissions(db: Db, caller: Caller, keyId: string, items: PermissionItem[]): Promise<Named[]> {
-  return change(db, caller, 'permission', 'set', keyId, items.map(permissionReference), ['rbac.*.add_permission_to_key', 'rbac.*.remove_permission_from_key']);
+  return change(db, caller, 'permission', 'set', keyId, items.map(permissionReference), [
+    'rbac.*.add_permission_to_key',
+    'rbac.*.remove_permission_from_key',
+  ]);
 }
 
 /**
@@ -74,14 +103,30 @@ export async function setRoles(db: Db, caller: Caller, keyId: string, refs: Refe
  * connected are ignored; unknown ones → 404 and nothing changes. Needs `rbac.*.remove_role_from_key`.
  */
 export async function removeRoles(db: Db, caller: Caller, keyId: string, refs: Reference[]): Promise<void> {
-  await change(db, caller, 'role', 'remove', keyId, refs.map((r) => ({ ...r, create: undefined })), ['rbac.*.remove_role_from_key']);
+  await change(
+    db,
+    caller,
+    'role',
+    'remove',
+    keyId,
+    refs.map((r) => ({ ...r, create: undefined })),
+    ['rbac.*.remove_role_from_key'],
+  );
 }
 
 /**
  * One change to a key's direct roles or permissions, in one transaction (all or nothing). Concurrent
  * changes to one key are serialized by writing the key row first.
  */
-async function change(db: Db, caller: Caller, kind: Kind, mode: Mode, keyId: string, refs: Reference[], required: string[]): Promise<Named[]> {
+async function change(
+  db: Db,
+  caller: Caller,
+  kind: Kind,
+  mode: Mode,
+  keyId: string,
+  refs: Reference[],
+  required: string[],
+): Promise<Named[]> {
   const k = KIND[kind];
   const problems = referenceProblems(refs, k.path, k.missing);
   if (problems.length) throw invalid(problems);
@@ -110,7 +155,15 @@ export function replaceLinks(tx: Executor, caller: Caller, kind: Kind, keyId: st
 }
 
 /** The part of a change that runs inside the transaction, once the key row is locked. */
-async function applyLinkChange(tx: Executor, caller: Caller, kind: Kind, mode: Mode, keyId: string, refs: Reference[], now: number): Promise<Named[]> {
+async function applyLinkChange(
+  tx: Executor,
+  caller: Caller,
+  kind: Kind,
+  mode: Mode,
+  keyId: string,
+  refs: Reference[],
+  now: number,
+): Promise<Named[]> {
   const k = KIND[kind];
   const listed = await resolveReferences(tx, caller, kind, refs, now);
   const current = await connected(tx, kind, keyId);
@@ -122,35 +175,70 @@ async function applyLinkChange(tx: Executor, caller: Caller, kind: Kind, mode: M
   if (total > MAX_LINKS_PER_KEY) {
     throw invalid([{ path: k.path, message: `a key can have at most ${MAX_LINKS_PER_KEY} ${k.plural}; this would make ${total}` }]);
   }
-  await unlink(tx, kind, keyId, toRemove.map((r) => r.id));
-  await link(tx, kind, caller.workspaceId, keyId, toAdd.map((r) => r.id), now);
+  await unlink(
+    tx,
+    kind,
+    keyId,
+    toRemove.map((r) => r.id),
+  );
+  await link(
+    tx,
+    kind,
+    caller.workspaceId,
+    keyId,
+    toAdd.map((r) => r.id),
+    now,
+  );
 
   const actor = actorOf(caller);
   const audit = (event: string, r: Named): AuditEntry => ({
-    workspaceId: caller.workspaceId, event, actor, target: { type: 'key', id: keyId }, requestId: caller.requestId,
+    workspaceId: caller.workspaceId,
+    event,
+    actor,
+    target: { type: 'key', id: keyId },
+    requestId: caller.requestId,
     diff: kind === 'role' ? { roleId: r.id, role: r.name } : { permissionId: r.id, permission: r.name },
   });
   await recordAudit(tx, [...toRemove.map((r) => audit(k.disconnect, r)), ...toAdd.map((r) => audit(k.connect, r))], now);
 
   if (mode === 'remove') return [];
-  return kind === 'permission' ? permissionNames(tx, listed.map((r) => r.id)) : listed.sort(byName);
+  return kind === 'permission'
+    ? permissionNames(
+        tx,
+        listed.map((r) => r.id),
+      )
+    : listed.sort(byName);
 }
 
 /** The roles (`name`) or permissions (`name` = slug) connected to the key directly. */
 function connected(tx: Executor, kind: Kind, keyId: string): Promise<Named[]> {
   return kind === 'role'
-    ? tx.selectFrom('keys_roles').innerJoin('roles', 'roles.id', 'keys_roles.role_id')
-      .select(['roles.id', 'roles.name']).where('keys_roles.key_id', '=', keyId).execute()
-    : tx.selectFrom('keys_permissions').innerJoin('permissions', 'permissions.id', 'keys_permissions.permission_id')
-      .select(['permissions.id', 'permissions.slug as name']).where('keys_permissions.key_id', '=', keyId).execute();
+    ? tx
+        .selectFrom('keys_roles')
+        .innerJoin('roles', 'roles.id', 'keys_roles.role_id')
+        .select(['roles.id', 'roles.name'])
+        .where('keys_roles.key_id', '=', keyId)
+        .execute()
+    : tx
+        .selectFrom('keys_permissions')
+        .innerJoin('permissions', 'permissions.id', 'keys_permissions.permission_id')
+        .select(['permissions.id', 'permissions.slug as name'])
+        .where('keys_permissions.key_id', '=', keyId)
+        .execute();
 }
 
 async function link(tx: Executor, kind: Kind, workspaceId: string, keyId: string, ids: string[], now: number): Promise<void> {
   if (ids.length === 0) return;
   if (kind === 'role') {
-    await tx.insertInto('keys_roles').values(ids.map((id) => ({ key_id: keyId, role_id: id, workspace_id: workspaceId, created_at: now }))).execute();
+    await tx
+      .insertInto('keys_roles')
+      .values(ids.map((id) => ({ key_id: keyId, role_id: id, workspace_id: workspaceId, created_at: now })))
+      .execute();
   } else {
-    await tx.insertInto('keys_permissions').values(ids.map((id) => ({ key_id: keyId, permission_id: id, workspace_id: workspaceId, created_at: now }))).execute();
+    await tx
+      .insertInto('keys_permissions')
+      .values(ids.map((id) => ({ key_id: keyId, permission_id: id, workspace_id: workspaceId, created_at: now })))
+      .execute();
   }
 }
 

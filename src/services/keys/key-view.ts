@@ -34,7 +34,8 @@ const groupBy = <T>(rows: T[], key: (r: T) => string, value: (r: T) => string): 
   for (const r of rows) {
     const k = key(r);
     const list = m.get(k);
-    if (list) list.push(value(r)); else m.set(k, [value(r)]);
+    if (list) list.push(value(r));
+    else m.set(k, [value(r)]);
   }
   return m;
 };
@@ -55,21 +56,45 @@ async function loadRelated(db: Executor, rows: KeyRow[]) {
   const ids = rows.map((r) => r.id);
   const identityIds = [...new Set(rows.map((r) => r.identity_id).filter((x): x is string => x !== null))];
   const [roles, direct, viaRoles, limits, identities] = await Promise.all([
-    db.selectFrom('keys_roles').innerJoin('roles', 'roles.id', 'keys_roles.role_id')
-      .select(['keys_roles.key_id', 'roles.name']).where('keys_roles.key_id', 'in', ids).execute(),
-    db.selectFrom('keys_permissions').innerJoin('permissions', 'permissions.id', 'keys_permissions.permission_id')
-      .select(['keys_permissions.key_id', 'permissions.slug']).where('keys_permissions.key_id', 'in', ids).execute(),
-    db.selectFrom('keys_roles').innerJoin('roles_permissions', 'roles_permissions.role_id', 'keys_roles.role_id')
+    db
+      .selectFrom('keys_roles')
+      .innerJoin('roles', 'roles.id', 'keys_roles.role_id')
+      .select(['keys_roles.key_id', 'roles.name'])
+      .where('keys_roles.key_id', 'in', ids)
+      .execute(),
+    db
+      .selectFrom('keys_permissions')
+      .innerJoin('permissions', 'permissions.id', 'keys_permissions.permission_id')
+      .select(['keys_permissions.key_id', 'permissions.slug'])
+      .where('keys_permissions.key_id', 'in', ids)
+      .execute(),
+    db
+      .selectFrom('keys_roles')
+      .innerJoin('roles_permissions', 'roles_permissions.role_id', 'keys_roles.role_id')
       .innerJoin('permissions', 'permissions.id', 'roles_permissions.permission_id')
-      .select(['keys_roles.key_id', 'permissions.slug']).where('keys_roles.key_id', 'in', ids).execute(),
-    db.selectFrom('ratelimits').select(['key_id', 'type', 'limit', 'duration'])
-      .where('key_id', 'in', ids).where('name', '=', 'default').execute(),
+      .select(['keys_roles.key_id', 'permissions.slug'])
+      .where('keys_roles.key_id', 'in', ids)
+      .execute(),
+    db
+      .selectFrom('ratelimits')
+      .select(['key_id', 'type', 'limit', 'duration'])
+      .where('key_id', 'in', ids)
+      .where('name', '=', 'default')
+      .execute(),
     identityIds.length
       ? db.selectFrom('identities').select(['id', 'external_id', 'meta']).where('id', 'in', identityIds).execute()
       : Promise.resolve([]),
   ]);
-  const rolesByKey = groupBy(roles, (r) => r.key_id, (r) => r.name);
-  const permsByKey = groupBy([...direct, ...viaRoles], (r) => r.key_id, (r) => r.slug);
+  const rolesByKey = groupBy(
+    roles,
+    (r) => r.key_id,
+    (r) => r.name,
+  );
+  const permsByKey = groupBy(
+    [...direct, ...viaRoles],
+    (r) => r.key_id,
+    (r) => r.slug,
+  );
   const limitByKey = new Map(limits.map((l) => [l.key_id!, l]));
   const identityById = new Map(identities.map((i) => [i.id, i]));
   return { rolesByKey, permsByKey, limitByKey, identityById };
@@ -92,19 +117,24 @@ function keyView(r: KeyRow, { rolesByKey, permsByKey, limitByKey, identityById }
     lastUsedAt: r.last_used_at ?? undefined,
     expires: r.expires_at ?? undefined,
     remaining: r.remaining ?? undefined,
-    refill: r.refill_interval && r.refill_amount !== null
-      ? {
-        interval: r.refill_interval as 'daily' | 'monthly',
-        amount: r.refill_amount,
-        refillDay: r.refill_day ?? undefined,
-        lastRefillAt: r.last_refill_at ?? undefined,
-      }
-      : undefined,
+    refill:
+      r.refill_interval && r.refill_amount !== null
+        ? {
+            interval: r.refill_interval as 'daily' | 'monthly',
+            amount: r.refill_amount,
+            refillDay: r.refill_day ?? undefined,
+            lastRefillAt: r.last_refill_at ?? undefined,
+          }
+        : undefined,
     ratelimit: limit
       ? {
-        async: limit.type === 'fast', type: limit.type as 'fast' | 'consistent', limit: limit.limit,
-        duration: limit.duration, refillRate: limit.limit, refillInterval: limit.duration,
-      }
+          async: limit.type === 'fast',
+          type: limit.type as 'fast' | 'consistent',
+          limit: limit.limit,
+          duration: limit.duration,
+          refillRate: limit.limit,
+          refillInterval: limit.duration,
+        }
       : undefined,
     roles: uniqueSorted(rolesByKey.get(r.id)),
     permissions: uniqueSorted(permsByKey.get(r.id)),
@@ -120,10 +150,22 @@ function keyView(r: KeyRow, { rolesByKey, permsByKey, limitByKey, identityById }
  */
 export async function attachPlaintexts(db: Executor, vault: Vault, workspaceId: string, views: KeyView[]): Promise<void> {
   if (views.length === 0) return;
-  const rows = await db.selectFrom('encrypted_keys').select(['key_id', 'data_key_id', 'ciphertext'])
-    .where('workspace_id', '=', workspaceId).where('key_id', 'in', views.map((v) => v.id)).execute();
+  const rows = await db
+    .selectFrom('encrypted_keys')
+    .select(['key_id', 'data_key_id', 'ciphertext'])
+    .where('workspace_id', '=', workspaceId)
+    .where(
+      'key_id',
+      'in',
+      views.map((v) => v.id),
+    )
+    .execute();
   if (rows.length === 0) return;
-  const plaintexts = await vault.decrypt(db, workspaceId, rows.map((r) => ({ dataKeyId: r.data_key_id, ciphertext: r.ciphertext })));
+  const plaintexts = await vault.decrypt(
+    db,
+    workspaceId,
+    rows.map((r) => ({ dataKeyId: r.data_key_id, ciphertext: r.ciphertext })),
+  );
   const byKey = new Map(rows.map((r, i) => [r.key_id, plaintexts[i]]));
   for (const view of views) {
     const plaintext = byKey.get(view.id);

@@ -57,7 +57,10 @@ export function updateKeyProblems(input: unknown): FieldProblem[] {
   const roles = items(input.roles);
   if (roles) problems.push(...referenceProblems(roles as Reference[], '/roles', 'must have id or name'));
   const permissions = items(input.permissions);
-  if (permissions) problems.push(...referenceProblems((permissions as PermissionItem[]).map(permissionReference), '/permissions', 'must have id, slug or name'));
+  if (permissions)
+    problems.push(
+      ...referenceProblems((permissions as PermissionItem[]).map(permissionReference), '/permissions', 'must have id, slug or name'),
+    );
   return problems;
 }
 
@@ -107,10 +110,20 @@ export async function updateKey(db: Db, caller: Caller, input: UpdateKeyInput): 
     if (input.ratelimit !== undefined) diff.ratelimit = await replaceDefaultRatelimit(tx, caller.workspaceId, keyId, input.ratelimit, now);
     if (input.roles) await replaceLinks(tx, caller, 'role', keyId, input.roles, now);
     if (input.permissions) await replaceLinks(tx, caller, 'permission', keyId, input.permissions.map(permissionReference), now);
-    await recordAudit(tx, [{
-      workspaceId: caller.workspaceId, event: 'key.update', actor: actorOf(caller), target: { type: 'key', id: keyId },
-      requestId: caller.requestId, diff,
-    }], now);
+    await recordAudit(
+      tx,
+      [
+        {
+          workspaceId: caller.workspaceId,
+          event: 'key.update',
+          actor: actorOf(caller),
+          target: { type: 'key', id: keyId },
+          requestId: caller.requestId,
+          diff,
+        },
+      ],
+      now,
+    );
   });
 }
 
@@ -120,11 +133,19 @@ export async function updateKey(db: Db, caller: Caller, input: UpdateKeyInput): 
  */
 async function lockKeyForUpdate(tx: Executor, caller: Caller, input: UpdateKeyInput, now: number): Promise<KeyRow> {
   const found = await requireKey(tx, caller.workspaceId, input.keyId);
-  requirePermissions(caller, `api.${found.api_id}.update_key`,
+  requirePermissions(
+    caller,
+    `api.${found.api_id}.update_key`,
     ...(input.roles ? ['rbac.*.add_role_to_key'] : []),
-    ...(input.permissions ? ['rbac.*.add_permission_to_key', 'rbac.*.remove_permission_from_key'] : []));
-  const before = await tx.updateTable('keys').set({ updated_at: now })
-    .where('id', '=', input.keyId).where('deleted_at', 'is', null).returningAll().executeTakeFirst();
+    ...(input.permissions ? ['rbac.*.add_permission_to_key', 'rbac.*.remove_permission_from_key'] : []),
+  );
+  const before = await tx
+    .updateTable('keys')
+    .set({ updated_at: now })
+    .where('id', '=', input.keyId)
+    .where('deleted_at', 'is', null)
+    .returningAll()
+    .executeTakeFirst();
   if (!before) throw notFound('key', input.keyId);
   return before;
 }
@@ -137,9 +158,11 @@ function requireRefillWithRemaining(input: UpdateKeyInput, before: KeyRow): void
   const refillAfter = input.refill !== undefined ? input.refill : refillOf(before);
   const remainingAfter = input.remaining !== undefined ? input.remaining : before.remaining;
   if (refillAfter && remainingAfter === null) {
-    throw invalid([input.refill
-      ? { path: '/refill', message: 'refill requires remaining: the key has none; set remaining too' }
-      : { path: '/remaining', message: 'the key has a refill, which requires remaining; send refill: null to remove it as well' }]);
+    throw invalid([
+      input.refill
+        ? { path: '/refill', message: 'refill requires remaining: the key has none; set remaining too' }
+        : { path: '/remaining', message: 'the key has a refill, which requires remaining; send refill: null to remove it as well' },
+    ]);
   }
 }
 
@@ -149,45 +172,80 @@ type Diff = Record<string, { from: unknown; to: unknown }>;
 function columnChanges(input: UpdateKeyInput, before: KeyRow, now: number): { set: Updateable<KeyRow>; diff: Diff } {
   const set: Updateable<KeyRow> = {};
   const diff: Diff = {};
-  if (input.name !== undefined) { set.name = input.name; diff.name = { from: before.name, to: input.name }; }
+  if (input.name !== undefined) {
+    set.name = input.name;
+    diff.name = { from: before.name, to: input.name };
+  }
   if (input.meta !== undefined) {
     set.meta = input.meta === null ? null : JSON.stringify(input.meta);
     diff.meta = { from: parseJson(before.meta), to: input.meta };
   }
-  if (input.expires !== undefined) { set.expires_at = input.expires; diff.expires = { from: before.expires_at, to: input.expires }; }
-  if (input.remaining !== undefined) { set.remaining = input.remaining; diff.remaining = { from: before.remaining, to: input.remaining }; }
+  if (input.expires !== undefined) {
+    set.expires_at = input.expires;
+    diff.expires = { from: before.expires_at, to: input.expires };
+  }
+  if (input.remaining !== undefined) {
+    set.remaining = input.remaining;
+    diff.remaining = { from: before.remaining, to: input.remaining };
+  }
   if (input.refill !== undefined) {
     const r = input.refill;
     set.refill_interval = r?.interval ?? null;
     set.refill_amount = r?.amount ?? null;
     // Daily refills have no day (they stay daily); monthly ones default to the 1st.
-    set.refill_day = r?.interval === 'monthly' ? r.refillDay ?? 1 : null;
+    set.refill_day = r?.interval === 'monthly' ? (r.refillDay ?? 1) : null;
     // A new schedule starts now: the first refill is its next due time, not one already past.
     set.last_refill_at = r ? now : null;
-    diff.refill = { from: refillOf(before), to: r ? refillOf({ refill_interval: r.interval, refill_amount: r.amount, refill_day: set.refill_day }) : null };
+    diff.refill = {
+      from: refillOf(before),
+      to: r ? refillOf({ refill_interval: r.interval, refill_amount: r.amount, refill_day: set.refill_day }) : null,
+    };
   }
-  if (input.enabled !== undefined) { set.enabled = input.enabled ? 1 : 0; diff.enabled = { from: before.enabled === 1, to: input.enabled }; }
-  if (input.environment !== undefined) { set.environment = input.environment; diff.environment = { from: before.environment, to: input.environment }; }
+  if (input.enabled !== undefined) {
+    set.enabled = input.enabled ? 1 : 0;
+    diff.enabled = { from: before.enabled === 1, to: input.enabled };
+  }
+  if (input.environment !== undefined) {
+    set.environment = input.environment;
+    diff.environment = { from: before.environment, to: input.environment };
+  }
   return { set, diff };
 }
 
 /** Replaces (or with null removes) the key's `default` rate limit as a whole; its `{from, to}` for the audit record. */
-async function replaceDefaultRatelimit(tx: Executor, workspaceId: string, keyId: string, rl: RatelimitInput | null, now: number): Promise<Diff[string]> {
-  const current = await tx.selectFrom('ratelimits').select(['type', 'limit', 'duration'])
-    .where('key_id', '=', keyId).where('name', '=', 'default').executeTakeFirst();
+async function replaceDefaultRatelimit(
+  tx: Executor,
+  workspaceId: string,
+  keyId: string,
+  rl: RatelimitInput | null,
+  now: number,
+): Promise<Diff[string]> {
+  const current = await tx
+    .selectFrom('ratelimits')
+    .select(['type', 'limit', 'duration'])
+    .where('key_id', '=', keyId)
+    .where('name', '=', 'default')
+    .executeTakeFirst();
   if (rl === null) {
     await tx.deleteFrom('ratelimits').where('key_id', '=', keyId).where('name', '=', 'default').execute();
   } else {
     // An absent type means consistent, as at creation.
-    const values = { type: ratelimitType(rl), limit: rl.limit, duration: rl.duration ?? rl.refillInterval!, auto_apply: 1, updated_at: now };
-    await tx.insertInto('ratelimits')
+    const values = {
+      type: ratelimitType(rl),
+      limit: rl.limit,
+      duration: rl.duration ?? rl.refillInterval!,
+      auto_apply: 1,
+      updated_at: now,
+    };
+    await tx
+      .insertInto('ratelimits')
       .values({ id: newId('rl'), workspace_id: workspaceId, key_id: keyId, identity_id: null, name: 'default', created_at: now, ...values })
       .onConflict((oc) => oc.columns(['key_id', 'name']).doUpdateSet(values))
       .execute();
   }
   return {
-    from: current ? { type: current.type, limit: current.limit, duration: current.duration } satisfies RatelimitView : null,
-    to: rl ? { type: ratelimitType(rl), limit: rl.limit, duration: rl.duration ?? rl.refillInterval! } satisfies RatelimitView : null,
+    from: current ? ({ type: current.type, limit: current.limit, duration: current.duration } satisfies RatelimitView) : null,
+    to: rl ? ({ type: ratelimitType(rl), limit: rl.limit, duration: rl.duration ?? rl.refillInterval! } satisfies RatelimitView) : null,
   };
 }
 

@@ -8,7 +8,11 @@ import { requireKey } from '../lookups.ts';
 import { addCredits, MAX_REMAINING } from './credits.ts';
 
 export type RemainingOp = 'increment' | 'decrement' | 'set';
-export interface UpdateRemainingInput { keyId: string; op: RemainingOp; value: number | null }
+export interface UpdateRemainingInput {
+  keyId: string;
+  op: RemainingOp;
+  value: number | null;
+}
 
 /** The cross-field rule of keys.updateRemaining that needs no stored state; safe on a body that failed the schema. */
 export function updateRemainingProblems(input: unknown): FieldProblem[] {
@@ -42,11 +46,18 @@ export async function updateRemaining(db: Db, caller: Caller, input: UpdateRemai
     let to: number | null;
     if (op === 'set') {
       // Takes the key's lock first, so the audit's `from` is the value this call replaced.
-      const locked = await tx.updateTable('keys').set({ updated_at: now })
-        .where('id', '=', keyId).where('deleted_at', 'is', null).returning(['remaining', 'refill_amount']).executeTakeFirst();
+      const locked = await tx
+        .updateTable('keys')
+        .set({ updated_at: now })
+        .where('id', '=', keyId)
+        .where('deleted_at', 'is', null)
+        .returning(['remaining', 'refill_amount'])
+        .executeTakeFirst();
       if (!locked) throw notFound('key', keyId);
       if (value === null && locked.refill_amount !== null) {
-        throw invalid([{ path: '/value', message: 'the key has a refill, which requires remaining; remove it first (keys.updateKey refill: null)' }]);
+        throw invalid([
+          { path: '/value', message: 'the key has a refill, which requires remaining; remove it first (keys.updateKey refill: null)' },
+        ]);
       }
       await tx.updateTable('keys').set({ remaining: value }).where('id', '=', keyId).execute();
       [from, to] = [locked.remaining, value];
@@ -57,10 +68,21 @@ export async function updateRemaining(db: Db, caller: Caller, input: UpdateRemai
       [from, to] = [op === 'increment' ? updated - amount : updated + amount, updated];
     }
     changes.key(keyId);
-    await recordAudit(tx, [{
-      workspaceId: caller.workspaceId, event: 'key.update', actor: actorOf(caller), target: { type: 'key', id: keyId },
-      requestId: caller.requestId, description: `${op} remaining by ${value}`, diff: { remaining: { from, to }, op, value },
-    }], now);
+    await recordAudit(
+      tx,
+      [
+        {
+          workspaceId: caller.workspaceId,
+          event: 'key.update',
+          actor: actorOf(caller),
+          target: { type: 'key', id: keyId },
+          requestId: caller.requestId,
+          description: `${op} remaining by ${value}`,
+          diff: { remaining: { from, to }, op, value },
+        },
+      ],
+      now,
+    );
     return { remaining: to };
   });
 }
@@ -73,6 +95,11 @@ async function whyNotAdjusted(db: Executor, keyId: string, op: 'increment' | 'de
     return invalid([{ path: '/op', message: `cannot ${op} a key with unlimited remaining; use op "set" to give it a count` }]);
   }
   return op === 'decrement'
-    ? invalid([{ path: '/value', message: `cannot decrement by ${amount}: the key has ${row.remaining} remaining, and remaining never goes below 0` }])
+    ? invalid([
+        {
+          path: '/value',
+          message: `cannot decrement by ${amount}: the key has ${row.remaining} remaining, and remaining never goes below 0`,
+        },
+      ])
     : invalid([{ path: '/value', message: `cannot increment by ${amount}: remaining would exceed ${MAX_REMAINING}` }]);
 }

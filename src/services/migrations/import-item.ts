@@ -46,8 +46,10 @@ export const isSha256Base64 = (value: string): boolean => SHA256_BASE64.test(val
  */
 export function importItemProblems(item: unknown, base = ''): FieldProblem[] {
   if (!isObject(item)) return [];
-  const problems: FieldProblem[] = keyAttributeProblems({ meta: item.meta, remaining: item.remaining, refill: item.refill })
-    .map((p) => ({ path: base + p.path, message: p.message }));
+  const problems: FieldProblem[] = keyAttributeProblems({ meta: item.meta, remaining: item.remaining, refill: item.refill }).map((p) => ({
+    path: base + p.path,
+    message: p.message,
+  }));
   const rl = item.ratelimit;
   if (isObject(rl) && rl.duration === undefined && rl.refillInterval === undefined) {
     problems.push({ path: `${base}/ratelimit/refillInterval`, message: 'refillInterval (the window in milliseconds) is required' });
@@ -59,7 +61,8 @@ export function importItemProblems(item: unknown, base = ''): FieldProblem[] {
   }
   if (isObject(item.hash)) {
     const { value, variant } = item.hash;
-    if (typeof variant === 'string' && variant !== 'sha256_base64') problems.push({ path: `${base}/hash/variant`, message: 'must be sha256_base64' });
+    if (typeof variant === 'string' && variant !== 'sha256_base64')
+      problems.push({ path: `${base}/hash/variant`, message: 'must be sha256_base64' });
     if (typeof value === 'string' && !isSha256Base64(value)) {
       problems.push({ path: `${base}/hash/value`, message: 'must be the standard base64 (with = padding) of a 32-byte SHA-256 digest' });
     }

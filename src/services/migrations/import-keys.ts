@@ -41,7 +41,12 @@ export interface ImportOptions {
  * Cost: a fixed number of statements whatever the number of items (one `IN` lookup per kind of reference,
  * chunked inserts) and one SHA-256 per plaintext.
  */
-export async function importKeys(tx: Executor, workspaceId: string, items: readonly ImportKeyItem[], opts: ImportOptions): Promise<string[]> {
+export async function importKeys(
+  tx: Executor,
+  workspaceId: string,
+  items: readonly ImportKeyItem[],
+  opts: ImportOptions,
+): Promise<string[]> {
   const problems = importProblems(items);
   if (problems.length) throw invalid(problems);
   if (items.length === 0) return [];
@@ -49,7 +54,9 @@ export async function importKeys(tx: Executor, workspaceId: string, items: reado
   const withPlaintext = new Set(items.filter((i) => i.plaintext !== undefined).map((i) => i.apiId));
   opts.authorize?.(apiIds.map((apiId) => ({ apiId, plaintext: withPlaintext.has(apiId) })));
   const toEncrypt = items.flatMap((item, i) => (item.plaintext !== undefined && !item.encrypted ? [i] : []));
-  const vault = toEncrypt.length ? requireVault(opts.vault, 'importing plaintext keys (they are stored encrypted; import their hashes instead)') : undefined;
+  const vault = toEncrypt.length
+    ? requireVault(opts.vault, 'importing plaintext keys (they are stored encrypted; import their hashes instead)')
+    : undefined;
   const links = await requireRolesAndPermissions(tx, workspaceId, items);
   const hashes = await requireNewHashes(tx, items);
 
@@ -58,7 +65,11 @@ export async function importKeys(tx: Executor, workspaceId: string, items: reado
   const identityIds = await ensureIdentities(tx, workspaceId, [...new Set(externalIds.filter((x): x is string => x !== undefined))], now);
   const rows = importRows(items, { workspaceId, hashes, externalIds, identityIds, links, opts, now });
   if (vault) {
-    const encrypted = await vault.encrypt(tx, workspaceId, toEncrypt.map((i) => items[i].plaintext!));
+    const encrypted = await vault.encrypt(
+      tx,
+      workspaceId,
+      toEncrypt.map((i) => items[i].plaintext!),
+    );
     toEncrypt.forEach((itemIndex, j) => {
       rows.secrets.push({ key_id: rows.keyIds[itemIndex], workspace_id: workspaceId, ...sealed(encrypted[j]), created_at: now });
     });
@@ -70,22 +81,41 @@ export async function importKeys(tx: Executor, workspaceId: string, items: reado
 /** 404 unless every API the items name is a live API of the workspace; the distinct apiIds, in item order. */
 async function requireLiveApis(tx: Executor, workspaceId: string, items: readonly ImportKeyItem[]): Promise<string[]> {
   const apiIds = [...new Set(items.map((i) => i.apiId))];
-  const liveApis = new Set((await selectIn(apiIds, (ids) => tx.selectFrom('apis').select('id')
-    .where('workspace_id', '=', workspaceId).where('id', 'in', ids).where('deleted_at', 'is', null).execute())).map((r) => r.id));
+  const liveApis = new Set(
+    (
+      await selectIn(apiIds, (ids) =>
+        tx
+          .selectFrom('apis')
+          .select('id')
+          .where('workspace_id', '=', workspaceId)
+          .where('id', 'in', ids)
+          .where('deleted_at', 'is', null)
+          .execute(),
+      )
+    ).map((r) => r.id),
+  );
   const unknownApis = apiIds.filter((id) => !liveApis.has(id));
-  if (unknownApis.length) throw new AppError('data/api-not-found', `${unknownApis.length > 1 ? 'apis' : 'api'} ${unknownApis.join(', ')} not found`);
+  if (unknownApis.length)
+    throw new AppError('data/api-not-found', `${unknownApis.length > 1 ? 'apis' : 'api'} ${unknownApis.join(', ')} not found`);
   return apiIds;
 }
 
-interface LinkIds { roleIds: Map<string, string>; permissionIds: Map<string, string> }
+interface LinkIds {
+  roleIds: Map<string, string>;
+  permissionIds: Map<string, string>;
+}
 
 /** 404 naming every role (by name) and permission (by slug) the items use that does not exist; an import never creates them. */
 async function requireRolesAndPermissions(tx: Executor, workspaceId: string, items: readonly ImportKeyItem[]): Promise<LinkIds> {
   const roleNames = [...new Set(items.flatMap((i) => i.roles ?? []))];
   const permissionSlugs = [...new Set(items.flatMap((i) => i.permissions ?? []))];
   const [roleRows, permissionRows] = await Promise.all([
-    selectIn(roleNames, (names) => tx.selectFrom('roles').select(['id', 'name']).where('workspace_id', '=', workspaceId).where('name', 'in', names).execute()),
-    selectIn(permissionSlugs, (slugs) => tx.selectFrom('permissions').select(['id', 'slug']).where('workspace_id', '=', workspaceId).where('slug', 'in', slugs).execute()),
+    selectIn(roleNames, (names) =>
+      tx.selectFrom('roles').select(['id', 'name']).where('workspace_id', '=', workspaceId).where('name', 'in', names).execute(),
+    ),
+    selectIn(permissionSlugs, (slugs) =>
+      tx.selectFrom('permissions').select(['id', 'slug']).where('workspace_id', '=', workspaceId).where('slug', 'in', slugs).execute(),
+    ),
   ]);
   const roleIds = new Map(roleRows.map((r) => [r.name, r.id]));
   const permissionIds = new Map(permissionRows.map((p) => [p.slug, p.id]));
@@ -94,10 +124,14 @@ async function requireRolesAndPermissions(tx: Executor, workspaceId: string, ite
   if (missingRoles.length || missingPermissions.length) {
     const parts = [
       ...(missingRoles.length ? [`${missingRoles.length > 1 ? 'roles' : 'role'} ${quoted(missingRoles)}`] : []),
-      ...(missingPermissions.length ? [`${missingPermissions.length > 1 ? 'permissions' : 'permission'} ${quoted(missingPermissions)}`] : []),
+      ...(missingPermissions.length
+        ? [`${missingPermissions.length > 1 ? 'permissions' : 'permission'} ${quoted(missingPermissions)}`]
+        : []),
     ];
-    throw new AppError(missingRoles.length ? 'data/role-not-found' : 'data/permission-not-found',
-      `${parts.join(' and ')} ${missingRoles.length + missingPermissions.length > 1 ? 'do' : 'does'} not exist in this workspace; create them first`);
+    throw new AppError(
+      missingRoles.length ? 'data/role-not-found' : 'data/permission-not-found',
+      `${parts.join(' and ')} ${missingRoles.length + missingPermissions.length > 1 ? 'do' : 'does'} not exist in this workspace; create them first`,
+    );
   }
   return { roleIds, permissionIds };
 }
@@ -113,16 +147,27 @@ async function requireNewHashes(tx: Executor, items: readonly ImportKeyItem[]): 
   hashes.forEach((h, i) => {
     const first = firstIndex.get(h);
     if (first === undefined) firstIndex.set(h, i);
-    else { repeated.push(i); conflicts.push({ path: `/${i}`, message: `has the same hash as item ${first}` }); }
+    else {
+      repeated.push(i);
+      conflicts.push({ path: `/${i}`, message: `has the same hash as item ${first}` });
+    }
   });
-  const existing = new Set((await selectIn([...firstIndex.keys()], (hs) => tx.selectFrom('keys').select('hash').where('hash', 'in', hs).execute())).map((r) => r.hash));
+  const existing = new Set(
+    (await selectIn([...firstIndex.keys()], (hs) => tx.selectFrom('keys').select('hash').where('hash', 'in', hs).execute())).map(
+      (r) => r.hash,
+    ),
+  );
   const taken = existing.size ? [...firstIndex].filter(([h]) => existing.has(h)).map(([, i]) => i) : [];
   if (repeated.length || taken.length) {
     for (const i of taken) conflicts.push({ path: `/${i}`, message: 'a key with this hash already exists' });
     conflicts.sort((a, b) => Number(a.path.slice(1)) - Number(b.path.slice(1)));
     const detail = [
       ...(taken.length ? [`a key with the hash of item${taken.length > 1 ? 's' : ''} ${listIndexes(taken)} already exists`] : []),
-      ...(repeated.length ? [`item${repeated.length > 1 ? 's' : ''} ${listIndexes(repeated)} repeat${repeated.length > 1 ? '' : 's'} the hash of an earlier item`] : []),
+      ...(repeated.length
+        ? [
+            `item${repeated.length > 1 ? 's' : ''} ${listIndexes(repeated)} repeat${repeated.length > 1 ? '' : 's'} the hash of an earlier item`,
+          ]
+        : []),
     ].join('; ');
     throw new AppError('data/conflict', detail, conflicts);
   }
@@ -154,7 +199,15 @@ const sealed = (e: { dataKeyId: string; ciphertext: string }) => ({ data_key_id:
 /** Every row the items become (keys, rate limits, links, already encrypted plaintexts, audit records), without writing. */
 function importRows(items: readonly ImportKeyItem[], ctx: RowContext): ImportRows {
   const { workspaceId, links, now } = ctx;
-  const rows: ImportRows = { keyIds: items.map(() => newId('key')), keys: [], ratelimits: [], keyRoles: [], keyPermissions: [], secrets: [], audit: [] };
+  const rows: ImportRows = {
+    keyIds: items.map(() => newId('key')),
+    keys: [],
+    ratelimits: [],
+    keyRoles: [],
+    keyPermissions: [],
+    secrets: [],
+    audit: [],
+  };
   items.forEach((item, i) => {
     const id = rows.keyIds[i];
     const key = keyRow(item, id, i, ctx);
@@ -162,13 +215,23 @@ function importRows(items: readonly ImportKeyItem[], ctx: RowContext): ImportRow
     const rl = item.ratelimit;
     if (rl) {
       rows.ratelimits.push({
-        id: newId('rl'), workspace_id: workspaceId, key_id: id, identity_id: null, name: 'default',
-        type: rl.type ?? (rl.async ? 'fast' : 'consistent'), limit: rl.limit, duration: (rl.duration ?? rl.refillInterval)!,
-        auto_apply: 1, created_at: now, updated_at: now,
+        id: newId('rl'),
+        workspace_id: workspaceId,
+        key_id: id,
+        identity_id: null,
+        name: 'default',
+        type: rl.type ?? (rl.async ? 'fast' : 'consistent'),
+        limit: rl.limit,
+        duration: (rl.duration ?? rl.refillInterval)!,
+        auto_apply: 1,
+        created_at: now,
+        updated_at: now,
       });
     }
-    for (const name of new Set(item.roles)) rows.keyRoles.push({ key_id: id, role_id: links.roleIds.get(name)!, workspace_id: workspaceId, created_at: now });
-    for (const slug of new Set(item.permissions)) rows.keyPermissions.push({ key_id: id, permission_id: links.permissionIds.get(slug)!, workspace_id: workspaceId, created_at: now });
+    for (const name of new Set(item.roles))
+      rows.keyRoles.push({ key_id: id, role_id: links.roleIds.get(name)!, workspace_id: workspaceId, created_at: now });
+    for (const slug of new Set(item.permissions))
+      rows.keyPermissions.push({ key_id: id, permission_id: links.permissionIds.get(slug)!, workspace_id: workspaceId, created_at: now });
     if (item.encrypted) rows.secrets.push({ key_id: id, workspace_id: workspaceId, ...sealed(item.encrypted), created_at: now });
     rows.audit.push(auditRow(item, key, ctx));
   });
@@ -179,15 +242,27 @@ function keyRow(item: ImportKeyItem, id: string, index: number, ctx: RowContext)
   const externalId = ctx.externalIds[index];
   const { now } = ctx;
   return {
-    id, workspace_id: ctx.workspaceId, api_id: item.apiId, hash: ctx.hashes[index], start: importedStart(item), name: item.name ?? null,
+    id,
+    workspace_id: ctx.workspaceId,
+    api_id: item.apiId,
+    hash: ctx.hashes[index],
+    start: importedStart(item),
+    name: item.name ?? null,
     identity_id: externalId !== undefined ? ctx.identityIds.get(externalId)! : null,
     meta: item.meta !== undefined ? JSON.stringify(item.meta) : null,
-    enabled: item.enabled === false ? 0 : 1, environment: item.environment ?? null,
-    expires_at: item.expires ?? null, remaining: item.remaining ?? null,
-    refill_interval: item.refill?.interval ?? null, refill_amount: item.refill?.amount ?? null,
-    refill_day: item.refill?.interval === 'monthly' ? item.refill.refillDay ?? 1 : null,
-    last_refill_at: item.refill ? now : null, migration_id: ctx.opts.migrationId ?? null,
-    created_at: now, updated_at: now, last_used_at: null, deleted_at: null,
+    enabled: item.enabled === false ? 0 : 1,
+    environment: item.environment ?? null,
+    expires_at: item.expires ?? null,
+    remaining: item.remaining ?? null,
+    refill_interval: item.refill?.interval ?? null,
+    refill_amount: item.refill?.amount ?? null,
+    refill_day: item.refill?.interval === 'monthly' ? (item.refill.refillDay ?? 1) : null,
+    last_refill_at: item.refill ? now : null,
+    migration_id: ctx.opts.migrationId ?? null,
+    created_at: now,
+    updated_at: now,
+    last_used_at: null,
+    deleted_at: null,
   };
 }
 
@@ -195,14 +270,28 @@ function keyRow(item: ImportKeyItem, id: string, index: number, ctx: RowContext)
 function auditRow(item: ImportKeyItem, key: KeyRow, ctx: RowContext): AuditLogRow {
   const { opts } = ctx;
   const diff: Record<string, unknown> = {
-    apiId: item.apiId, start: key.start, name: item.name ?? null, externalId: item.externalId ?? item.ownerId ?? null, enabled: item.enabled !== false, source: 'migration',
+    apiId: item.apiId,
+    start: key.start,
+    name: item.name ?? null,
+    externalId: item.externalId ?? item.ownerId ?? null,
+    enabled: item.enabled !== false,
+    source: 'migration',
   };
   if (opts.migrationId) diff.migrationId = opts.migrationId;
   if (item.roles?.length) diff.roles = [...new Set(item.roles)];
   if (item.permissions?.length) diff.permissions = [...new Set(item.permissions)];
   return {
-    id: newId('log'), workspace_id: ctx.workspaceId, event: 'key.create', actor_type: opts.actor.type, actor_id: opts.actor.id,
-    target_type: 'key', target_id: key.id, request_id: opts.requestId ?? null, description: null, diff: JSON.stringify(diff), created_at: ctx.now,
+    id: newId('log'),
+    workspace_id: ctx.workspaceId,
+    event: 'key.create',
+    actor_type: opts.actor.type,
+    actor_id: opts.actor.id,
+    target_type: 'key',
+    target_id: key.id,
+    request_id: opts.requestId ?? null,
+    description: null,
+    diff: JSON.stringify(diff),
+    created_at: ctx.now,
   };
 }
 
@@ -230,17 +319,35 @@ async function insertImportRows(tx: Executor, rows: ImportRows): Promise<void> {
 async function ensureIdentities(tx: Executor, workspaceId: string, externalIds: string[], now: number): Promise<Map<string, string>> {
   const ids = new Map<string, string>();
   if (externalIds.length === 0) return ids;
-  const read = (xs: string[]) => selectIn(xs, (part) => tx.selectFrom('identities').select(['id', 'external_id'])
-    .where('workspace_id', '=', workspaceId).where('external_id', 'in', part).execute());
+  const read = (xs: string[]) =>
+    selectIn(xs, (part) =>
+      tx
+        .selectFrom('identities')
+        .select(['id', 'external_id'])
+        .where('workspace_id', '=', workspaceId)
+        .where('external_id', 'in', part)
+        .execute(),
+    );
   for (const r of await read(externalIds)) ids.set(r.external_id, r.id);
   // Sorted: concurrent importers insert shared externalIds in one order and wait on each other instead of deadlocking.
   const missing = externalIds.filter((x) => !ids.has(x)).sort();
   if (missing.length === 0) return ids;
   const rows: IdentityRow[] = missing.map((external_id) => ({
-    id: newId('id'), workspace_id: workspaceId, external_id, environment: 'default', meta: null, created_at: now, updated_at: now,
+    id: newId('id'),
+    workspace_id: workspaceId,
+    external_id,
+    environment: 'default',
+    meta: null,
+    created_at: now,
+    updated_at: now,
   }));
-  await insertAll(rows, (part) => tx.insertInto('identities').values(part)
-    .onConflict((oc) => oc.columns(['workspace_id', 'external_id']).doNothing()).execute());
+  await insertAll(rows, (part) =>
+    tx
+      .insertInto('identities')
+      .values(part)
+      .onConflict((oc) => oc.columns(['workspace_id', 'external_id']).doNothing())
+      .execute(),
+  );
   for (const r of await read(missing)) ids.set(r.external_id, r.id);
   return ids;
 }
@@ -250,13 +357,26 @@ async function ensureIdentities(tx: Executor, workspaceId: string, externalIds: 
  * Needs, for every distinct apiId, `api.<apiId>.create_key`, plus `api.<apiId>.encrypt_key` when an item
  * for that API has a plaintext (every missing permission is named in the 403).
  */
-export async function createKeysByMigration(db: Db, caller: Caller, items: readonly ImportKeyItem[], vault?: Vault): Promise<{ keyIds: string[] }> {
-  const authorize = (apis: Array<{ apiId: string; plaintext: boolean }>) => requirePermissions(caller,
-    ...apis.flatMap(({ apiId, plaintext }) => [`api.${apiId}.create_key`, ...(plaintext ? [`api.${apiId}.encrypt_key`] : [])]));
+export async function createKeysByMigration(
+  db: Db,
+  caller: Caller,
+  items: readonly ImportKeyItem[],
+  vault?: Vault,
+): Promise<{ keyIds: string[] }> {
+  const authorize = (apis: Array<{ apiId: string; plaintext: boolean }>) =>
+    requirePermissions(
+      caller,
+      ...apis.flatMap(({ apiId, plaintext }) => [`api.${apiId}.create_key`, ...(plaintext ? [`api.${apiId}.encrypt_key`] : [])]),
+    );
   try {
-    const keyIds = await db.transaction().execute((tx) => importKeys(tx, caller.workspaceId, items, {
-      actor: actorOf(caller), requestId: caller.requestId, vault, authorize,
-    }));
+    const keyIds = await db.transaction().execute((tx) =>
+      importKeys(tx, caller.workspaceId, items, {
+        actor: actorOf(caller),
+        requestId: caller.requestId,
+        vault,
+        authorize,
+      }),
+    );
     return { keyIds };
   } catch (err) {
     if (isUniqueViolation(err)) throw new AppError('data/conflict', 'a key with one of these hashes was created concurrently');

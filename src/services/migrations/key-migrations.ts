@@ -31,7 +31,11 @@ export const MAX_REPORTED_FAILURES = 100;
 /** An item of a migrations.enqueueKeys request: a createKeys item without apiId and externalId, rate limit `{type, limit, duration}`. */
 export type EnqueueKeyItem = Omit<ImportKeyItem, 'apiId' | 'externalId' | 'encrypted'>;
 
-export interface EnqueueKeysInput { migrationId: string; apiId: string; keys: EnqueueKeyItem[] }
+export interface EnqueueKeysInput {
+  migrationId: string;
+  apiId: string;
+  keys: EnqueueKeyItem[];
+}
 
 /** One item as the import job carries it: the key's hash, and its plaintext only as the vault sealed it. */
 export type MigrationItemSpec = Omit<EnqueueKeyItem, 'plaintext' | 'hash'> & { index: number; hash: string; encrypted?: Sealed };
@@ -78,25 +82,45 @@ const itemId = (migrationId: string, index: number): string => `${migrationId}:$
  */
 export function enqueueItemProblems(body: unknown): FieldProblem[] {
   if (!isObject(body) || !Array.isArray(body.keys)) return [];
-  return body.keys.flatMap((item, i) => importItemProblems(item, `/keys/${i}`)
-    // The duration form is required by the schema; the createKeys wording (refillInterval) does not apply here.
-    .filter((p) => !p.path.endsWith('/ratelimit/refillInterval')));
+  return body.keys.flatMap((item, i) =>
+    importItemProblems(item, `/keys/${i}`)
+      // The duration form is required by the schema; the createKeys wording (refillInterval) does not apply here.
+      .filter((p) => !p.path.endsWith('/ratelimit/refillInterval')),
+  );
 }
 
 /** `mig_…`: created by the operator (CLI), for one workspace. */
-export async function createMigration(db: Db, workspaceId: string, name: string | undefined, actor: Actor): Promise<{ migrationId: string }> {
+export async function createMigration(
+  db: Db,
+  workspaceId: string,
+  name: string | undefined,
+  actor: Actor,
+): Promise<{ migrationId: string }> {
   await requireWorkspace(db, workspaceId);
   const id = newId('mig');
   const now = Date.now();
   await db.transaction().execute(async (tx) => {
-    await tx.insertInto('key_migrations').values({ id, workspace_id: workspaceId, name: name ?? null, created_at: now, updated_at: now }).execute();
-    await recordAudit(tx, [{ workspaceId, event: 'migration.create', actor, target: { type: 'migration', id }, diff: { name: name ?? null } }], now);
+    await tx
+      .insertInto('key_migrations')
+      .values({ id, workspace_id: workspaceId, name: name ?? null, created_at: now, updated_at: now })
+      .execute();
+    await recordAudit(
+      tx,
+      [{ workspaceId, event: 'migration.create', actor, target: { type: 'migration', id }, diff: { name: name ?? null } }],
+      now,
+    );
   });
   return { migrationId: id };
 }
 
-async function requireMigration(db: Executor, migrationId: string, workspaceId: string | null): Promise<{ id: string; workspace_id: string; updated_at: number }> {
-  const row = await db.selectFrom('key_migrations').select(['id', 'workspace_id', 'updated_at'])
+async function requireMigration(
+  db: Executor,
+  migrationId: string,
+  workspaceId: string | null,
+): Promise<{ id: string; workspace_id: string; updated_at: number }> {
+  const row = await db
+    .selectFrom('key_migrations')
+    .select(['id', 'workspace_id', 'updated_at'])
     .where('id', '=', migrationId)
     .$if(workspaceId !== null, (q) => q.where('workspace_id', '=', workspaceId!))
     .executeTakeFirst();
@@ -113,12 +137,20 @@ async function requireMigration(db: Executor, migrationId: string, workspaceId: 
 export async function getMigration(db: Db, workspaceId: string | null, migrationId: string): Promise<MigrationView> {
   const migration = await requireMigration(db, migrationId, workspaceId);
   const [groups, failures] = await Promise.all([
-    db.selectFrom('key_migration_items')
+    db
+      .selectFrom('key_migration_items')
       .select((eb) => ['status', eb.fn.countAll<number>().as('n'), eb.fn.max('updated_at').as('last')])
-      .where('migration_id', '=', migrationId).groupBy('status').execute(),
-    db.selectFrom('key_migration_items').select(['item_index', 'hash', 'reason'])
-      .where('migration_id', '=', migrationId).where('status', '=', 'failed')
-      .orderBy('item_index').limit(MAX_REPORTED_FAILURES).execute(),
+      .where('migration_id', '=', migrationId)
+      .groupBy('status')
+      .execute(),
+    db
+      .selectFrom('key_migration_items')
+      .select(['item_index', 'hash', 'reason'])
+      .where('migration_id', '=', migrationId)
+      .where('status', '=', 'failed')
+      .orderBy('item_index')
+      .limit(MAX_REPORTED_FAILURES)
+      .execute(),
   ]);
   const counts = { enqueued: 0, pending: 0, migrated: 0, failed: 0 };
   let updatedAt = Number(migration.updated_at);
@@ -129,11 +161,19 @@ export async function getMigration(db: Db, workspaceId: string | null, migration
     updatedAt = Math.max(updatedAt, Number(g.last));
   }
   const done = counts.migrated + counts.failed;
-  const status: MigrationStatus = counts.pending > 0 || counts.enqueued === 0
-    ? (done > 0 ? 'running' : 'pending')
-    : (counts.failed > 0 ? 'completed_with_failures' : 'completed');
+  const status: MigrationStatus =
+    counts.pending > 0 || counts.enqueued === 0
+      ? done > 0
+        ? 'running'
+        : 'pending'
+      : counts.failed > 0
+        ? 'completed_with_failures'
+        : 'completed';
   return {
-    migrationId: migration.id, workspaceId: migration.workspace_id, status, counts,
+    migrationId: migration.id,
+    workspaceId: migration.workspace_id,
+    status,
+    counts,
     failures: failures.map((f) => ({ index: Number(f.item_index), hash: f.hash, reason: f.reason ?? 'failed' })),
     updatedAt,
   };
@@ -152,27 +192,42 @@ export async function readMigration(db: Db, caller: Caller, migrationId: string)
  * continuing the migration's), the import job and the audit record. Plaintexts are sealed by the vault
  * before they are written: the job holds only hashes and ciphertexts.
  */
-export async function enqueueKeys(db: Db, caller: Caller, input: EnqueueKeysInput, vault?: Vault): Promise<{ migrationId: string; enqueued: number }> {
+export async function enqueueKeys(
+  db: Db,
+  caller: Caller,
+  input: EnqueueKeysInput,
+  vault?: Vault,
+): Promise<{ migrationId: string; enqueued: number }> {
   const problems = enqueueItemProblems(input);
-  if (input.keys.length === 0 || input.keys.length > MAX_ENQUEUE_ITEMS) problems.push({ path: '/keys', message: `must hold 1..${MAX_ENQUEUE_ITEMS} items` });
+  if (input.keys.length === 0 || input.keys.length > MAX_ENQUEUE_ITEMS)
+    problems.push({ path: '/keys', message: `must hold 1..${MAX_ENQUEUE_ITEMS} items` });
   if (problems.length) throw invalid(problems);
   const { workspaceId } = caller;
   await requireMigration(db, input.migrationId, workspaceId);
   const api = await requireApi(db, workspaceId, input.apiId);
   const plaintexts = input.keys.filter((k) => k.plaintext !== undefined).map((k) => k.plaintext!);
   requirePermissions(caller, `api.${api.id}.create_key`, ...(plaintexts.length ? [`api.${api.id}.encrypt_key`] : []));
-  const encryptor = plaintexts.length ? requireVault(vault, 'enqueueing plaintext keys (they are stored encrypted; enqueue their hashes instead)') : undefined;
+  const encryptor = plaintexts.length
+    ? requireVault(vault, 'enqueueing plaintext keys (they are stored encrypted; enqueue their hashes instead)')
+    : undefined;
 
   const now = Date.now();
   const n = input.keys.length;
   await db.transaction().execute(async (tx) => {
     // Serializes enqueues into one migration (the row lock on PostgreSQL, the single writer on SQLite), so
     // each request's indexes continue exactly where the previous one's ended.
-    const touched = await tx.updateTable('key_migrations').set({ updated_at: now })
-      .where('id', '=', input.migrationId).where('workspace_id', '=', workspaceId).executeTakeFirst();
+    const touched = await tx
+      .updateTable('key_migrations')
+      .set({ updated_at: now })
+      .where('id', '=', input.migrationId)
+      .where('workspace_id', '=', workspaceId)
+      .executeTakeFirst();
     if (Number(touched.numUpdatedRows) !== 1) throw notFound('migration', input.migrationId);
-    const last = await tx.selectFrom('key_migration_items').select((eb) => eb.fn.max('item_index').as('last'))
-      .where('migration_id', '=', input.migrationId).executeTakeFirst();
+    const last = await tx
+      .selectFrom('key_migration_items')
+      .select((eb) => eb.fn.max('item_index').as('last'))
+      .where('migration_id', '=', input.migrationId)
+      .executeTakeFirst();
     const first = last?.last === null || last?.last === undefined ? 0 : Number(last.last) + 1;
 
     const sealed = encryptor ? await encryptor.encrypt(tx, workspaceId, plaintexts) : [];
@@ -186,17 +241,49 @@ export async function enqueueKeys(db: Db, caller: Caller, input: EnqueueKeysInpu
       }
       return spec;
     });
-    await tx.insertInto('key_migration_items').values(items.map((item) => ({
-      id: itemId(input.migrationId, item.index), migration_id: input.migrationId, item_index: item.index, hash: item.hash,
-      status: 'pending', key_id: null, reason: null, created_at: now, updated_at: now,
-    }))).execute();
-    const jobId = await enqueue(tx, 'migration.import', {
-      migrationId: input.migrationId, workspaceId, apiId: api.id, actor: actorOf(caller), requestId: caller.requestId, items,
-    }, { now });
-    await recordAudit(tx, [{
-      workspaceId, event: 'migration.enqueue', actor: actorOf(caller), target: { type: 'migration', id: input.migrationId },
-      requestId: caller.requestId, diff: { apiId: api.id, enqueued: n, firstIndex: first, lastIndex: first + n - 1, jobId },
-    }], now);
+    await tx
+      .insertInto('key_migration_items')
+      .values(
+        items.map((item) => ({
+          id: itemId(input.migrationId, item.index),
+          migration_id: input.migrationId,
+          item_index: item.index,
+          hash: item.hash,
+          status: 'pending',
+          key_id: null,
+          reason: null,
+          created_at: now,
+          updated_at: now,
+        })),
+      )
+      .execute();
+    const jobId = await enqueue(
+      tx,
+      'migration.import',
+      {
+        migrationId: input.migrationId,
+        workspaceId,
+        apiId: api.id,
+        actor: actorOf(caller),
+        requestId: caller.requestId,
+        items,
+      },
+      { now },
+    );
+    await recordAudit(
+      tx,
+      [
+        {
+          workspaceId,
+          event: 'migration.enqueue',
+          actor: actorOf(caller),
+          target: { type: 'migration', id: input.migrationId },
+          requestId: caller.requestId,
+          diff: { apiId: api.id, enqueued: n, firstIndex: first, lastIndex: first + n - 1, jobId },
+        },
+      ],
+      now,
+    );
   });
   announceJobs();
   return { migrationId: input.migrationId, enqueued: n };
@@ -206,15 +293,31 @@ export async function enqueueKeys(db: Db, caller: Caller, input: EnqueueKeysInpu
  * Sets the outcome of items that are still pending, in one statement per outcome. Throws when any of them
  * is no longer pending (another run of the job got there first), which rolls the whole job back.
  */
-async function settle(tx: Tx, migrationId: string, outcome: 'migrated' | 'failed', values: Map<number, string>, now: number): Promise<void> {
+async function settle(
+  tx: Tx,
+  migrationId: string,
+  outcome: 'migrated' | 'failed',
+  values: Map<number, string>,
+  now: number,
+): Promise<void> {
   if (values.size === 0) return;
   const ids = [...values.keys()].map((index) => itemId(migrationId, index));
-  const byIndex = sql<string>`case item_index ${sql.join([...values].map(([index, value]) => sql`when ${index} then ${value}`), sql` `)} end`;
-  const r = await tx.updateTable('key_migration_items')
-    .set(outcome === 'migrated' ? { status: 'migrated', key_id: byIndex, updated_at: now } : { status: 'failed', reason: byIndex, updated_at: now })
-    .where('id', 'in', ids).where('status', '=', 'pending')
+  const byIndex = sql<string>`case item_index ${sql.join(
+    [...values].map(([index, value]) => sql`when ${index} then ${value}`),
+    sql` `,
+  )} end`;
+  const r = await tx
+    .updateTable('key_migration_items')
+    .set(
+      outcome === 'migrated'
+        ? { status: 'migrated', key_id: byIndex, updated_at: now }
+        : { status: 'failed', reason: byIndex, updated_at: now },
+    )
+    .where('id', 'in', ids)
+    .where('status', '=', 'pending')
     .executeTakeFirst();
-  if (Number(r.numUpdatedRows) !== ids.length) throw new Error(`migration ${migrationId}: ${ids.length - Number(r.numUpdatedRows)} item(s) changed by another run`);
+  if (Number(r.numUpdatedRows) !== ids.length)
+    throw new Error(`migration ${migrationId}: ${ids.length - Number(r.numUpdatedRows)} item(s) changed by another run`);
 }
 
 /**
@@ -223,27 +326,56 @@ async function settle(tx: Tx, migrationId: string, outcome: 'migrated' | 'failed
  * an earlier item of the batch has it). Anything else throws: the transaction rolls back and the job is
  * retried with backoff, skipping items that already have an outcome.
  */
-export async function importMigrationBatch(tx: Tx, payload: MigrationImportPayload, now = Date.now()): Promise<{ migrated: number; failed: number }> {
+export async function importMigrationBatch(
+  tx: Tx,
+  payload: MigrationImportPayload,
+  now = Date.now(),
+): Promise<{ migrated: number; failed: number }> {
   const { migrationId, workspaceId, apiId } = payload;
-  const pending = new Set((await tx.selectFrom('key_migration_items').select(['item_index', 'status'])
-    .where('id', 'in', payload.items.map((i) => itemId(migrationId, i.index)))
-    .execute()).filter((r) => r.status === 'pending').map((r) => Number(r.item_index)));
+  const pending = new Set(
+    (
+      await tx
+        .selectFrom('key_migration_items')
+        .select(['item_index', 'status'])
+        .where(
+          'id',
+          'in',
+          payload.items.map((i) => itemId(migrationId, i.index)),
+        )
+        .execute()
+    )
+      .filter((r) => r.status === 'pending')
+      .map((r) => Number(r.item_index)),
+  );
   const todo = payload.items.filter((i) => pending.has(i.index));
   const failed = new Map<number, string>();
   const migrated = new Map<number, string>();
   if (todo.length === 0) return { migrated: 0, failed: 0 };
 
-  const api = await tx.selectFrom('apis').select('id')
-    .where('id', '=', apiId).where('workspace_id', '=', workspaceId).where('deleted_at', 'is', null).executeTakeFirst();
+  const api = await tx
+    .selectFrom('apis')
+    .select('id')
+    .where('id', '=', apiId)
+    .where('workspace_id', '=', workspaceId)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
   if (!api) {
     for (const item of todo) failed.set(item.index, `api ${apiId} was deleted before the key could be imported`);
   } else {
     const roleNames = [...new Set(todo.flatMap((i) => i.roles ?? []))];
     const slugs = [...new Set(todo.flatMap((i) => i.permissions ?? []))];
     const [roles, permissions, existing] = await Promise.all([
-      roleNames.length ? tx.selectFrom('roles').select('name').where('workspace_id', '=', workspaceId).where('name', 'in', roleNames).execute() : [],
-      slugs.length ? tx.selectFrom('permissions').select('slug').where('workspace_id', '=', workspaceId).where('slug', 'in', slugs).execute() : [],
-      tx.selectFrom('keys').select('hash').where('hash', 'in', [...new Set(todo.map((i) => i.hash))]).execute(),
+      roleNames.length
+        ? tx.selectFrom('roles').select('name').where('workspace_id', '=', workspaceId).where('name', 'in', roleNames).execute()
+        : [],
+      slugs.length
+        ? tx.selectFrom('permissions').select('slug').where('workspace_id', '=', workspaceId).where('slug', 'in', slugs).execute()
+        : [],
+      tx
+        .selectFrom('keys')
+        .select('hash')
+        .where('hash', 'in', [...new Set(todo.map((i) => i.hash))])
+        .execute(),
     ]);
     const haveRoles = new Set(roles.map((r) => r.name));
     const havePermissions = new Set(permissions.map((p) => p.slug));
@@ -256,14 +388,24 @@ export async function importMigrationBatch(tx: Tx, payload: MigrationImportPaylo
       if (taken.has(item.hash)) reasons.push('duplicate hash: a key with this hash already exists');
       else if (firstOfHash.has(item.hash)) reasons.push(`duplicate hash: item ${firstOfHash.get(item.hash)} has the same hash`);
       if (missingRoles.length) reasons.push(`missing ${missingRoles.length > 1 ? 'roles' : 'role'} ${quoted(missingRoles)}`);
-      if (missingPermissions.length) reasons.push(`missing ${missingPermissions.length > 1 ? 'permissions' : 'permission'} ${quoted(missingPermissions)}`);
+      if (missingPermissions.length)
+        reasons.push(`missing ${missingPermissions.length > 1 ? 'permissions' : 'permission'} ${quoted(missingPermissions)}`);
       if (reasons.length) failed.set(item.index, reasons.join('; '));
       else firstOfHash.set(item.hash, item.index);
     }
     const valid = todo.filter((i) => !failed.has(i.index));
-    const keyIds = await importKeys(tx, workspaceId, valid.map(({ index: _index, hash, ...rest }): ImportKeyItem => ({
-      ...rest, apiId, hash: { value: hash, variant: 'sha256_base64' },
-    })), { actor: payload.actor, requestId: payload.requestId, migrationId, now });
+    const keyIds = await importKeys(
+      tx,
+      workspaceId,
+      valid.map(
+        ({ index: _index, hash, ...rest }): ImportKeyItem => ({
+          ...rest,
+          apiId,
+          hash: { value: hash, variant: 'sha256_base64' },
+        }),
+      ),
+      { actor: payload.actor, requestId: payload.requestId, migrationId, now },
+    );
     valid.forEach((item, i) => {
       migrated.set(item.index, keyIds[i]);
     });
@@ -276,14 +418,25 @@ export async function importMigrationBatch(tx: Tx, payload: MigrationImportPaylo
 /** When a job has used up its attempts: its items still pending fail, so that each one still ends exactly once. */
 export async function giveUpMigrationBatch(tx: Tx, payload: MigrationImportPayload, attempts: number, now = Date.now()): Promise<void> {
   const reason = `could not be imported (an internal error, ${attempts} attempt${attempts === 1 ? '' : 's'}; the operator's logs have the details)`;
-  await tx.updateTable('key_migration_items').set({ status: 'failed', reason, updated_at: now })
-    .where('id', 'in', payload.items.map((i) => itemId(payload.migrationId, i.index))).where('status', '=', 'pending')
+  await tx
+    .updateTable('key_migration_items')
+    .set({ status: 'failed', reason, updated_at: now })
+    .where(
+      'id',
+      'in',
+      payload.items.map((i) => itemId(payload.migrationId, i.index)),
+    )
+    .where('status', '=', 'pending')
     .execute();
 }
 
 export const migrationImportTask: TaskDefinition<MigrationImportPayload> = {
-  async run(tx, payload) { await importMigrationBatch(tx, payload); },
-  async giveUp(tx, payload, _reason, job) { await giveUpMigrationBatch(tx, payload, job.attempts); },
+  async run(tx, payload) {
+    await importMigrationBatch(tx, payload);
+  },
+  async giveUp(tx, payload, _reason, job) {
+    await giveUpMigrationBatch(tx, payload, job.attempts);
+  },
 };
 
 /** The tasks a Keyhold worker runs (the server's and `keyhold worker`). */

@@ -3,7 +3,10 @@ import type { Executor } from '../../store/store.ts';
 import { recordAudit, type AuditEntry } from '../audit/record-audit.ts';
 import { requirePermissions, actorOf, type Caller } from '../caller.ts';
 
-export interface Named { id: string; name: string }
+export interface Named {
+  id: string;
+  name: string;
+}
 
 const KINDS = {
   role: { table: 'roles', column: 'name', idPrefix: 'role', createPermission: 'rbac.*.create_role' },
@@ -18,8 +21,12 @@ type Untyped = Executor & { selectFrom(t: string): any; insertInto(t: string): a
 
 const readNamed = (db: Executor, workspaceId: string, kind: RbacKind, names: string[]): Promise<Named[]> => {
   const k = KINDS[kind];
-  return (db as Untyped).selectFrom(k.table).select(['id', `${k.column} as name`])
-    .where('workspace_id', '=', workspaceId).where(k.column, 'in', names).execute();
+  return (db as Untyped)
+    .selectFrom(k.table)
+    .select(['id', `${k.column} as name`])
+    .where('workspace_id', '=', workspaceId)
+    .where(k.column, 'in', names)
+    .execute();
 };
 
 /**
@@ -37,9 +44,12 @@ export async function resolveOrCreate(db: Executor, caller: Caller, kind: RbacKi
  * anything is written, so a 403 names all of them (and writes nothing).
  */
 export async function resolveOrCreateAll(
-  db: Executor, caller: Caller, wanted: Partial<Record<RbacKind, string[]>>, now = Date.now(),
+  db: Executor,
+  caller: Caller,
+  wanted: Partial<Record<RbacKind, string[]>>,
+  now = Date.now(),
 ): Promise<Record<RbacKind, Named[]>> {
-  const kinds = (Object.keys(KINDS) as RbacKind[]);
+  const kinds = Object.keys(KINDS) as RbacKind[];
   const found: Record<RbacKind, Named[]> = { role: [], permission: [] };
   const missing: Record<RbacKind, string[]> = { role: [], permission: [] };
   for (const kind of kinds) {
@@ -54,18 +64,38 @@ export async function resolveOrCreateAll(
     if (missing[kind].length === 0) continue;
     const k = KINDS[kind];
     const rows = missing[kind].map((name) => ({
-      id: newId(k.idPrefix), workspace_id: caller.workspaceId, name, ...(kind === 'permission' ? { slug: name } : {}),
-      description: null, created_at: now, updated_at: now,
+      id: newId(k.idPrefix),
+      workspace_id: caller.workspaceId,
+      name,
+      ...(kind === 'permission' ? { slug: name } : {}),
+      description: null,
+      created_at: now,
+      updated_at: now,
     }));
-    await (db as Untyped).insertInto(k.table).values(rows)
+    await (db as Untyped)
+      .insertInto(k.table)
+      .values(rows)
       // biome-ignore lint/suspicious/noExplicitAny: the table is chosen at run time (Untyped)
-      .onConflict((oc: any) => oc.columns(['workspace_id', k.column]).doNothing()).execute();
+      .onConflict((oc: any) => oc.columns(['workspace_id', k.column]).doNothing())
+      .execute();
     found[kind] = await readNamed(db, caller.workspaceId, kind, [...new Set(wanted[kind])]);
     const createdIds = new Set(rows.map((r) => r.id));
-    await recordAudit(db, found[kind].filter((r) => createdIds.has(r.id)).map((r): AuditEntry => ({
-      workspaceId: caller.workspaceId, event: `${kind}.create`, actor: actorOf(caller), target: { type: kind, id: r.id },
-      requestId: caller.requestId, diff: { name: r.name },
-    })), now);
+    await recordAudit(
+      db,
+      found[kind]
+        .filter((r) => createdIds.has(r.id))
+        .map(
+          (r): AuditEntry => ({
+            workspaceId: caller.workspaceId,
+            event: `${kind}.create`,
+            actor: actorOf(caller),
+            target: { type: kind, id: r.id },
+            requestId: caller.requestId,
+            diff: { name: r.name },
+          }),
+        ),
+      now,
+    );
   }
   return found;
 }

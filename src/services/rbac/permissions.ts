@@ -9,21 +9,46 @@ import { DEFAULT_PAGE_SIZE, splitPage } from '../pagination.ts';
 import { transact } from '../changes.ts';
 
 /** The v1 Permission object. `slug` is what keys are verified against; it is unique in the workspace. */
-export interface PermissionView { id: string; name: string; slug: string; description?: string }
+export interface PermissionView {
+  id: string;
+  name: string;
+  slug: string;
+  description?: string;
+}
 
-export interface CreatePermissionInput { name: string; slug?: string; description?: string }
+export interface CreatePermissionInput {
+  name: string;
+  slug?: string;
+  description?: string;
+}
 /** `limit` 1..100, default 100. */
-export interface PageQuery { limit?: number; cursor?: string }
-export interface PermissionPage { permissions: PermissionView[]; total: number; cursor?: string }
+export interface PageQuery {
+  limit?: number;
+  cursor?: string;
+}
+export interface PermissionPage {
+  permissions: PermissionView[];
+  total: number;
+  cursor?: string;
+}
 
-export const permissionView = (p: Pick<PermissionRow, 'id' | 'name' | 'slug' | 'description'>): PermissionView =>
-  ({ id: p.id, name: p.name, slug: p.slug, description: p.description ?? undefined });
+export const permissionView = (p: Pick<PermissionRow, 'id' | 'name' | 'slug' | 'description'>): PermissionView => ({
+  id: p.id,
+  name: p.name,
+  slug: p.slug,
+  description: p.description ?? undefined,
+});
 
 const conflict = (slug: string) => new AppError('data/conflict', `Permission with slug "${slug}" already exists in this workspace`);
 
 /** A permission of the workspace, or 404. */
 export async function requirePermission(db: Executor, workspaceId: string, permissionId: string): Promise<PermissionRow> {
-  const row = await db.selectFrom('permissions').selectAll().where('id', '=', permissionId).where('workspace_id', '=', workspaceId).executeTakeFirst();
+  const row = await db
+    .selectFrom('permissions')
+    .selectAll()
+    .where('id', '=', permissionId)
+    .where('workspace_id', '=', workspaceId)
+    .executeTakeFirst();
   if (!row) throw notFound('permission', permissionId);
   return row;
 }
@@ -39,16 +64,39 @@ export async function createPermission(db: Db, caller: Caller, input: CreatePerm
   const now = Date.now();
   try {
     await db.transaction().execute(async (tx) => {
-      const existing = await tx.selectFrom('permissions').select('id').where('workspace_id', '=', caller.workspaceId).where('slug', '=', slug).executeTakeFirst();
+      const existing = await tx
+        .selectFrom('permissions')
+        .select('id')
+        .where('workspace_id', '=', caller.workspaceId)
+        .where('slug', '=', slug)
+        .executeTakeFirst();
       if (existing) throw conflict(slug);
-      await tx.insertInto('permissions').values({
-        id: permissionId, workspace_id: caller.workspaceId, name: input.name, slug, description: input.description ?? null,
-        created_at: now, updated_at: now,
-      }).execute();
-      await recordAudit(tx, [{
-        workspaceId: caller.workspaceId, event: 'permission.create', actor: actorOf(caller), target: { type: 'permission', id: permissionId },
-        requestId: caller.requestId, diff: { name: input.name, slug, description: input.description ?? null },
-      }], now);
+      await tx
+        .insertInto('permissions')
+        .values({
+          id: permissionId,
+          workspace_id: caller.workspaceId,
+          name: input.name,
+          slug,
+          description: input.description ?? null,
+          created_at: now,
+          updated_at: now,
+        })
+        .execute();
+      await recordAudit(
+        tx,
+        [
+          {
+            workspaceId: caller.workspaceId,
+            event: 'permission.create',
+            actor: actorOf(caller),
+            target: { type: 'permission', id: permissionId },
+            requestId: caller.requestId,
+            diff: { name: input.name, slug, description: input.description ?? null },
+          },
+        ],
+        now,
+      );
     });
   } catch (err) {
     if (isUniqueViolation(err)) throw conflict(slug);
@@ -73,7 +121,11 @@ export async function listPermissions(db: Db, caller: Caller, q: PageQuery): Pro
   const limit = q.limit ?? DEFAULT_PAGE_SIZE;
   const base = db.selectFrom('permissions').where('workspace_id', '=', caller.workspaceId);
   const [rows, count] = await Promise.all([
-    (q.cursor ? base.where('id', '>', q.cursor) : base).selectAll().orderBy('id').limit(limit + 1).execute(),
+    (q.cursor ? base.where('id', '>', q.cursor) : base)
+      .selectAll()
+      .orderBy('id')
+      .limit(limit + 1)
+      .execute(),
     base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
   ]);
   const { page, cursor } = splitPage(rows, limit);
@@ -90,14 +142,32 @@ export async function deletePermission(db: Db, caller: Caller, permissionId: str
     const row = await requirePermission(tx, caller.workspaceId, permissionId);
     changes.workspace(caller.workspaceId);
     const [keys, roles] = await Promise.all([
-      tx.selectFrom('keys_permissions').select((eb) => eb.fn.countAll<number>().as('n')).where('permission_id', '=', permissionId).executeTakeFirstOrThrow(),
-      tx.selectFrom('roles_permissions').select((eb) => eb.fn.countAll<number>().as('n')).where('permission_id', '=', permissionId).executeTakeFirstOrThrow(),
+      tx
+        .selectFrom('keys_permissions')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('permission_id', '=', permissionId)
+        .executeTakeFirstOrThrow(),
+      tx
+        .selectFrom('roles_permissions')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('permission_id', '=', permissionId)
+        .executeTakeFirstOrThrow(),
     ]);
     await tx.deleteFrom('permissions').where('id', '=', permissionId).execute();
     const now = Date.now();
-    await recordAudit(tx, [{
-      workspaceId: caller.workspaceId, event: 'permission.delete', actor: actorOf(caller), target: { type: 'permission', id: permissionId },
-      requestId: caller.requestId, diff: { name: row.name, slug: row.slug, disconnectedKeys: Number(keys.n), disconnectedRoles: Number(roles.n) },
-    }], now);
+    await recordAudit(
+      tx,
+      [
+        {
+          workspaceId: caller.workspaceId,
+          event: 'permission.delete',
+          actor: actorOf(caller),
+          target: { type: 'permission', id: permissionId },
+          requestId: caller.requestId,
+          diff: { name: row.name, slug: row.slug, disconnectedKeys: Number(keys.n), disconnectedRoles: Number(roles.n) },
+        },
+      ],
+      now,
+    );
   });
 }

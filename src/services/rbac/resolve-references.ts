@@ -8,10 +8,19 @@ import { resolveOrCreate, type Named } from './find-or-create-by-name.ts';
  * name or a permission's slug. `create: true` creates a missing name (needs `rbac.*.create_role` /
  * `rbac.*.create_permission`).
  */
-export interface Reference { id?: string; name?: string; create?: boolean }
+export interface Reference {
+  id?: string;
+  name?: string;
+  create?: boolean;
+}
 
 /** A permission item as clients send it: `slug`, or its deprecated alias `name`; `slug` wins when both are given. */
-export interface PermissionItem { id?: string; slug?: string; name?: string; create?: boolean }
+export interface PermissionItem {
+  id?: string;
+  slug?: string;
+  name?: string;
+  create?: boolean;
+}
 
 export const permissionReference = (p: PermissionItem): Reference => ({ id: p.id, name: p.slug ?? p.name, create: p.create });
 
@@ -31,7 +40,13 @@ const NOT_FOUND = {
  * every unknown name without `create: true` is reported in one 404; then missing creatable names are
  * created through `resolveOrCreate` (403 when the create permission is not held).
  */
-export async function resolveReferences(tx: Executor, caller: Caller, kind: 'role' | 'permission', refs: Reference[], now: number): Promise<Named[]> {
+export async function resolveReferences(
+  tx: Executor,
+  caller: Caller,
+  kind: 'role' | 'permission',
+  refs: Reference[],
+  now: number,
+): Promise<Named[]> {
   const ids = [...new Set(refs.filter((r) => r.id !== undefined).map((r) => r.id!))];
   const named = refs.filter((r) => r.id === undefined);
   const names = [...new Set(named.map((r) => r.name!))];
@@ -45,10 +60,13 @@ export async function resolveReferences(tx: Executor, caller: Caller, kind: 'rol
   const unknownNames = names.filter((n) => !creatable.has(n) && !foundByName.some((r) => r.name === n));
   if (unknownIds.length || unknownNames.length) {
     const m = NOT_FOUND[kind];
-    throw new AppError(m.kind, [
-      ...(unknownIds.length ? [`${m.ids}: ${unknownIds.join(', ')}`] : []),
-      ...(unknownNames.length ? [`${m.names}: ${unknownNames.join(', ')}`] : []),
-    ].join('; '));
+    throw new AppError(
+      m.kind,
+      [
+        ...(unknownIds.length ? [`${m.ids}: ${unknownIds.join(', ')}`] : []),
+        ...(unknownNames.length ? [`${m.names}: ${unknownNames.join(', ')}`] : []),
+      ].join('; '),
+    );
   }
   const resolvedByName = foundByName.length === names.length ? foundByName : await resolveOrCreate(tx, caller, kind, names, now);
   return [...new Map<string, Named>([...foundById, ...resolvedByName].map((r) => [r.id, r])).values()];
@@ -63,12 +81,16 @@ function selectByIds(tx: Executor, workspaceId: string, kind: 'role' | 'permissi
 function selectByNames(tx: Executor, workspaceId: string, kind: 'role' | 'permission', names: string[]): Promise<Named[]> {
   return kind === 'role'
     ? tx.selectFrom('roles').select(['id', 'name']).where('workspace_id', '=', workspaceId).where('name', 'in', names).execute()
-    : tx.selectFrom('permissions').select(['id', 'slug as name']).where('workspace_id', '=', workspaceId).where('slug', 'in', names).execute();
+    : tx
+        .selectFrom('permissions')
+        .select(['id', 'slug as name'])
+        .where('workspace_id', '=', workspaceId)
+        .where('slug', 'in', names)
+        .execute();
 }
 
 /** Orders `{id, name}` items by name, then id (permission names need not be unique). */
-export const byName = (a: Named, b: Named): number =>
-  a.name < b.name ? -1 : a.name > b.name ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+export const byName = (a: Named, b: Named): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 
 /**
  * The `{id, name}` of permissions as responses show them: `name` is the permission's name (equal to its

@@ -8,15 +8,26 @@ import { actorOf, requirePermissions, type Caller } from '../caller.ts';
 import { permissionView, type PageQuery, type PermissionView } from './permissions.ts';
 import { resolveOrCreate, type Named } from './find-or-create-by-name.ts';
 import { DEFAULT_PAGE_SIZE, splitPage } from '../pagination.ts';
-import {
-  permissionNames, permissionReference, referenceProblems, resolveReferences, type PermissionItem,
-} from './resolve-references.ts';
+import { permissionNames, permissionReference, referenceProblems, resolveReferences, type PermissionItem } from './resolve-references.ts';
 import { transact } from '../changes.ts';
 
 /** The Role object: its permissions sorted by slug. */
-export interface RoleView { id: string; name: string; description?: string; permissions: PermissionView[] }
-export interface CreateRoleInput { name: string; description?: string; permissions?: string[] }
-export interface RolePage { roles: RoleView[]; total: number; cursor?: string }
+export interface RoleView {
+  id: string;
+  name: string;
+  description?: string;
+  permissions: PermissionView[];
+}
+export interface CreateRoleInput {
+  name: string;
+  description?: string;
+  permissions?: string[];
+}
+export interface RolePage {
+  roles: RoleView[];
+  total: number;
+  cursor?: string;
+}
 
 const conflict = (name: string) => new AppError('data/conflict', `Role with name "${name}" already exists in this workspace`);
 
@@ -30,18 +41,32 @@ export async function requireRole(db: Executor, workspaceId: string, roleId: str
 /** Role objects for role rows, with their permissions, in two queries whatever the number of roles. */
 async function roleViews(db: Executor, rows: RoleRow[]): Promise<RoleView[]> {
   if (rows.length === 0) return [];
-  const links = await db.selectFrom('roles_permissions').innerJoin('permissions', 'permissions.id', 'roles_permissions.permission_id')
+  const links = await db
+    .selectFrom('roles_permissions')
+    .innerJoin('permissions', 'permissions.id', 'roles_permissions.permission_id')
     .select(['roles_permissions.role_id', 'permissions.id', 'permissions.name', 'permissions.slug', 'permissions.description'])
-    .where('roles_permissions.role_id', 'in', rows.map((r) => r.id)).orderBy('permissions.slug').execute();
+    .where(
+      'roles_permissions.role_id',
+      'in',
+      rows.map((r) => r.id),
+    )
+    .orderBy('permissions.slug')
+    .execute();
   return rows.map((r) => ({
-    id: r.id, name: r.name, description: r.description ?? undefined,
+    id: r.id,
+    name: r.name,
+    description: r.description ?? undefined,
     permissions: links.filter((l) => l.role_id === r.id).map(permissionView),
   }));
 }
 
 const connectAudit = (caller: Caller, roleId: string, event: string, p: Named): AuditEntry => ({
-  workspaceId: caller.workspaceId, event, actor: actorOf(caller), target: { type: 'role', id: roleId },
-  requestId: caller.requestId, diff: { permissionId: p.id, permission: p.name },
+  workspaceId: caller.workspaceId,
+  event,
+  actor: actorOf(caller),
+  target: { type: 'role', id: roleId },
+  requestId: caller.requestId,
+  diff: { permissionId: p.id, permission: p.name },
 });
 
 /**
@@ -55,22 +80,46 @@ export async function createRole(db: Db, caller: Caller, input: CreateRoleInput)
   const now = Date.now();
   try {
     await db.transaction().execute(async (tx) => {
-      const existing = await tx.selectFrom('roles').select('id').where('workspace_id', '=', caller.workspaceId).where('name', '=', input.name).executeTakeFirst();
+      const existing = await tx
+        .selectFrom('roles')
+        .select('id')
+        .where('workspace_id', '=', caller.workspaceId)
+        .where('name', '=', input.name)
+        .executeTakeFirst();
       if (existing) throw conflict(input.name);
-      await tx.insertInto('roles').values({
-        id: roleId, workspace_id: caller.workspaceId, name: input.name, description: input.description ?? null, created_at: now, updated_at: now,
-      }).execute();
+      await tx
+        .insertInto('roles')
+        .values({
+          id: roleId,
+          workspace_id: caller.workspaceId,
+          name: input.name,
+          description: input.description ?? null,
+          created_at: now,
+          updated_at: now,
+        })
+        .execute();
       const permissions = await resolveOrCreate(tx, caller, 'permission', input.permissions ?? [], now);
       if (permissions.length) {
-        await tx.insertInto('roles_permissions').values(permissions.map((p) => ({ role_id: roleId, permission_id: p.id, workspace_id: caller.workspaceId, created_at: now }))).execute();
+        await tx
+          .insertInto('roles_permissions')
+          .values(permissions.map((p) => ({ role_id: roleId, permission_id: p.id, workspace_id: caller.workspaceId, created_at: now })))
+          .execute();
       }
-      await recordAudit(tx, [
-        {
-          workspaceId: caller.workspaceId, event: 'role.create', actor: actorOf(caller), target: { type: 'role', id: roleId },
-          requestId: caller.requestId, diff: { name: input.name, description: input.description ?? null },
-        },
-        ...permissions.map((p) => connectAudit(caller, roleId, 'authorization.connect_permission_and_role', p)),
-      ], now);
+      await recordAudit(
+        tx,
+        [
+          {
+            workspaceId: caller.workspaceId,
+            event: 'role.create',
+            actor: actorOf(caller),
+            target: { type: 'role', id: roleId },
+            requestId: caller.requestId,
+            diff: { name: input.name, description: input.description ?? null },
+          },
+          ...permissions.map((p) => connectAudit(caller, roleId, 'authorization.connect_permission_and_role', p)),
+        ],
+        now,
+      );
     });
   } catch (err) {
     if (isUniqueViolation(err)) throw conflict(input.name);
@@ -96,7 +145,11 @@ export async function listRoles(db: Db, caller: Caller, q: PageQuery): Promise<R
   const limit = q.limit ?? DEFAULT_PAGE_SIZE;
   const base = db.selectFrom('roles').where('workspace_id', '=', caller.workspaceId);
   const [rows, count] = await Promise.all([
-    (q.cursor ? base.where('id', '>', q.cursor) : base).selectAll().orderBy('id').limit(limit + 1).execute(),
+    (q.cursor ? base.where('id', '>', q.cursor) : base)
+      .selectAll()
+      .orderBy('id')
+      .limit(limit + 1)
+      .execute(),
     base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
   ]);
   const { page, cursor } = splitPage(rows, limit);
@@ -112,13 +165,27 @@ export async function deleteRole(db: Db, caller: Caller, roleId: string): Promis
   await transact(db, async (tx, changes) => {
     const row = await requireRole(tx, caller.workspaceId, roleId);
     changes.workspace(caller.workspaceId);
-    const keys = await tx.selectFrom('keys_roles').select((eb) => eb.fn.countAll<number>().as('n')).where('role_id', '=', roleId).executeTakeFirstOrThrow();
+    const keys = await tx
+      .selectFrom('keys_roles')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('role_id', '=', roleId)
+      .executeTakeFirstOrThrow();
     await tx.deleteFrom('roles').where('id', '=', roleId).execute();
     const now = Date.now();
-    await recordAudit(tx, [{
-      workspaceId: caller.workspaceId, event: 'role.delete', actor: actorOf(caller), target: { type: 'role', id: roleId },
-      requestId: caller.requestId, diff: { name: row.name, disconnectedKeys: Number(keys.n) },
-    }], now);
+    await recordAudit(
+      tx,
+      [
+        {
+          workspaceId: caller.workspaceId,
+          event: 'role.delete',
+          actor: actorOf(caller),
+          target: { type: 'role', id: roleId },
+          requestId: caller.requestId,
+          diff: { name: row.name, disconnectedKeys: Number(keys.n) },
+        },
+      ],
+      now,
+    );
   });
 }
 
@@ -142,28 +209,54 @@ export async function setRolePermissions(db: Db, caller: Caller, roleId: string,
     await tx.updateTable('roles').set({ updated_at: now }).where('id', '=', roleId).execute();
 
     const listed = await resolveReferences(tx, caller, 'permission', refs, now);
-    const current = await tx.selectFrom('roles_permissions').innerJoin('permissions', 'permissions.id', 'roles_permissions.permission_id')
-      .select(['permissions.id', 'permissions.slug as name']).where('roles_permissions.role_id', '=', roleId).execute();
+    const current = await tx
+      .selectFrom('roles_permissions')
+      .innerJoin('permissions', 'permissions.id', 'roles_permissions.permission_id')
+      .select(['permissions.id', 'permissions.slug as name'])
+      .where('roles_permissions.role_id', '=', roleId)
+      .execute();
     const isListed = new Set(listed.map((p) => p.id));
     const isCurrent = new Set(current.map((p) => p.id));
     const toAdd = listed.filter((p) => !isCurrent.has(p.id));
     const toRemove = current.filter((p) => !isListed.has(p.id));
     if (toRemove.length) {
-      await tx.deleteFrom('roles_permissions').where('role_id', '=', roleId).where('permission_id', 'in', toRemove.map((p) => p.id)).execute();
+      await tx
+        .deleteFrom('roles_permissions')
+        .where('role_id', '=', roleId)
+        .where(
+          'permission_id',
+          'in',
+          toRemove.map((p) => p.id),
+        )
+        .execute();
     }
     if (toAdd.length) {
-      await tx.insertInto('roles_permissions').values(toAdd.map((p) => ({ role_id: roleId, permission_id: p.id, workspace_id: caller.workspaceId, created_at: now }))).execute();
+      await tx
+        .insertInto('roles_permissions')
+        .values(toAdd.map((p) => ({ role_id: roleId, permission_id: p.id, workspace_id: caller.workspaceId, created_at: now })))
+        .execute();
     }
     if (toAdd.length || toRemove.length) {
-      await recordAudit(tx, [
-        {
-          workspaceId: caller.workspaceId, event: 'role.update', actor: actorOf(caller), target: { type: 'role', id: roleId },
-          requestId: caller.requestId, diff: { addedPermissions: toAdd.map((p) => p.name), removedPermissions: toRemove.map((p) => p.name) },
-        },
-        ...toRemove.map((p) => connectAudit(caller, roleId, 'authorization.disconnect_permission_and_role', p)),
-        ...toAdd.map((p) => connectAudit(caller, roleId, 'authorization.connect_permission_and_role', p)),
-      ], now);
+      await recordAudit(
+        tx,
+        [
+          {
+            workspaceId: caller.workspaceId,
+            event: 'role.update',
+            actor: actorOf(caller),
+            target: { type: 'role', id: roleId },
+            requestId: caller.requestId,
+            diff: { addedPermissions: toAdd.map((p) => p.name), removedPermissions: toRemove.map((p) => p.name) },
+          },
+          ...toRemove.map((p) => connectAudit(caller, roleId, 'authorization.disconnect_permission_and_role', p)),
+          ...toAdd.map((p) => connectAudit(caller, roleId, 'authorization.connect_permission_and_role', p)),
+        ],
+        now,
+      );
     }
-    return permissionNames(tx, listed.map((p) => p.id));
+    return permissionNames(
+      tx,
+      listed.map((p) => p.id),
+    );
   });
 }

@@ -35,9 +35,13 @@ export class ChangeFeedPoller {
 
   start(): void {
     const tick = () => {
-      this.#running = this.poll().catch(() => { /* store unavailable: try again next tick */ }).finally(() => {
-        if (this.#timer) this.#timer = setTimeout(tick, this.#intervalMs).unref();
-      });
+      this.#running = this.poll()
+        .catch(() => {
+          /* store unavailable: try again next tick */
+        })
+        .finally(() => {
+          if (this.#timer) this.#timer = setTimeout(tick, this.#intervalMs).unref();
+        });
     };
     this.#timer = setTimeout(tick, this.#intervalMs).unref();
   }
@@ -79,7 +83,10 @@ export class ChangeFeedPoller {
     for (const [id, at] of this.#seen) if (at < this.#since - 2 * this.#overlapMs) this.#seen.delete(id);
     if (now - this.#lastPrune > 60_000) {
       this.#lastPrune = now;
-      await this.#db.deleteFrom('change_feed').where('created_at', '<', now - 3_600_000).execute();
+      await this.#db
+        .deleteFrom('change_feed')
+        .where('created_at', '<', now - 3_600_000)
+        .execute();
     }
   }
 }
@@ -96,7 +103,9 @@ export class RedisChangeBridge {
   readonly #publisher: Redis;
   readonly #subscriber: Redis;
   readonly #publish = (changes: Change[]) => {
-    this.#publisher.publish(CHANNEL, JSON.stringify({ origin: this.#origin, changes })).catch(() => { /* the feed still carries it */ });
+    this.#publisher.publish(CHANNEL, JSON.stringify({ origin: this.#origin, changes })).catch(() => {
+      /* the feed still carries it */
+    });
   };
 
   constructor(redis: Redis, onChanges: OnChanges) {
@@ -106,7 +115,9 @@ export class RedisChangeBridge {
       try {
         const { origin, changes } = JSON.parse(message) as { origin: string; changes: Change[] };
         if (origin !== this.#origin) onChanges(changes);
-      } catch { /* not ours */ }
+      } catch {
+        /* not ours */
+      }
     });
   }
 

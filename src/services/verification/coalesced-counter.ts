@@ -2,12 +2,19 @@
  * The outcome of one guarded change of a counter: applied, with the value after it; or refused, with the
  * value then (`R` = number) or without it (`R` = undefined).
  */
-export type GuardedOutcome<R extends number | undefined = number | undefined> = { applied: true; value: number } | { applied: false; value: R };
+export type GuardedOutcome<R extends number | undefined = number | undefined> =
+  | { applied: true; value: number }
+  | { applied: false; value: R };
 
 /** One guarded statement: applies `amount` to the counter if the guard allows it (e.g. `remaining >= amount`). */
 export type GuardedChange<R extends number | undefined> = (amount: number) => Promise<GuardedOutcome<R>>;
 
-interface Waiting<R extends number | undefined> { amount: number; change: GuardedChange<R>; resolve(o: GuardedOutcome<R>): void; reject(err: unknown): void }
+interface Waiting<R extends number | undefined> {
+  amount: number;
+  change: GuardedChange<R>;
+  resolve(o: GuardedOutcome<R>): void;
+  reject(err: unknown): void;
+}
 
 /**
  * Coalesces the guarded changes of one counter (a key's credits, a rate-limit window's count) that wait at
@@ -38,7 +45,9 @@ export class CoalescedCounter<R extends number | undefined> {
   /** Counters whose statements are running or scheduled. */
   readonly #active = new Set<string>();
 
-  constructor(step: 1 | -1) { this.#step = step; }
+  constructor(step: 1 | -1) {
+    this.#step = step;
+  }
 
   /** Applies `amount` (> 0) to the counter `key` through `change`, coalesced with the other changes of that counter waiting now. */
   change(key: string, amount: number, change: GuardedChange<R>): Promise<GuardedOutcome<R>> {

@@ -27,8 +27,12 @@ export class KeyCache implements ChangeListener {
   }
 
   /** Changes with every invalidation; pass the value read before a load to `set`. */
-  get generation(): number { return this.#generation; }
-  get size(): number { return this.#entries.size; }
+  get generation(): number {
+    return this.#generation;
+  }
+  get size(): number {
+    return this.#entries.size;
+  }
 
   get(hash: string, now = Date.now()): KeyRecord | undefined {
     const entry = this.#entries.get(hash);

@@ -3,7 +3,13 @@ import type { Executor } from '../../store/store.ts';
 import { loadKeyViews } from '../keys/key-view.ts';
 import { liveKeys } from '../lookups.ts';
 
-export interface ConfiguredLimit { name: string; limit: number; duration: number; type: 'fast' | 'consistent'; autoApply: boolean }
+export interface ConfiguredLimit {
+  name: string;
+  limit: number;
+  duration: number;
+  type: 'fast' | 'consistent';
+  autoApply: boolean;
+}
 
 /** Everything verification needs about a key, as cached in memory (credits excepted: the store is their authority). */
 export interface KeyRecord {
@@ -34,26 +40,43 @@ export async function loadKeyRecord(db: Executor, hash: string): Promise<KeyReco
   if (!row) return null;
   const [[view], limitRows] = await Promise.all([
     loadKeyViews(db, [row]),
-    db.selectFrom('ratelimits').select(['key_id', 'name', 'limit', 'duration', 'type', 'auto_apply'])
+    db
+      .selectFrom('ratelimits')
+      .select(['key_id', 'name', 'limit', 'duration', 'type', 'auto_apply'])
       .where((eb) => eb.or([eb('key_id', '=', row.id), ...(row.identity_id ? [eb('identity_id', '=', row.identity_id)] : [])]))
       .execute(),
   ]);
   const limits = new Map<string, ConfiguredLimit>();
   // Identity limits first, then the key's: a key limit replaces an identity limit of the same name.
   for (const l of [...limitRows.filter((r) => r.key_id === null), ...limitRows.filter((r) => r.key_id !== null)]) {
-    limits.set(l.name, { name: l.name, limit: l.limit, duration: l.duration, type: l.type === 'fast' ? 'fast' : 'consistent', autoApply: l.auto_apply === 1 });
+    limits.set(l.name, {
+      name: l.name,
+      limit: l.limit,
+      duration: l.duration,
+      type: l.type === 'fast' ? 'fast' : 'consistent',
+      autoApply: l.auto_apply === 1,
+    });
   }
   return {
-    id: row.id, hash, workspaceId: row.workspace_id, apiId: row.api_id, name: view.name, meta: view.meta,
-    enabled: row.enabled === 1, expires: view.expires, environment: view.environment,
+    id: row.id,
+    hash,
+    workspaceId: row.workspace_id,
+    apiId: row.api_id,
+    name: view.name,
+    meta: view.meta,
+    enabled: row.enabled === 1,
+    expires: view.expires,
+    environment: view.environment,
     hasCredits: row.remaining !== null,
-    refill: row.refill_interval && row.refill_amount !== null
-      ? { interval: row.refill_interval as 'daily' | 'monthly', amount: row.refill_amount, refillDay: row.refill_day }
-      : null,
+    refill:
+      row.refill_interval && row.refill_amount !== null
+        ? { interval: row.refill_interval as 'daily' | 'monthly', amount: row.refill_amount, refillDay: row.refill_day }
+        : null,
     lastRefillAt: row.last_refill_at,
     identity: view.identity,
-    roles: view.roles, permissions: view.permissions, permissionSet: new Set(view.permissions),
+    roles: view.roles,
+    permissions: view.permissions,
+    permissionSet: new Set(view.permissions),
     limits,
   };
 }
-

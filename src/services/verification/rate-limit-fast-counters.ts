@@ -32,7 +32,9 @@ export class FastCounters {
   }
 
   /** No sync running or queued. */
-  get idle(): boolean { return this.#queued === 0; }
+  get idle(): boolean {
+    return this.#queued === 0;
+  }
 
   /** Synchronous, so decisions on one node are exact: nothing interleaves between reading and adding. */
   decide(bucket: string, cost: number, limit: number, reset: number): { passed: boolean; count: number } {
@@ -50,7 +52,11 @@ export class FastCounters {
 
   sync(): Promise<void> {
     this.#queued++;
-    const run = this.#chain.then(() => this.#syncOnce()).finally(() => { this.#queued--; });
+    const run = this.#chain
+      .then(() => this.#syncOnce())
+      .finally(() => {
+        this.#queued--;
+      });
     this.#chain = run.catch(() => {});
     return run;
   }

@@ -5,7 +5,10 @@ import { CLOCK_SKEW_MS, type Counters } from './rate-limit-counters.ts';
 /** Prefix of every Redis key of the limiter. */
 export const REDIS_KEY_PREFIX = 'keyhold:rl:';
 
-interface Script { lua: string; sha: string }
+interface Script {
+  lua: string;
+  sha: string;
+}
 const script = (lua: string): Script => ({ lua, sha: createHash('sha1').update(lua).digest('hex') });
 
 /** KEYS[1] counter; ARGV cost, limit, expire-at (epoch ms). Returns {passed 0|1, count after}. */
@@ -47,12 +50,19 @@ async function run(redis: Redis, s: Script, keys: string[], args: Array<string |
 export function redisCounters(redis: Redis): Counters {
   return {
     async addIfFits(bucket, cost, limit, reset) {
-      const [passed, count] = await run(redis, ADD_IF_FITS, [REDIS_KEY_PREFIX + bucket], [cost, limit, reset + CLOCK_SKEW_MS]) as [number, number];
+      const [passed, count] = (await run(redis, ADD_IF_FITS, [REDIS_KEY_PREFIX + bucket], [cost, limit, reset + CLOCK_SKEW_MS])) as [
+        number,
+        number,
+      ];
       return { passed: passed === 1, count: Number(count) };
     },
     async add(items) {
-      const out = await run(redis, ADD, items.map((c) => REDIS_KEY_PREFIX + c.bucket),
-        items.flatMap((c) => [c.add, c.reset + CLOCK_SKEW_MS])) as number[];
+      const out = (await run(
+        redis,
+        ADD,
+        items.map((c) => REDIS_KEY_PREFIX + c.bucket),
+        items.flatMap((c) => [c.add, c.reset + CLOCK_SKEW_MS]),
+      )) as number[];
       return new Map(items.map((c, j) => [c.bucket, Number(out[j])]));
     },
     async read(buckets) {

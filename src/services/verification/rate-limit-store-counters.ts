@@ -21,11 +21,15 @@ export function storeCounters(db: Kysely<Database>): Counters {
       // cost <= limit, so a first insert always fits; a conflicting row is updated only if the sum fits.
       // On PostgreSQL the row lock (the WHERE is re-checked against the latest row version), on SQLite the
       // single writer, make this exact under any concurrency.
-      const row = await db.insertInto('ratelimit_counters')
+      const row = await db
+        .insertInto('ratelimit_counters')
         .values({ bucket, count: cost, expires_at: reset })
-        .onConflict((oc) => oc.column('bucket')
-          .doUpdateSet({ count: sql<number>`ratelimit_counters.count + excluded.count` })
-          .where(sql<boolean>`ratelimit_counters.count + excluded.count <= ${limit}`))
+        .onConflict((oc) =>
+          oc
+            .column('bucket')
+            .doUpdateSet({ count: sql<number>`ratelimit_counters.count + excluded.count` })
+            .where(sql<boolean>`ratelimit_counters.count + excluded.count <= ${limit}`),
+        )
         .returning('count')
         .executeTakeFirst();
       if (row) return { passed: true, count: Number(row.count) };
@@ -35,7 +39,8 @@ export function storeCounters(db: Kysely<Database>): Counters {
       // One statement. Sorted, so concurrent multi-row upserts of several nodes lock rows in the same
       // order (no deadlock on PostgreSQL).
       const sorted = [...items].sort((a, b) => (a.bucket < b.bucket ? -1 : a.bucket > b.bucket ? 1 : 0));
-      const rows = await db.insertInto('ratelimit_counters')
+      const rows = await db
+        .insertInto('ratelimit_counters')
         .values(sorted.map((a) => ({ bucket: a.bucket, count: a.add, expires_at: a.reset })))
         .onConflict((oc) => oc.column('bucket').doUpdateSet({ count: sql<number>`ratelimit_counters.count + excluded.count` }))
         .returning(['bucket', 'count'])

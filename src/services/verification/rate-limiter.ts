@@ -63,7 +63,12 @@ export interface LimitRequest {
 }
 
 /** `reset` = end of the window, epoch ms. */
-export interface LimitResult { passed: boolean; limit: number; remaining: number; reset: number }
+export interface LimitResult {
+  passed: boolean;
+  limit: number;
+  remaining: number;
+  reset: number;
+}
 
 export interface RateLimiter {
   /** Decides every request; results are in the same order as `requests`. */
@@ -126,15 +131,16 @@ export function createRateLimiter(opts: RateLimiterOptions): SyncingRateLimiter 
       // Validate every request first, so an invalid batch consumes nothing.
       for (const r of requests) validate(r);
       if (!Number.isFinite(now)) throw new RangeError(`now must be a finite epoch ms, got ${now}`);
-      return Promise.all(requests.map(async (r): Promise<LimitResult> => {
-        const window = Math.floor(now / r.duration);
-        const reset = (window + 1) * r.duration;
-        const bucket = counterBucket(r.identifier, r.name, r.limit, r.duration, window);
-        const { passed, count } = r.type === 'consistent'
-          ? await decideConsistent(bucket, r.cost, r.limit, reset)
-          : fast.decide(bucket, r.cost, r.limit, reset);
-        return { passed, limit: r.limit, remaining: Math.max(0, r.limit - count), reset };
-      }));
+      return Promise.all(
+        requests.map(async (r): Promise<LimitResult> => {
+          const window = Math.floor(now / r.duration);
+          const reset = (window + 1) * r.duration;
+          const bucket = counterBucket(r.identifier, r.name, r.limit, r.duration, window);
+          const { passed, count } =
+            r.type === 'consistent' ? await decideConsistent(bucket, r.cost, r.limit, reset) : fast.decide(bucket, r.cost, r.limit, reset);
+          return { passed, limit: r.limit, remaining: Math.max(0, r.limit - count), reset };
+        }),
+      );
     },
     sync: () => fast.sync(),
     async close() {
@@ -188,7 +194,8 @@ function startTimers(db: Kysely<Database>, fast: FastCounters, syncIntervalMs: n
 function validate(r: LimitRequest): void {
   if (typeof r.identifier !== 'string' || typeof r.name !== 'string') throw new TypeError('identifier and name must be strings');
   if (!Number.isSafeInteger(r.limit) || r.limit < 0) throw new RangeError(`limit must be an integer >= 0, got ${r.limit}`);
-  if (!Number.isSafeInteger(r.duration) || r.duration < 1000) throw new RangeError(`duration must be an integer >= 1000 (ms), got ${r.duration}`);
+  if (!Number.isSafeInteger(r.duration) || r.duration < 1000)
+    throw new RangeError(`duration must be an integer >= 1000 (ms), got ${r.duration}`);
   if (!Number.isSafeInteger(r.cost) || r.cost < 0) throw new RangeError(`cost must be an integer >= 0, got ${r.cost}`);
   if (r.type !== 'fast' && r.type !== 'consistent') throw new RangeError(`type must be "fast" or "consistent", got ${String(r.type)}`);
 }

@@ -42,14 +42,18 @@ export async function createRuntime(store: Store, opts: RuntimeOptions = {}): Pr
   const cache = new KeyCache();
   // Every cache of store state in this process: each change, from any source below, reaches all of them.
   const CACHES: ChangeListener[] = [cache];
-  const invalidate = (changes: Change[]) => { for (const c of CACHES) c.invalidate(changes); };
+  const invalidate = (changes: Change[]) => {
+    for (const c of CACHES) c.invalidate(changes);
+  };
   changeBus.on('committed', invalidate);
   const poller = new ChangeFeedPoller(db, invalidate, { intervalMs: opts.changePollMs });
   poller.start();
   const bridge = redis ? new RedisChangeBridge(redis, invalidate) : undefined;
   await bridge?.start();
   const limiter = createRateLimiter({ db, redis });
-  const recorder = new VerificationRecorder(db, { onError: (err) => opts.logger?.warn({ err: (err as Error).message }, 'analytics flush failed; counts kept for the next flush') });
+  const recorder = new VerificationRecorder(db, {
+    onError: (err) => opts.logger?.warn({ err: (err as Error).message }, 'analytics flush failed; counts kept for the next flush'),
+  });
   recorder.start();
   const sweep = setInterval(() => {
     refillDueKeys(db, Date.now()).catch((err: Error) => opts.logger?.warn({ err: err.message }, 'refill sweep failed'));

@@ -3,10 +3,25 @@ import type { Database, KeyVerificationHourlyRow } from '../../store/schema.ts';
 import { IN_LIST_CHUNK } from '../../store/store.ts';
 
 /** The outcome of one keys.verifyKey call (README: Key verification). */
-export type VerifyCode = 'VALID' | 'NOT_FOUND' | 'FORBIDDEN' | 'USAGE_EXCEEDED' | 'RATE_LIMITED' | 'DISABLED' | 'INSUFFICIENT_PERMISSIONS' | 'EXPIRED';
+export type VerifyCode =
+  | 'VALID'
+  | 'NOT_FOUND'
+  | 'FORBIDDEN'
+  | 'USAGE_EXCEEDED'
+  | 'RATE_LIMITED'
+  | 'DISABLED'
+  | 'INSUFFICIENT_PERMISSIONS'
+  | 'EXPIRED';
 
 /** One verification of a known key, as the verification path reports it. */
-export interface VerificationEvent { keyId: string; workspaceId: string; apiId: string; identityId: string | null; code: VerifyCode; time: number }
+export interface VerificationEvent {
+  keyId: string;
+  workspaceId: string;
+  apiId: string;
+  identityId: string | null;
+  code: VerifyCode;
+  time: number;
+}
 
 export const HOUR_MS = 3_600_000;
 
@@ -15,11 +30,26 @@ export const HOUR_MS = 3_600_000;
  * verification has no key to count it against. A buffered (key, hour) keeps one count per code, at the
  * code's index here.
  */
-export const RECORDED_CODES = ['VALID', 'FORBIDDEN', 'USAGE_EXCEEDED', 'RATE_LIMITED', 'DISABLED', 'INSUFFICIENT_PERMISSIONS', 'EXPIRED'] as const;
+export const RECORDED_CODES = [
+  'VALID',
+  'FORBIDDEN',
+  'USAGE_EXCEEDED',
+  'RATE_LIMITED',
+  'DISABLED',
+  'INSUFFICIENT_PERMISSIONS',
+  'EXPIRED',
+] as const;
 export type RecordedCode = (typeof RECORDED_CODES)[number];
 
 const CODE_INDEX: Readonly<Record<VerifyCode, number>> = {
-  VALID: 0, FORBIDDEN: 1, USAGE_EXCEEDED: 2, RATE_LIMITED: 3, DISABLED: 4, INSUFFICIENT_PERMISSIONS: 5, EXPIRED: 6, NOT_FOUND: -1,
+  VALID: 0,
+  FORBIDDEN: 1,
+  USAGE_EXCEEDED: 2,
+  RATE_LIMITED: 3,
+  DISABLED: 4,
+  INSUFFICIENT_PERMISSIONS: 5,
+  EXPIRED: 6,
+  NOT_FOUND: -1,
 };
 
 /** What is buffered for one key: its counts per hour (one slot per recorded code) and its latest verification time. */
@@ -76,11 +106,16 @@ export class VerificationRecorder {
     this.#db = db;
     this.#intervalMs = opts.flushIntervalMs ?? 1000;
     this.#maxBuffered = opts.maxBuffered ?? 100_000;
-    this.#onError = opts.onError ?? ((err) => process.emitWarning(`verification analytics flush failed; counts kept for the next flush: ${(err as Error)?.message ?? err}`));
+    this.#onError =
+      opts.onError ??
+      ((err) =>
+        process.emitWarning(`verification analytics flush failed; counts kept for the next flush: ${(err as Error)?.message ?? err}`));
   }
 
   /** Distinct (key, hour, code) counters waiting for a flush. */
-  get buffered(): number { return this.#entries; }
+  get buffered(): number {
+    return this.#entries;
+  }
 
   /** Counts one verification. O(1), no I/O; allocates only for a (key, hour) not yet buffered. NOT_FOUND is ignored. */
   record(e: VerificationEvent): void {
@@ -108,8 +143,15 @@ export class VerificationRecorder {
   /** Writes everything buffered so far in one transaction; rejects (keeping the counts) when the store fails. */
   flush(): Promise<void> {
     this.#inFlight++;
-    const run = this.#tail.then(() => this.#flushBuffered()).finally(() => { this.#inFlight--; });
-    this.#tail = run.then(() => {}, () => {});
+    const run = this.#tail
+      .then(() => this.#flushBuffered())
+      .finally(() => {
+        this.#inFlight--;
+      });
+    this.#tail = run.then(
+      () => {},
+      () => {},
+    );
     return run;
   }
 
@@ -185,22 +227,40 @@ async function writeBatch(db: Kysely<Database>, batch: Map<string, KeyBuffer>): 
       const counts = key.hours.get(hour)!;
       for (let i = 0; i < RECORDED_CODES.length; i++) {
         if (counts[i] === 0) continue;
-        rows.push({ key_id: keyId, hour, outcome: RECORDED_CODES[i], workspace_id: key.workspaceId, api_id: key.apiId, identity_id: key.identityId, count: counts[i] });
+        rows.push({
+          key_id: keyId,
+          hour,
+          outcome: RECORDED_CODES[i],
+          workspace_id: key.workspaceId,
+          api_id: key.apiId,
+          identity_id: key.identityId,
+          count: counts[i],
+        });
       }
     }
   }
   await db.transaction().execute(async (tx) => {
     for (let i = 0; i < rows.length; i += IN_LIST_CHUNK) {
-      await tx.insertInto('key_verifications_hourly').values(rows.slice(i, i + IN_LIST_CHUNK))
-        .onConflict((oc) => oc.columns(['key_id', 'hour', 'outcome'])
-          .doUpdateSet((eb) => ({ count: eb('key_verifications_hourly.count', '+', eb.ref('excluded.count')) })))
+      await tx
+        .insertInto('key_verifications_hourly')
+        .values(rows.slice(i, i + IN_LIST_CHUNK))
+        .onConflict((oc) =>
+          oc
+            .columns(['key_id', 'hour', 'outcome'])
+            .doUpdateSet((eb) => ({ count: eb('key_verifications_hourly.count', '+', eb.ref('excluded.count')) })),
+        )
         .execute();
     }
     for (let i = 0; i < keyIds.length; i += IN_LIST_CHUNK) {
       const ids = keyIds.slice(i, i + IN_LIST_CHUNK);
       // The CAST gives PostgreSQL the parameter's type (a bare parameter in CASE would be text).
-      const latest = sql<number>`(case ${sql.ref('id')} ${sql.join(ids.map((id) => sql`when ${id} then cast(${batch.get(id)!.latest} as bigint)`), sql` `)} end)`;
-      await tx.updateTable('keys').set({ last_used_at: latest })
+      const latest = sql<number>`(case ${sql.ref('id')} ${sql.join(
+        ids.map((id) => sql`when ${id} then cast(${batch.get(id)!.latest} as bigint)`),
+        sql` `,
+      )} end)`;
+      await tx
+        .updateTable('keys')
+        .set({ last_used_at: latest })
         .where('id', 'in', ids)
         .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', latest)]))
         .execute();

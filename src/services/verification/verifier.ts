@@ -37,7 +37,12 @@ export interface VerifyResponse {
   identity?: { id: string; externalId: string; meta: Record<string, unknown> };
 }
 
-export interface VerifierDeps { db: Db; cache: KeyCache; limiter: RateLimiter; recorder?: VerificationRecorder }
+export interface VerifierDeps {
+  db: Db;
+  cache: KeyCache;
+  limiter: RateLimiter;
+  recorder?: VerificationRecorder;
+}
 
 /**
  * keys.verifyKey (README: Key verification). Checks in order, first failure wins: NOT_FOUND → DISABLED → FORBIDDEN →
@@ -66,7 +71,14 @@ export class Verifier {
       return { valid: false, code: 'NOT_FOUND' };
     }
     const result = await this.#check(record, req, query as PermissionQuery | undefined, now);
-    this.#deps.recorder?.record({ keyId: record.id, workspaceId: record.workspaceId, apiId: record.apiId, identityId: record.identity?.id ?? null, code: result.code, time: now });
+    this.#deps.recorder?.record({
+      keyId: record.id,
+      workspaceId: record.workspaceId,
+      apiId: record.apiId,
+      identityId: record.identity?.id ?? null,
+      code: result.code,
+      time: now,
+    });
     return result;
   }
 
@@ -86,9 +98,14 @@ export class Verifier {
   }
 
   async #check(record: KeyRecord, req: VerifyRequest, query: PermissionQuery | undefined, now: number): Promise<VerifyResponse> {
-    const out = (code: VerifyCode, extra: Partial<VerifyResponse> = {}): VerifyResponse => ({ ...describe(record), ...extra, valid: code === 'VALID', code });
+    const out = (code: VerifyCode, extra: Partial<VerifyResponse> = {}): VerifyResponse => ({
+      ...describe(record),
+      ...extra,
+      valid: code === 'VALID',
+      code,
+    });
     const withCredits = async (code: VerifyCode, extra: Partial<VerifyResponse> = {}) =>
-      out(code, { ...extra, remaining: record.hasCredits ? (await currentRemaining(this.#deps.db, record.id)) ?? undefined : undefined });
+      out(code, { ...extra, remaining: record.hasCredits ? ((await currentRemaining(this.#deps.db, record.id)) ?? undefined) : undefined });
 
     if (!record.enabled) return withCredits('DISABLED');
     if (req.apiId !== undefined && req.apiId !== record.apiId) return withCredits('FORBIDDEN');
@@ -125,8 +142,17 @@ export class Verifier {
 /** The members every outcome but NOT_FOUND carries. */
 function describe(r: KeyRecord): Omit<VerifyResponse, 'valid' | 'code'> {
   return {
-    keyId: r.id, name: r.name, ownerId: r.identity?.externalId, externalId: r.identity?.externalId, meta: r.meta,
-    expires: r.expires, enabled: r.enabled, permissions: r.permissions, roles: r.roles, environment: r.environment, identity: r.identity,
+    keyId: r.id,
+    name: r.name,
+    ownerId: r.identity?.externalId,
+    externalId: r.identity?.externalId,
+    meta: r.meta,
+    expires: r.expires,
+    enabled: r.enabled,
+    permissions: r.permissions,
+    roles: r.roles,
+    environment: r.environment,
+    identity: r.identity,
   };
 }
 
@@ -168,5 +194,5 @@ function pickShownLimit(limits: LimitRequest[], results: LimitResult[]): LimitRe
   const rejected = results.findIndex((r) => !r.passed);
   if (rejected >= 0) return results[rejected];
   const byDefault = limits.findIndex((l) => l.name === 'default');
-  return results[Math.max(byDefault , 0)];
+  return results[Math.max(byDefault, 0)];
 }

@@ -7,32 +7,64 @@ import { recordAudit } from '../audit/record-audit.ts';
 import type { Actor, Caller } from '../caller.ts';
 import { requireWorkspace } from '../lookups.ts';
 
-export interface NewRootKey { workspaceId: string; permissions: string[]; name?: string; expiresAt?: number; rootKey?: string }
+export interface NewRootKey {
+  workspaceId: string;
+  permissions: string[];
+  name?: string;
+  expiresAt?: number;
+  rootKey?: string;
+}
 
 /** Inserts a root key and its audit record, atomically, with `db`, which may be a transaction. The plaintext is returned once. */
-export async function insertRootKey(db: Executor, input: NewRootKey, actor: Actor, now = Date.now()): Promise<{ rootKeyId: string; rootKey: string }> {
-  const problems = input.permissions.map((p, i) => ({ p, i, problem: permissionProblem(p) }))
+export async function insertRootKey(
+  db: Executor,
+  input: NewRootKey,
+  actor: Actor,
+  now = Date.now(),
+): Promise<{ rootKeyId: string; rootKey: string }> {
+  const problems = input.permissions
+    .map((p, i) => ({ p, i, problem: permissionProblem(p) }))
     .filter((x) => x.problem !== null)
     .map((x) => ({ path: `/permissions/${x.i}`, message: x.problem! }));
   if (input.permissions.length === 0) problems.push({ path: '/permissions', message: 'at least one permission is required' });
   if (input.rootKey !== undefined && !isWellFormedRootKey(input.rootKey)) {
     problems.push({ path: '/rootKey', message: 'a root key is kh_root_ followed by 22 to 64 base58 characters' });
   }
-  if (input.expiresAt !== undefined && !Number.isSafeInteger(input.expiresAt)) problems.push({ path: '/expiresAt', message: 'must be epoch milliseconds' });
+  if (input.expiresAt !== undefined && !Number.isSafeInteger(input.expiresAt))
+    problems.push({ path: '/expiresAt', message: 'must be epoch milliseconds' });
   if (problems.length) throw invalid(problems);
   const rootKey = input.rootKey ?? generateRootKey();
   const rootKeyId = newId('rk');
   const permissions = [...new Set(input.permissions)].sort();
   const write = async (tx: Executor): Promise<void> => {
-    await tx.insertInto('root_keys').values({
-      id: rootKeyId, workspace_id: input.workspaceId, name: input.name ?? null, hash: hashKey(rootKey),
-      start: keyStart(rootKey, 'kh_root'), permissions: JSON.stringify(permissions), created_at: now,
-      expires_at: input.expiresAt ?? null, revoked_at: null, last_used_at: null,
-    }).execute();
-    await recordAudit(tx, [{
-      workspaceId: input.workspaceId, event: 'root_key.create', actor, target: { type: 'root_key', id: rootKeyId },
-      diff: { name: input.name ?? null, permissions, expiresAt: input.expiresAt ?? null },
-    }], now);
+    await tx
+      .insertInto('root_keys')
+      .values({
+        id: rootKeyId,
+        workspace_id: input.workspaceId,
+        name: input.name ?? null,
+        hash: hashKey(rootKey),
+        start: keyStart(rootKey, 'kh_root'),
+        permissions: JSON.stringify(permissions),
+        created_at: now,
+        expires_at: input.expiresAt ?? null,
+        revoked_at: null,
+        last_used_at: null,
+      })
+      .execute();
+    await recordAudit(
+      tx,
+      [
+        {
+          workspaceId: input.workspaceId,
+          event: 'root_key.create',
+          actor,
+          target: { type: 'root_key', id: rootKeyId },
+          diff: { name: input.name ?? null, permissions, expiresAt: input.expiresAt ?? null },
+        },
+      ],
+      now,
+    );
   };
   // The key and its audit record commit together: in the caller's transaction, or in one of our own.
   if (db.isTransaction) await write(db);
@@ -52,22 +84,36 @@ export async function revokeRootKey(db: Db, rootKeyId: string, actor: Actor): Pr
     if (row.revoked_at !== null) return { rootKeyId, revokedAt: row.revoked_at };
     const now = Date.now();
     await tx.updateTable('root_keys').set({ revoked_at: now }).where('id', '=', rootKeyId).execute();
-    await recordAudit(tx, [{ workspaceId: row.workspace_id, event: 'root_key.revoke', actor, target: { type: 'root_key', id: rootKeyId } }], now);
+    await recordAudit(
+      tx,
+      [{ workspaceId: row.workspace_id, event: 'root_key.revoke', actor, target: { type: 'root_key', id: rootKeyId } }],
+      now,
+    );
     return { rootKeyId, revokedAt: now };
   });
 }
 
 export interface RootKeyInfo {
-  rootKeyId: string; name: string | null; start: string; permissions: string[];
-  createdAt: number; expiresAt: number | null; revokedAt: number | null;
+  rootKeyId: string;
+  name: string | null;
+  start: string;
+  permissions: string[];
+  createdAt: number;
+  expiresAt: number | null;
+  revokedAt: number | null;
 }
 
 export async function listRootKeys(db: Db, workspaceId: string): Promise<RootKeyInfo[]> {
   await requireWorkspace(db, workspaceId);
   const rows = await db.selectFrom('root_keys').selectAll().where('workspace_id', '=', workspaceId).orderBy('id').execute();
   return rows.map((r) => ({
-    rootKeyId: r.id, name: r.name, start: r.start, permissions: JSON.parse(r.permissions) as string[],
-    createdAt: r.created_at, expiresAt: r.expires_at, revokedAt: r.revoked_at,
+    rootKeyId: r.id,
+    name: r.name,
+    start: r.start,
+    permissions: JSON.parse(r.permissions) as string[],
+    createdAt: r.created_at,
+    expiresAt: r.expires_at,
+    revokedAt: r.revoked_at,
   }));
 }
 
@@ -77,16 +123,26 @@ export async function listRootKeys(db: Db, workspaceId: string): Promise<RootKey
  * made by any process is refused on the very next request.
  */
 export async function authenticateRootKey(db: Db, header: string | undefined, requestId: string, now = Date.now()): Promise<Caller> {
-  if (header === undefined || header.trim() === '') throw new AppError('auth/missing', 'Authorization header with a root key is required: "Authorization: Bearer <root key>"');
+  if (header === undefined || header.trim() === '')
+    throw new AppError('auth/missing', 'Authorization header with a root key is required: "Authorization: Bearer <root key>"');
   const match = /^Bearer (\S+)$/.exec(header.trim());
   if (!match || !isWellFormedRootKey(match[1])) throw new AppError('auth/malformed', 'Authorization header must be "Bearer kh_root_…"');
-  const row = await db.selectFrom('root_keys')
+  const row = await db
+    .selectFrom('root_keys')
     .innerJoin('workspaces', 'workspaces.id', 'root_keys.workspace_id')
-    .select(['root_keys.id', 'root_keys.workspace_id', 'root_keys.permissions', 'root_keys.expires_at', 'root_keys.revoked_at', 'workspaces.deleted_at'])
+    .select([
+      'root_keys.id',
+      'root_keys.workspace_id',
+      'root_keys.permissions',
+      'root_keys.expires_at',
+      'root_keys.revoked_at',
+      'workspaces.deleted_at',
+    ])
     .where('root_keys.hash', '=', hashKey(match[1]))
     .executeTakeFirst();
   if (!row || row.deleted_at !== null) throw new AppError('auth/invalid', 'The root key is not valid');
   if (row.revoked_at !== null) throw new AppError('auth/revoked', 'The root key has been revoked');
-  if (row.expires_at !== null && row.expires_at <= now) throw new AppError('auth/expired', `The root key expired at ${new Date(row.expires_at).toISOString()}`);
+  if (row.expires_at !== null && row.expires_at <= now)
+    throw new AppError('auth/expired', `The root key expired at ${new Date(row.expires_at).toISOString()}`);
   return { workspaceId: row.workspace_id, rootKeyId: row.id, permissions: new Set(JSON.parse(row.permissions) as string[]), requestId };
 }

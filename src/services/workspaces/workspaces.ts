@@ -15,7 +15,12 @@ export async function createWorkspace(db: Db, name: string, actor: Actor): Promi
   return { workspaceId: id };
 }
 
-export interface BootstrapResult { workspaceId: string; rootKeyId: string; rootKey: string; generated: boolean }
+export interface BootstrapResult {
+  workspaceId: string;
+  rootKeyId: string;
+  rootKey: string;
+  generated: boolean;
+}
 
 /**
  * On an empty database, creates the first workspace and a `*` root key (the given one, or a new one).
@@ -28,14 +33,26 @@ export async function bootstrap(db: Db, givenRootKey: string | undefined): Promi
   try {
     return await db.transaction().execute(async (tx) => {
       const now = Date.now();
-      await tx.insertInto('settings').values({ name: 'bootstrap', value: String(now), updated_at: now }).execute();
+      await tx
+        .insertInto('settings')
+        .values({ name: 'bootstrap', value: String(now), updated_at: now })
+        .execute();
       const existing = await tx.selectFrom('workspaces').select('id').limit(1).executeTakeFirst();
       if (existing) return null;
       const workspaceId = newId('ws');
       const actor: Actor = { type: 'operator', id: 'bootstrap' };
       await tx.insertInto('workspaces').values({ id: workspaceId, name: 'default', created_at: now, deleted_at: null }).execute();
-      const { rootKeyId, rootKey } = await insertRootKey(tx, { workspaceId, permissions: ['*'], name: 'bootstrap', rootKey: givenRootKey }, actor, now);
-      await recordAudit(tx, [{ workspaceId, event: 'workspace.create', actor, target: { type: 'workspace', id: workspaceId }, diff: { name: 'default' } }], now);
+      const { rootKeyId, rootKey } = await insertRootKey(
+        tx,
+        { workspaceId, permissions: ['*'], name: 'bootstrap', rootKey: givenRootKey },
+        actor,
+        now,
+      );
+      await recordAudit(
+        tx,
+        [{ workspaceId, event: 'workspace.create', actor, target: { type: 'workspace', id: workspaceId }, diff: { name: 'default' } }],
+        now,
+      );
       return { workspaceId, rootKeyId, rootKey, generated: givenRootKey === undefined };
     });
   } catch (err) {

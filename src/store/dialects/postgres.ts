@@ -13,6 +13,8 @@ pg.types.setTypeParser(pg.types.builtins.NUMERIC, (v: string) => Number(v));
  */
 export function postgresDialect(connectionString: string, schema: string, poolSize = 10): { dialect: Dialect; pool: pg.Pool } {
   const pool = new pg.Pool({ connectionString, max: poolSize, options: `-c search_path=${schema}` });
-  pool.on('error', () => { /* an idle client died; the pool replaces it on next use */ });
+  pool.on('error', () => {
+    /* an idle client died; the pool replaces it on next use */
+  });
   return { dialect: new PostgresDialect({ pool }), pool };
 }

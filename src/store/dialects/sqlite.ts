@@ -2,8 +2,16 @@ import { DatabaseSync, type StatementSync, type SQLInputValue } from 'node:sqlit
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import {
-  CompiledQuery, SqliteAdapter, SqliteIntrospector, SqliteQueryCompiler,
-  type DatabaseConnection, type Dialect, type Driver, type Kysely, type QueryResult, type TransactionSettings,
+  CompiledQuery,
+  SqliteAdapter,
+  SqliteIntrospector,
+  SqliteQueryCompiler,
+  type DatabaseConnection,
+  type Dialect,
+  type Driver,
+  type Kysely,
+  type QueryResult,
+  type TransactionSettings,
 } from 'kysely';
 
 /**
@@ -45,7 +53,10 @@ class NodeSqliteDriver implements Driver {
     const db = new DatabaseSync(this.#path, { timeout: 0, enableForeignKeyConstraints: true });
     try {
       // Switching a new file to WAL takes an exclusive lock for a moment; wait for it like any other write.
-      await retryWhileBusy(() => db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;'), this.#busyTimeoutMs);
+      await retryWhileBusy(
+        () => db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;'),
+        this.#busyTimeoutMs,
+      );
     } catch (err) {
       db.close();
       throw err;
@@ -56,7 +67,9 @@ class NodeSqliteDriver implements Driver {
   async acquireConnection(): Promise<DatabaseConnection> {
     let release!: () => void;
     const previous = this.#queue;
-    this.#queue = new Promise<void>((r) => { release = r; });
+    this.#queue = new Promise<void>((r) => {
+      release = r;
+    });
     await previous;
     this.#connection!.release = release;
     return this.#connection!;
@@ -132,7 +145,9 @@ class NodeSqliteConnection implements DatabaseConnection {
   }
 
   /** Whether a transaction is open on this connection. */
-  get inTransaction(): boolean { return this.#db.isTransaction; }
+  get inTransaction(): boolean {
+    return this.#db.isTransaction;
+  }
 
   #prepare(sql: string): StatementSync {
     let statement = this.#statements.get(sql);
@@ -150,11 +165,15 @@ class NodeSqliteConnection implements DatabaseConnection {
     // Inside a transaction we already hold the write lock (BEGIN IMMEDIATE), so SQLITE_BUSY there is
     // not a wait-and-retry case; outside one, the failed statement had no effect and can run again.
     const outsideTransaction = !this.#db.isTransaction;
-    return retryWhileBusy((): QueryResult<R> => {
-      if (statement.columns().length > 0) return { rows: statement.all(...params).map(plainRow) as R[] };
-      const { changes, lastInsertRowid } = statement.run(...params);
-      return { rows: [], numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid) };
-    }, this.#busyTimeoutMs, () => outsideTransaction);
+    return retryWhileBusy(
+      (): QueryResult<R> => {
+        if (statement.columns().length > 0) return { rows: statement.all(...params).map(plainRow) as R[] };
+        const { changes, lastInsertRowid } = statement.run(...params);
+        return { rows: [], numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid) };
+      },
+      this.#busyTimeoutMs,
+      () => outsideTransaction,
+    );
   }
 
   async *streamQuery<R>(query: CompiledQuery): AsyncIterableIterator<QueryResult<R>> {

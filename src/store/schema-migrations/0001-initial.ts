@@ -6,20 +6,23 @@ import type { Kysely } from 'kysely';
 // biome-ignore lint/suspicious/noExplicitAny: a frozen migration knows no schema type
 export async function up(db: Kysely<any>): Promise<void> {
   const s = db.schema;
-  await s.createTable('workspaces')
+  await s
+    .createTable('workspaces')
     .addColumn('id', 'text', (c) => c.primaryKey())
     .addColumn('name', 'text', (c) => c.notNull())
     .addColumn('created_at', 'bigint', (c) => c.notNull())
     .addColumn('deleted_at', 'bigint')
     .execute();
 
-  await s.createTable('settings')
+  await s
+    .createTable('settings')
     .addColumn('name', 'text', (c) => c.primaryKey())
     .addColumn('value', 'text', (c) => c.notNull())
     .addColumn('updated_at', 'bigint', (c) => c.notNull())
     .execute();
 
-  await s.createTable('root_keys')
+  await s
+    .createTable('root_keys')
     .addColumn('id', 'text', (c) => c.primaryKey())
     .addColumn('workspace_id', 'text', (c) => c.notNull().references('workspaces.id').onDelete('cascade'))
     .addColumn('name', 'text')
@@ -33,7 +36,8 @@ export async function up(db: Kysely<any>): Promise<void> {
     .execute();
   await s.createIndex('root_keys_workspace').on('root_keys').columns(['workspace_id', 'id']).execute();
 
-  await s.createTable('apis')
+  await s
+    .createTable('apis')
     .addColumn('id', 'text', (c) => c.primaryKey())
     .addColumn('workspace_id', 'text', (c) => c.notNull().references('workspaces.id').onDelete('cascade'))
     .addColumn('name', 'text', (c) => c.notNull())
@@ -46,7 +50,8 @@ export async function up(db: Kysely<any>): Promise<void> {
     .execute();
   await s.createIndex('apis_workspace').on('apis').columns(['workspace_id', 'id']).execute();
 
-  await s.createTable('identities')
+  await s
+    .createTable('identities')
     .addColumn('id', 'text', (c) => c.primaryKey())
     .addColumn('workspace_id', 'text', (c) => c.notNull().references('workspaces.id').onDelete('cascade'))
     .addColumn('external_id', 'text', (c) => c.notNull())
@@ -57,7 +62,8 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addUniqueConstraint('identities_workspace_external_id', ['workspace_id', 'external_id'])
     .execute();
 
-  await s.createTable('keys')
+  await s
+    .createTable('keys')
     .addColumn('id', 'text', (c) => c.primaryKey())
     .addColumn('workspace_id', 'text', (c) => c.notNull().references('workspaces.id').onDelete('cascade'))
     .addColumn('api_id', 'text', (c) => c.notNull().references('apis.id').onDelete('cascade'))
@@ -85,14 +91,16 @@ export async function up(db: Kysely<any>): Promise<void> {
   await s.createIndex('keys_refill_due').on('keys').columns(['refill_interval', 'last_refill_at']).execute();
 
   // Envelope encryption (README: Secrets at rest): per-workspace data keys wrapped by a master key.
-  await s.createTable('data_keys')
+  await s
+    .createTable('data_keys')
     .addColumn('id', 'text', (c) => c.primaryKey())
     .addColumn('workspace_id', 'text', (c) => c.notNull().references('workspaces.id').onDelete('cascade'))
     .addColumn('master_key_id', 'text', (c) => c.notNull())
     .addColumn('wrapped', 'text', (c) => c.notNull())
     .addColumn('created_at', 'bigint', (c) => c.notNull())
     .execute();
-  await s.createTable('encrypted_keys')
+  await s
+    .createTable('encrypted_keys')
     .addColumn('key_id', 'text', (c) => c.primaryKey().references('keys.id').onDelete('cascade'))
     .addColumn('workspace_id', 'text', (c) => c.notNull())
     .addColumn('data_key_id', 'text', (c) => c.notNull().references('data_keys.id'))
@@ -101,7 +109,8 @@ export async function up(db: Kysely<any>): Promise<void> {
     .execute();
 
   // Rate limits configured on a key (`default`, auto-applied) or on an identity (shared by its keys).
-  await s.createTable('ratelimits')
+  await s
+    .createTable('ratelimits')
     .addColumn('id', 'text', (c) => c.primaryKey())
     .addColumn('workspace_id', 'text', (c) => c.notNull().references('workspaces.id').onDelete('cascade'))
     .addColumn('key_id', 'text', (c) => c.references('keys.id').onDelete('cascade'))
@@ -117,13 +126,15 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addUniqueConstraint('ratelimits_identity_name', ['identity_id', 'name'])
     .execute();
   // Shared fixed-window counters for `consistent` limits when no Redis is configured.
-  await s.createTable('ratelimit_counters')
+  await s
+    .createTable('ratelimit_counters')
     .addColumn('bucket', 'text', (c) => c.primaryKey())
     .addColumn('count', 'bigint', (c) => c.notNull())
     .addColumn('expires_at', 'bigint', (c) => c.notNull())
     .execute();
 
-  await s.createTable('roles')
+  await s
+    .createTable('roles')
     .addColumn('id', 'text', (c) => c.primaryKey())
     .addColumn('workspace_id', 'text', (c) => c.notNull().references('workspaces.id').onDelete('cascade'))
     .addColumn('name', 'text', (c) => c.notNull())
@@ -132,7 +143,8 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('updated_at', 'bigint', (c) => c.notNull())
     .addUniqueConstraint('roles_workspace_name', ['workspace_id', 'name'])
     .execute();
-  await s.createTable('permissions')
+  await s
+    .createTable('permissions')
     .addColumn('id', 'text', (c) => c.primaryKey())
     .addColumn('workspace_id', 'text', (c) => c.notNull().references('workspaces.id').onDelete('cascade'))
     .addColumn('name', 'text', (c) => c.notNull())
@@ -142,7 +154,8 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('updated_at', 'bigint', (c) => c.notNull())
     .addUniqueConstraint('permissions_workspace_slug', ['workspace_id', 'slug'])
     .execute();
-  await s.createTable('keys_roles')
+  await s
+    .createTable('keys_roles')
     .addColumn('key_id', 'text', (c) => c.notNull().references('keys.id').onDelete('cascade'))
     .addColumn('role_id', 'text', (c) => c.notNull().references('roles.id').onDelete('cascade'))
     .addColumn('workspace_id', 'text', (c) => c.notNull())
@@ -150,7 +163,8 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addPrimaryKeyConstraint('keys_roles_pk', ['key_id', 'role_id'])
     .execute();
   await s.createIndex('keys_roles_role').on('keys_roles').column('role_id').execute();
-  await s.createTable('keys_permissions')
+  await s
+    .createTable('keys_permissions')
     .addColumn('key_id', 'text', (c) => c.notNull().references('keys.id').onDelete('cascade'))
     .addColumn('permission_id', 'text', (c) => c.notNull().references('permissions.id').onDelete('cascade'))
     .addColumn('workspace_id', 'text', (c) => c.notNull())
@@ -158,7 +172,8 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addPrimaryKeyConstraint('keys_permissions_pk', ['key_id', 'permission_id'])
     .execute();
   await s.createIndex('keys_permissions_permission').on('keys_permissions').column('permission_id').execute();
-  await s.createTable('roles_permissions')
+  await s
+    .createTable('roles_permissions')
     .addColumn('role_id', 'text', (c) => c.notNull().references('roles.id').onDelete('cascade'))
     .addColumn('permission_id', 'text', (c) => c.notNull().references('permissions.id').onDelete('cascade'))
     .addColumn('workspace_id', 'text', (c) => c.notNull())
@@ -167,7 +182,8 @@ export async function up(db: Kysely<any>): Promise<void> {
     .execute();
   await s.createIndex('roles_permissions_permission').on('roles_permissions').column('permission_id').execute();
 
-  await s.createTable('audit_logs')
+  await s
+    .createTable('audit_logs')
     .addColumn('id', 'text', (c) => c.primaryKey())
     .addColumn('workspace_id', 'text', (c) => c.notNull())
     .addColumn('event', 'text', (c) => c.notNull())
@@ -184,14 +200,16 @@ export async function up(db: Kysely<any>): Promise<void> {
   await s.createIndex('audit_logs_target').on('audit_logs').columns(['workspace_id', 'target_id']).execute();
 
   // Key migrations (imports) and the outcome of every enqueued item.
-  await s.createTable('key_migrations')
+  await s
+    .createTable('key_migrations')
     .addColumn('id', 'text', (c) => c.primaryKey())
     .addColumn('workspace_id', 'text', (c) => c.notNull().references('workspaces.id').onDelete('cascade'))
     .addColumn('name', 'text')
     .addColumn('created_at', 'bigint', (c) => c.notNull())
     .addColumn('updated_at', 'bigint', (c) => c.notNull())
     .execute();
-  await s.createTable('key_migration_items')
+  await s
+    .createTable('key_migration_items')
     .addColumn('id', 'text', (c) => c.primaryKey())
     .addColumn('migration_id', 'text', (c) => c.notNull().references('key_migrations.id').onDelete('cascade'))
     .addColumn('item_index', 'bigint', (c) => c.notNull())
@@ -206,7 +224,8 @@ export async function up(db: Kysely<any>): Promise<void> {
   await s.createIndex('key_migration_items_status').on('key_migration_items').columns(['migration_id', 'status']).execute();
 
   // The durable job queue.
-  await s.createTable('jobs')
+  await s
+    .createTable('jobs')
     .addColumn('id', 'text', (c) => c.primaryKey())
     .addColumn('task', 'text', (c) => c.notNull())
     .addColumn('payload', 'text', (c) => c.notNull())
@@ -223,7 +242,8 @@ export async function up(db: Kysely<any>): Promise<void> {
   await s.createIndex('jobs_ready').on('jobs').columns(['status', 'run_at']).execute();
 
   // Verification outcomes counted per key and hour (flushed in batches from memory).
-  await s.createTable('key_verifications_hourly')
+  await s
+    .createTable('key_verifications_hourly')
     .addColumn('key_id', 'text', (c) => c.notNull())
     .addColumn('hour', 'bigint', (c) => c.notNull())
     .addColumn('outcome', 'text', (c) => c.notNull())
@@ -236,7 +256,8 @@ export async function up(db: Kysely<any>): Promise<void> {
   await s.createIndex('key_verifications_hourly_api').on('key_verifications_hourly').columns(['api_id', 'hour']).execute();
 
   // Change feed for cache invalidation across processes that share a store but no Redis.
-  await s.createTable('change_feed')
+  await s
+    .createTable('change_feed')
     .addColumn('id', 'text', (c) => c.primaryKey())
     .addColumn('kind', 'text', (c) => c.notNull())
     .addColumn('ref', 'text', (c) => c.notNull())
@@ -247,9 +268,29 @@ export async function up(db: Kysely<any>): Promise<void> {
 
 // biome-ignore lint/suspicious/noExplicitAny: a frozen migration knows no schema type
 export async function down(db: Kysely<any>): Promise<void> {
-  for (const t of ['change_feed', 'key_verifications_hourly', 'jobs', 'key_migration_items', 'key_migrations', 'audit_logs',
-    'roles_permissions', 'keys_permissions', 'keys_roles', 'permissions', 'roles', 'ratelimit_counters', 'ratelimits',
-    'encrypted_keys', 'data_keys', 'keys', 'identities', 'apis', 'root_keys', 'settings', 'workspaces']) {
+  for (const t of [
+    'change_feed',
+    'key_verifications_hourly',
+    'jobs',
+    'key_migration_items',
+    'key_migrations',
+    'audit_logs',
+    'roles_permissions',
+    'keys_permissions',
+    'keys_roles',
+    'permissions',
+    'roles',
+    'ratelimit_counters',
+    'ratelimits',
+    'encrypted_keys',
+    'data_keys',
+    'keys',
+    'identities',
+    'apis',
+    'root_keys',
+    'settings',
+    'workspaces',
+  ]) {
     await db.schema.dropTable(t).ifExists().execute();
   }
 }

@@ -12,7 +12,8 @@ const T0 = Date.UTC(2025, 0, 30);
 const at = (day: number, hour: number, minute = 0) => T0 + day * DAY_MS + hour * HOUR_MS + minute * 60_000;
 
 type HourlyKey = { key_id: string; hour: number; outcome: string };
-const byRow = (a: HourlyKey, b: HourlyKey) => (a.key_id < b.key_id ? -1 : a.key_id > b.key_id ? 1 : a.hour - b.hour || (a.outcome < b.outcome ? -1 : a.outcome > b.outcome ? 1 : 0));
+const byRow = (a: HourlyKey, b: HourlyKey) =>
+  a.key_id < b.key_id ? -1 : a.key_id > b.key_id ? 1 : a.hour - b.hour || (a.outcome < b.outcome ? -1 : a.outcome > b.outcome ? 1 : 0);
 const RECORDED: VerifyCode[] = ['VALID', 'FORBIDDEN', 'USAGE_EXCEEDED', 'RATE_LIMITED', 'DISABLED', 'INSUFFICIENT_PERMISSIONS', 'EXPIRED'];
 
 /** A deterministic pseudo-random sequence (LCG), so a failing run can be replayed. */
@@ -22,12 +23,32 @@ const prng = (seed: number) => () => {
 };
 
 /** An analytics row: every outcome count 0 unless given, total their sum. */
-const counts = (c: Partial<Record<'valid' | 'forbidden' | 'usageExceeded' | 'rateLimited' | 'disabled' | 'insufficientPermissions' | 'expired', number>> = {}) => {
-  const row = { valid: 0, notFound: 0, forbidden: 0, usageExceeded: 0, rateLimited: 0, unauthorized: 0, disabled: 0, insufficientPermissions: 0, expired: 0, ...c };
+const counts = (
+  c: Partial<
+    Record<'valid' | 'forbidden' | 'usageExceeded' | 'rateLimited' | 'disabled' | 'insufficientPermissions' | 'expired', number>
+  > = {},
+) => {
+  const row = {
+    valid: 0,
+    notFound: 0,
+    forbidden: 0,
+    usageExceeded: 0,
+    rateLimited: 0,
+    unauthorized: 0,
+    disabled: 0,
+    insufficientPermissions: 0,
+    expired: 0,
+    ...c,
+  };
   return { ...row, total: Object.values(row).reduce((a, b) => a + b, 0) };
 };
 /** A keys.getVerifications bucket. */
-const bucket = (time: number, c: Partial<Record<'success' | 'rateLimited' | 'usageExceeded' | 'forbidden' | 'disabled' | 'insufficientPermissions' | 'expired', number>>) => {
+const bucket = (
+  time: number,
+  c: Partial<
+    Record<'success' | 'rateLimited' | 'usageExceeded' | 'forbidden' | 'disabled' | 'insufficientPermissions' | 'expired', number>
+  >,
+) => {
   const row = { success: 0, rateLimited: 0, usageExceeded: 0, forbidden: 0, disabled: 0, insufficientPermissions: 0, expired: 0, ...c };
   return { time, ...row, total: Object.values(row).reduce((a, b) => a + b, 0) };
 };
@@ -53,10 +74,16 @@ async function eventually(check: () => Promise<boolean>, what: string, timeoutMs
 for (const dialect of DIALECTS) {
   describe(`verification analytics (${dialect})`, () => {
     let w: World;
-    before(async () => { w = await world(dialect); });
+    before(async () => {
+      w = await world(dialect);
+    });
     after(() => w.close());
 
-    interface TestKey { id: string; apiId: string; identityId: string | null }
+    interface TestKey {
+      id: string;
+      apiId: string;
+      identityId: string | null;
+    }
     /** Creates an API and keys on it; `owners[i]` is the externalId of key i (or null). */
     const setup = async (name: string, owners: Array<string | null>, root = w.root): Promise<{ apiId: string; keys: TestKey[] }> => {
       const apiId = await w.createApi(name, root);
@@ -73,16 +100,27 @@ for (const dialect of DIALECTS) {
       for (let i = 0; i < n; i++) r.record({ keyId: key.id, workspaceId: ws, apiId: key.apiId, identityId: key.identityId, code, time });
     };
     /** Rows in (key, hour, outcome) order, sorted here: PostgreSQL's collation may order mixed-case ids differently. */
-    const hourlyRows = async (keyIds: string[]) => (await w.store.db.selectFrom('key_verifications_hourly').selectAll()
-      .where('key_id', 'in', keyIds).execute()).sort(byRow);
+    const hourlyRows = async (keyIds: string[]) =>
+      (await w.store.db.selectFrom('key_verifications_hourly').selectAll().where('key_id', 'in', keyIds).execute()).sort(byRow);
     const lastUsed = async (keyId: string) =>
       (await w.store.db.selectFrom('keys').select('last_used_at').where('id', '=', keyId).executeTakeFirstOrThrow()).last_used_at;
     /** Expected rows from a tally `key|hour|code → count`. */
-    const expectedRows = (tally: Map<string, number>, keys: TestKey[]) => [...tally].map(([k, count]) => {
-      const [keyId, hour, outcome] = k.split('|');
-      const key = keys.find((x) => x.id === keyId)!;
-      return { key_id: keyId, hour: Number(hour), outcome, workspace_id: w.workspaceId, api_id: key.apiId, identity_id: key.identityId, count };
-    }).sort(byRow);
+    const expectedRows = (tally: Map<string, number>, keys: TestKey[]) =>
+      [...tally]
+        .map(([k, count]) => {
+          const [keyId, hour, outcome] = k.split('|');
+          const key = keys.find((x) => x.id === keyId)!;
+          return {
+            key_id: keyId,
+            hour: Number(hour),
+            outcome,
+            workspace_id: w.workspaceId,
+            api_id: key.apiId,
+            identity_id: key.identityId,
+            count,
+          };
+        })
+        .sort(byRow);
     /** Records `n` random events over keys × 7 codes × 5 hours, plus NOT_FOUNDs, and returns their tally. */
     const recordRandom = (r: VerificationRecorder, keys: TestKey[], n: number, seed: number, tally = new Map<string, number>()) => {
       const rand = prng(seed);
@@ -103,7 +141,15 @@ for (const dialect of DIALECTS) {
         const r = new VerificationRecorder(w.store.db);
         const tally = recordRandom(r, keys, 1000, 7);
         // NOT_FOUND verifications have no key: not recorded.
-        for (let i = 0; i < 50; i++) r.record({ keyId: keys[0].id, workspaceId: w.workspaceId, apiId: keys[0].apiId, identityId: null, code: 'NOT_FOUND', time: at(0, 1) });
+        for (let i = 0; i < 50; i++)
+          r.record({
+            keyId: keys[0].id,
+            workspaceId: w.workspaceId,
+            apiId: keys[0].apiId,
+            identityId: null,
+            code: 'NOT_FOUND',
+            time: at(0, 1),
+          });
         assert.equal(r.buffered, tally.size, 'one counter per distinct (key, hour, code)');
         assert.deepEqual(await hourlyRows(keys.map((k) => k.id)), [], 'record() writes nothing');
 
@@ -111,7 +157,10 @@ for (const dialect of DIALECTS) {
         assert.equal(r.buffered, 0);
         const rows = await hourlyRows(keys.map((k) => k.id));
         assert.deepEqual(rows, expectedRows(tally, keys));
-        assert.equal(rows.reduce((a, x) => a + x.count, 0), 1000);
+        assert.equal(
+          rows.reduce((a, x) => a + x.count, 0),
+          1000,
+        );
         assert.ok(rows.length > 100, `expected many distinct counters, got ${rows.length}`);
         assert.ok(rows.every((x) => x.outcome !== 'NOT_FOUND'));
       });
@@ -154,7 +203,7 @@ for (const dialect of DIALECTS) {
         await sql`alter table keys rename column last_used_at to last_used_at_away`.execute(w.store.db);
         try {
           await assert.rejects(r.flush());
-          assert.equal(r.buffered, buffered, 'the failed flush\'s counters are back in the buffer');
+          assert.equal(r.buffered, buffered, "the failed flush's counters are back in the buffer");
           // Recorded while the store is failing: merged with the restored counts.
           rec(r, keys[1], 'RATE_LIMITED', at(0, 2), 4);
           rec(r, keys[1], 'DISABLED', at(0, 7), 2);
@@ -165,7 +214,11 @@ for (const dialect of DIALECTS) {
         assert.deepEqual(await hourlyRows(keys.map((k) => k.id)), before, 'nothing of the failed flushes was written');
         assert.equal(await lastUsed(keys[0].id), lastUsedBefore);
 
-        for (const [id, n] of [[`${keys[1].id}|${at(0, 2)}|RATE_LIMITED`, 4], [`${keys[1].id}|${at(0, 7)}|DISABLED`, 2]] as const) tally.set(id, (tally.get(id) ?? 0) + n);
+        for (const [id, n] of [
+          [`${keys[1].id}|${at(0, 2)}|RATE_LIMITED`, 4],
+          [`${keys[1].id}|${at(0, 7)}|DISABLED`, 2],
+        ] as const)
+          tally.set(id, (tally.get(id) ?? 0) + n);
         await r.flush();
         assert.equal(r.buffered, 0);
         assert.deepEqual(await hourlyRows(keys.map((k) => k.id)), expectedRows(tally, keys));
@@ -205,16 +258,26 @@ for (const dialect of DIALECTS) {
         assert.equal(await lastUsed(b.id), at(0, 5));
 
         // Another node already wrote a later time: this node's older one does not replace it.
-        await w.store.db.updateTable('keys').set({ last_used_at: at(1, 0) }).where('id', '=', a.id).execute();
+        await w.store.db
+          .updateTable('keys')
+          .set({ last_used_at: at(1, 0) })
+          .where('id', '=', a.id)
+          .execute();
         rec(r, a, 'VALID', at(0, 6));
         await r.flush();
         assert.equal(await lastUsed(a.id), at(1, 0));
         assert.equal(await lastUsed(untouched.id), null);
         // The counts were still added.
         const rows = await hourlyRows([a.id]);
-        assert.deepEqual(rows.map((x) => [x.hour, x.outcome, x.count]), [
-          [at(0, 0), 'VALID', 1], [at(0, 1), 'EXPIRED', 1], [at(0, 3), 'VALID', 1], [at(0, 6), 'VALID', 1],
-        ]);
+        assert.deepEqual(
+          rows.map((x) => [x.hour, x.outcome, x.count]),
+          [
+            [at(0, 0), 'VALID', 1],
+            [at(0, 1), 'EXPIRED', 1],
+            [at(0, 3), 'VALID', 1],
+            [at(0, 6), 'VALID', 1],
+          ],
+        );
       });
 
       test('reaching maxBuffered distinct counters starts a flush without waiting for the timer', async () => {
@@ -227,7 +290,14 @@ for (const dialect of DIALECTS) {
         assert.deepEqual(await hourlyRows([keys[0].id]), [], 'below the threshold nothing is written');
         rec(r, keys[0], 'VALID', at(0, 1));
         await eventually(async () => (await hourlyRows([keys[0].id])).length === 3, 'the early flush');
-        assert.deepEqual((await hourlyRows([keys[0].id])).map((x) => [x.hour, x.outcome, x.count]), [[at(0, 0), 'EXPIRED', 1], [at(0, 0), 'VALID', 10], [at(0, 1), 'VALID', 1]]);
+        assert.deepEqual(
+          (await hourlyRows([keys[0].id])).map((x) => [x.hour, x.outcome, x.count]),
+          [
+            [at(0, 0), 'EXPIRED', 1],
+            [at(0, 0), 'VALID', 10],
+            [at(0, 1), 'VALID', 1],
+          ],
+        );
         assert.equal(r.buffered, 0);
       });
 
@@ -251,7 +321,9 @@ for (const dialect of DIALECTS) {
       const path = '/v1/keys.getVerifications';
 
       test('per hour and per UTC day: only buckets with verifications, ascending, counts per outcome', async () => {
-        const { keys: [k, other] } = await setup('kv-happy', [null, null]);
+        const {
+          keys: [k, other],
+        } = await setup('kv-happy', [null, null]);
         const r = new VerificationRecorder(w.store.db);
         rec(r, k, 'VALID', at(0, 10, 5), 3);
         rec(r, k, 'RATE_LIMITED', at(0, 10, 59));
@@ -285,14 +357,24 @@ for (const dialect of DIALECTS) {
           ],
         });
         // Windows widen to whole buckets: [day 0 12:00, day 2 00:10) by hour covers hours 12:00 … 00:00.
-        const narrow = await w.get<{ verifications: Array<{ time: number }> }>(path, { keyId: k.id, start: at(0, 12, 30), end: at(2, 0, 10), granularity: 'hour' });
-        assert.deepEqual(narrow.json.verifications.map((b: { time: number }) => b.time), [at(0, 13), at(1, 23), at(2, 0)]);
+        const narrow = await w.get<{ verifications: Array<{ time: number }> }>(path, {
+          keyId: k.id,
+          start: at(0, 12, 30),
+          end: at(2, 0, 10),
+          granularity: 'hour',
+        });
+        assert.deepEqual(
+          narrow.json.verifications.map((b: { time: number }) => b.time),
+          [at(0, 13), at(1, 23), at(2, 0)],
+        );
         const narrowDays = await w.get(path, { keyId: k.id, start: at(1, 5), end: at(1, 6) });
         assert.deepEqual(narrowDays.json, { verifications: [bucket(at(1, 0), { success: 1 })] });
       });
 
       test('no verifications in the window → {verifications: []}', async () => {
-        const { keys: [k] } = await setup('kv-empty', [null]);
+        const {
+          keys: [k],
+        } = await setup('kv-empty', [null]);
         const res = await w.get(path, { keyId: k.id });
         assert.equal(res.status, 200, res.body);
         assert.deepEqual(res.json, { verifications: [] });
@@ -303,7 +385,9 @@ for (const dialect of DIALECTS) {
       });
 
       test('the window defaults to the 24 hours before now (end defaults to now, start to end − 24 h)', async () => {
-        const { keys: [k] } = await setup('kv-default', [null]);
+        const {
+          keys: [k],
+        } = await setup('kv-default', [null]);
         const now = Date.now();
         const r = new VerificationRecorder(w.store.db);
         rec(r, k, 'VALID', now - 2 * HOUR_MS, 2);
@@ -345,7 +429,11 @@ for (const dialect of DIALECTS) {
         const denied = await w.get(path, { ownerId: 'erin', start: at(0, 0), end: at(1, 0) }, onlyOne);
         assert.equal(denied.status, 403, denied.body);
         assert.equal(denied.json.error.detail, `Missing permission: api.${two.apiId}.read_analytics`);
-        const allowed = await w.get(path, { ownerId: 'erin', start: at(0, 0), end: at(1, 0) }, await w.rootKey([`api.${one.apiId}.read_analytics`, `api.${two.apiId}.read_analytics`]));
+        const allowed = await w.get(
+          path,
+          { ownerId: 'erin', start: at(0, 0), end: at(1, 0) },
+          await w.rootKey([`api.${one.apiId}.read_analytics`, `api.${two.apiId}.read_analytics`]),
+        );
         assert.deepEqual(allowed.json, { verifications: [bucket(at(0, 0), { success: 6, rateLimited: 1 })] });
       });
 
@@ -360,7 +448,9 @@ for (const dialect of DIALECTS) {
       });
 
       test('invalid query → 400 naming the problems', async () => {
-        const { keys: [k] } = await setup('kv-invalid', [null]);
+        const {
+          keys: [k],
+        } = await setup('kv-invalid', [null]);
         const cases: Array<[Record<string, string | number>, string[]]> = [
           [{}, ['/keyId']],
           [{ start: at(0, 0) }, ['/keyId']],
@@ -384,10 +474,14 @@ for (const dialect of DIALECTS) {
       });
 
       test('unknown, deleted or foreign key → 404', async () => {
-        const { keys: [k] } = await setup('kv-404', [null]);
+        const {
+          keys: [k],
+        } = await setup('kv-404', [null]);
         assert.equal((await w.post('/v1/keys.deleteKey', { keyId: k.id })).status, 200);
         const other = await w.otherWorkspace();
-        const { keys: [theirs] } = await setup('kv-404-theirs', [null], other.root);
+        const {
+          keys: [theirs],
+        } = await setup('kv-404-theirs', [null], other.root);
         for (const keyId of ['key_1111111111111111111111', k.id, theirs.id]) {
           const res = await w.get(path, { keyId });
           assert.equal(res.status, 404, res.body);
@@ -395,8 +489,11 @@ for (const dialect of DIALECTS) {
         }
       });
 
-      test('needs read_analytics on the key\'s API (read_key is not enough); api.*.read_analytics grants it', async () => {
-        const { apiId, keys: [k] } = await setup('kv-perm', [null]);
+      test("needs read_analytics on the key's API (read_key is not enough); api.*.read_analytics grants it", async () => {
+        const {
+          apiId,
+          keys: [k],
+        } = await setup('kv-perm', [null]);
         const otherApi = await w.createApi('kv-perm-other');
         for (const permissions of [[`api.${apiId}.read_key`, `api.${apiId}.read_api`], [`api.${otherApi}.read_analytics`]]) {
           const res = await w.get(path, { keyId: k.id }, await w.rootKey(permissions));
@@ -412,7 +509,9 @@ for (const dialect of DIALECTS) {
 
       let securityApiId = '<apiId>';
       securityTests(() => w, {
-        get permission() { return `api.${securityApiId}.read_analytics`; },
+        get permission() {
+          return `api.${securityApiId}.read_analytics`;
+        },
         request: async (w) => {
           securityApiId = await w.createApi('kv-secure');
           const { keyId } = await w.createKey({ apiId: securityApiId });
@@ -427,7 +526,10 @@ for (const dialect of DIALECTS) {
 
     describe('analytics.getVerifications', () => {
       const path = '/v1/analytics.getVerifications';
-      const ok = <T>(res: Response<T>) => { assert.equal(res.status, 200, res.body); return res.json; };
+      const ok = <T>(res: Response<T>) => {
+        assert.equal(res.status, 200, res.body);
+        return res.json;
+      };
 
       /** An API with keys of alice (2), bob (1) and one without identity, and verifications over days 0..2 and the next month. */
       const seeded = async (name: string) => {
@@ -451,12 +553,18 @@ for (const dialect of DIALECTS) {
         const { apiId } = await setup('an-empty', [null]);
         const start = at(0, 0);
         const res = ok(await w.get<Row[]>(path, { apiId, start, end: start + 30 * HOUR_MS, groupBy: 'hour' }));
-        assert.deepEqual(res, Array.from({ length: 30 }, (_, i) => ({ time: start + i * HOUR_MS, ...counts() })));
+        assert.deepEqual(
+          res,
+          Array.from({ length: 30 }, (_, i) => ({ time: start + i * HOUR_MS, ...counts() })),
+        );
         // Ends inside hours widen to whole hours: the partial first and last hours are both listed.
         const now = Date.now();
         const unaligned = ok(await w.get<Row[]>(path, { apiId, start: now - 30 * HOUR_MS, end: now, groupBy: 'hour' }));
         const first = now - 30 * HOUR_MS - ((now - 30 * HOUR_MS) % HOUR_MS);
-        assert.deepEqual(unaligned.map((x: { time: number }) => x.time), Array.from({ length: now % HOUR_MS === 0 ? 30 : 31 }, (_, i) => first + i * HOUR_MS));
+        assert.deepEqual(
+          unaligned.map((x: { time: number }) => x.time),
+          Array.from({ length: now % HOUR_MS === 0 ? 30 : 31 }, (_, i) => first + i * HOUR_MS),
+        );
       });
 
       test('hourly series: zero-filled between start and end, data in its hour', async () => {
@@ -488,7 +596,15 @@ for (const dialect of DIALECTS) {
         const hours = ok(await w.get<Row[]>(path, { ...window, groupBy: 'hour' }));
         assert.equal(hours.length, 96);
         const total = ok(await w.get<Row[]>(path, window));
-        const all = counts({ valid: 12, rateLimited: 2, usageExceeded: 3, expired: 4, disabled: 1, forbidden: 1, insufficientPermissions: 2 });
+        const all = counts({
+          valid: 12,
+          rateLimited: 2,
+          usageExceeded: 3,
+          expired: 4,
+          disabled: 1,
+          forbidden: 1,
+          insufficientPermissions: 2,
+        });
         assert.deepEqual(total, [all], 'no grouping: one row of totals');
         for (const series of [hours, days, months]) {
           const sum = counts();
@@ -499,12 +615,16 @@ for (const dialect of DIALECTS) {
         assert.deepEqual(ok(await w.get<Row[]>(path, { apiId, start: at(2, 12), end: at(2, 13), groupBy: 'month' })), [months[1]]);
         // Zero-filled days of an empty stretch.
         assert.deepEqual(ok(await w.get<Row[]>(path, { apiId, start: at(5, 0), end: at(7, 0), groupBy: 'day' })), [
-          { time: at(5, 0), ...counts() }, { time: at(6, 0), ...counts() },
+          { time: at(5, 0), ...counts() },
+          { time: at(6, 0), ...counts() },
         ]);
       });
 
       test('groupBy key: one row per key with verifications, by keyId; filters by keyId (one or repeated)', async () => {
-        const { apiId, keys: [a1, a2, b, anon] } = await seeded('an-key');
+        const {
+          apiId,
+          keys: [a1, a2, b, anon],
+        } = await seeded('an-key');
         const window = { apiId, start: at(0, 0), end: at(4, 0) };
         const expected = [
           { keyId: a1.id, ...counts({ valid: 5, rateLimited: 2, disabled: 1 }) },
@@ -515,29 +635,79 @@ for (const dialect of DIALECTS) {
         assert.deepEqual(ok(await w.get<Row[]>(path, { ...window, groupBy: 'key' })), expected);
 
         const one = ok(await w.get<Row[]>(path, { ...window, groupBy: 'key', keyId: b.id }));
-        assert.deepEqual(one, expected.filter((x) => x.keyId === b.id));
-        const two = ok(await getMulti<Row[]>(w, path, [['apiId', apiId], ['start', at(0, 0)], ['end', at(4, 0)], ['groupBy', 'key'], ['keyId', a1.id], ['keyId', anon.id]]));
-        assert.deepEqual(two, expected.filter((x) => x.keyId === a1.id || x.keyId === anon.id));
-        const summed = ok(await getMulti<Row[]>(w, path, [['apiId', apiId], ['start', at(0, 0)], ['end', at(4, 0)], ['keyId', a1.id], ['keyId', anon.id]]));
+        assert.deepEqual(
+          one,
+          expected.filter((x) => x.keyId === b.id),
+        );
+        const two = ok(
+          await getMulti<Row[]>(w, path, [
+            ['apiId', apiId],
+            ['start', at(0, 0)],
+            ['end', at(4, 0)],
+            ['groupBy', 'key'],
+            ['keyId', a1.id],
+            ['keyId', anon.id],
+          ]),
+        );
+        assert.deepEqual(
+          two,
+          expected.filter((x) => x.keyId === a1.id || x.keyId === anon.id),
+        );
+        const summed = ok(
+          await getMulti<Row[]>(w, path, [
+            ['apiId', apiId],
+            ['start', at(0, 0)],
+            ['end', at(4, 0)],
+            ['keyId', a1.id],
+            ['keyId', anon.id],
+          ]),
+        );
         assert.deepEqual(summed, [counts({ valid: 5, rateLimited: 2, disabled: 1, expired: 4, forbidden: 1 })]);
         // A key of another API, or no key at all, matches nothing.
-        const { keys: [elsewhere] } = await setup('an-key-elsewhere', [null]);
+        const {
+          keys: [elsewhere],
+        } = await setup('an-key-elsewhere', [null]);
         assert.deepEqual(ok(await w.get<Row[]>(path, { ...window, groupBy: 'key', keyId: elsewhere.id })), []);
         assert.deepEqual(ok(await w.get<Row[]>(path, { ...window, keyId: 'key_nothing' })), [counts()]);
       });
 
       test('groupBy identity: one row per identity; keys without identity are left out; externalId filters', async () => {
-        const { apiId, keys: [a1] } = await seeded('an-identity');
+        const {
+          apiId,
+          keys: [a1],
+        } = await seeded('an-identity');
         const window = { apiId, start: at(0, 0), end: at(4, 0) };
-        const alice = (await w.store.db.selectFrom('identities').select('id').where('workspace_id', '=', w.workspaceId).where('external_id', '=', 'alice').executeTakeFirstOrThrow()).id;
-        const bob = (await w.store.db.selectFrom('identities').select('id').where('workspace_id', '=', w.workspaceId).where('external_id', '=', 'bob').executeTakeFirstOrThrow()).id;
+        const alice = (
+          await w.store.db
+            .selectFrom('identities')
+            .select('id')
+            .where('workspace_id', '=', w.workspaceId)
+            .where('external_id', '=', 'alice')
+            .executeTakeFirstOrThrow()
+        ).id;
+        const bob = (
+          await w.store.db
+            .selectFrom('identities')
+            .select('id')
+            .where('workspace_id', '=', w.workspaceId)
+            .where('external_id', '=', 'bob')
+            .executeTakeFirstOrThrow()
+        ).id;
         assert.equal(a1.identityId, alice);
-        const aliceRow = { identity: { id: alice, externalId: 'alice' }, ...counts({ valid: 6, rateLimited: 2, disabled: 1, insufficientPermissions: 2 }) };
+        const aliceRow = {
+          identity: { id: alice, externalId: 'alice' },
+          ...counts({ valid: 6, rateLimited: 2, disabled: 1, insufficientPermissions: 2 }),
+        };
         const bobRow = { identity: { id: bob, externalId: 'bob' }, ...counts({ usageExceeded: 3, valid: 6 }) };
         assert.deepEqual(ok(await w.get<Row[]>(path, { ...window, groupBy: 'identity' })), [aliceRow, bobRow]);
         assert.deepEqual(ok(await w.get<Row[]>(path, { ...window, groupBy: 'identity', externalId: 'bob' })), [bobRow]);
-        assert.deepEqual(ok(await w.get<Row[]>(path, { ...window, externalId: 'alice' })), [counts({ valid: 6, rateLimited: 2, disabled: 1, insufficientPermissions: 2 })]);
-        assert.deepEqual(ok(await w.get<Row[]>(path, { ...window, externalId: 'alice', groupBy: 'day' })).map((x: { total: number }) => x.total), [8, 1, 0, 2]);
+        assert.deepEqual(ok(await w.get<Row[]>(path, { ...window, externalId: 'alice' })), [
+          counts({ valid: 6, rateLimited: 2, disabled: 1, insufficientPermissions: 2 }),
+        ]);
+        assert.deepEqual(
+          ok(await w.get<Row[]>(path, { ...window, externalId: 'alice', groupBy: 'day' })).map((x: { total: number }) => x.total),
+          [8, 1, 0, 2],
+        );
 
         const unknown = await w.get(path, { ...window, externalId: 'nobody' });
         assert.equal(unknown.status, 404, unknown.body);
@@ -545,8 +715,22 @@ for (const dialect of DIALECTS) {
       });
 
       test('combined groupings list only (bucket, key) pairs with data', async () => {
-        const { apiId, keys: [a1, a2, b] } = await seeded('an-combined');
-        const res = ok(await getMulti<Row[]>(w, path, [['apiId', apiId], ['start', at(0, 0)], ['end', at(2, 0)], ['groupBy', 'day'], ['groupBy', 'key'], ['keyId', a1.id], ['keyId', a2.id], ['keyId', b.id]]));
+        const {
+          apiId,
+          keys: [a1, a2, b],
+        } = await seeded('an-combined');
+        const res = ok(
+          await getMulti<Row[]>(w, path, [
+            ['apiId', apiId],
+            ['start', at(0, 0)],
+            ['end', at(2, 0)],
+            ['groupBy', 'day'],
+            ['groupBy', 'key'],
+            ['keyId', a1.id],
+            ['keyId', a2.id],
+            ['keyId', b.id],
+          ]),
+        );
         const byId = (x: { keyId: string }, y: { keyId: string }) => (x.keyId < y.keyId ? -1 : 1);
         assert.deepEqual(res, [
           ...[
@@ -556,40 +740,89 @@ for (const dialect of DIALECTS) {
           ].sort(byId),
           { time: at(1, 0), keyId: a1.id, ...counts({ disabled: 1 }) },
         ]);
-        const hourly = ok(await getMulti<Row[]>(w, path, [['apiId', apiId], ['start', at(0, 0)], ['end', at(1, 0)], ['groupBy', 'hour'], ['groupBy', 'identity']]));
-        assert.deepEqual(hourly.map((x: { time: number; identity: { externalId: string }; total: number }) => [x.time, x.identity.externalId, x.total]), [
-          [at(0, 0), 'alice', 7], [at(0, 2), 'alice', 1], [at(0, 2), 'bob', 3],
-        ]);
+        const hourly = ok(
+          await getMulti<Row[]>(w, path, [
+            ['apiId', apiId],
+            ['start', at(0, 0)],
+            ['end', at(1, 0)],
+            ['groupBy', 'hour'],
+            ['groupBy', 'identity'],
+          ]),
+        );
+        assert.deepEqual(
+          hourly.map((x: { time: number; identity: { externalId: string }; total: number }) => [x.time, x.identity.externalId, x.total]),
+          [
+            [at(0, 0), 'alice', 7],
+            [at(0, 2), 'alice', 1],
+            [at(0, 2), 'bob', 3],
+          ],
+        );
       });
 
       test('orderBy, order and limit: top identities, busiest hours, time descending', async () => {
-        const { apiId, keys: [a1, , b] } = await seeded('an-order');
+        const {
+          apiId,
+          keys: [a1, , b],
+        } = await seeded('an-order');
         const window = { apiId, start: at(0, 0), end: at(4, 0) };
         const top = ok(await w.get<Row[]>(path, { ...window, groupBy: 'key', orderBy: 'total', order: 'desc', limit: 2 }));
-        assert.deepEqual(top.map((x: { total: number }) => x.total), [9, 8]);
-        assert.deepEqual(top.map((x: { keyId: string }) => x.keyId), [b.id, a1.id]);
+        assert.deepEqual(
+          top.map((x: { total: number }) => x.total),
+          [9, 8],
+        );
+        assert.deepEqual(
+          top.map((x: { keyId: string }) => x.keyId),
+          [b.id, a1.id],
+        );
         const valid = ok(await w.get<Row[]>(path, { ...window, groupBy: 'identity', orderBy: 'valid' }));
-        assert.deepEqual(valid.map((x: { identity: { externalId: string }; valid: number }) => [x.identity.externalId, x.valid]), [['alice', 6], ['bob', 6]], 'ties by externalId');
+        assert.deepEqual(
+          valid.map((x: { identity: { externalId: string }; valid: number }) => [x.identity.externalId, x.valid]),
+          [
+            ['alice', 6],
+            ['bob', 6],
+          ],
+          'ties by externalId',
+        );
         const busiest = ok(await w.get<Row[]>(path, { ...window, groupBy: 'hour', orderBy: 'total', order: 'desc', limit: 3 }));
-        assert.deepEqual(busiest.map((x: { time: number; total: number }) => [x.time, x.total]), [[at(0, 0), 7], [at(2, 0), 6], [at(0, 2), 4]], 'ties (at(0, 2) and at(1, 5) have 4) by time');
+        assert.deepEqual(
+          busiest.map((x: { time: number; total: number }) => [x.time, x.total]),
+          [
+            [at(0, 0), 7],
+            [at(2, 0), 6],
+            [at(0, 2), 4],
+          ],
+          'ties (at(0, 2) and at(1, 5) have 4) by time',
+        );
         const desc = ok(await w.get<Row[]>(path, { ...window, groupBy: 'day', order: 'desc' }));
-        assert.deepEqual(desc.map((x: { time: number }) => x.time), [at(3, 0), at(2, 0), at(1, 0), at(0, 0)]);
+        assert.deepEqual(
+          desc.map((x: { time: number }) => x.time),
+          [at(3, 0), at(2, 0), at(1, 0), at(0, 0)],
+        );
         const limited = ok(await w.get<Row[]>(path, { ...window, groupBy: 'hour', limit: 5 }));
-        assert.deepEqual(limited.map((x: { time: number }) => x.time), [0, 1, 2, 3, 4].map((h) => at(0, h)));
+        assert.deepEqual(
+          limited.map((x: { time: number }) => x.time),
+          [0, 1, 2, 3, 4].map((h) => at(0, h)),
+        );
       });
 
       test('only this API of this workspace counts', async () => {
         const { apiId } = await seeded('an-isolated');
-        const { keys: [sibling] } = await setup('an-isolated-sibling', ['alice']);
+        const {
+          keys: [sibling],
+        } = await setup('an-isolated-sibling', ['alice']);
         const other = await w.otherWorkspace();
-        const { keys: [theirs] } = await setup('an-isolated-theirs', ['alice'], other.root);
+        const {
+          keys: [theirs],
+        } = await setup('an-isolated-theirs', ['alice'], other.root);
         const r = new VerificationRecorder(w.store.db);
         rec(r, sibling, 'VALID', at(0, 0), 100);
         rec(r, theirs, 'VALID', at(0, 0), 1000, other.workspaceId);
         await r.flush();
         const res = ok(await w.get<Row[]>(path, { apiId, start: at(0, 0), end: at(4, 0) }));
         assert.equal(res[0].total, 25);
-        assert.deepEqual(ok(await w.get<Row[]>(path, { apiId: theirs.apiId, start: at(0, 0), end: at(4, 0) }, other.root)), [counts({ valid: 1000 })]);
+        assert.deepEqual(ok(await w.get<Row[]>(path, { apiId: theirs.apiId, start: at(0, 0), end: at(4, 0) }, other.root)), [
+          counts({ valid: 1000 }),
+        ]);
       });
 
       test('invalid query → 400 naming the problems', async () => {
@@ -618,14 +851,38 @@ for (const dialect of DIALECTS) {
         }
         const equal = await w.get(path, { apiId, start: at(1, 0), end: at(1, 0) });
         assert.equal(equal.json.error.errors[0].message, 'must be less than end');
-        for (const params of [[['groupBy', 'hour'], ['groupBy', 'day']], [['groupBy', 'tags']], [['groupBy', 'key'], ['groupBy', 'week']]]) {
-          const res = await getMulti(w, path, [['apiId', apiId], ['start', at(0, 0)], ['end', at(1, 0)], ...params as Array<[string, string]>]);
+        for (const params of [
+          [
+            ['groupBy', 'hour'],
+            ['groupBy', 'day'],
+          ],
+          [['groupBy', 'tags']],
+          [
+            ['groupBy', 'key'],
+            ['groupBy', 'week'],
+          ],
+        ]) {
+          const res = await getMulti(w, path, [
+            ['apiId', apiId],
+            ['start', at(0, 0)],
+            ['end', at(1, 0)],
+            ...(params as Array<[string, string]>),
+          ]);
           assert.equal(res.status, 400, `${JSON.stringify(params)}: ${res.body}`);
-          assert.ok(res.json.error.errors.every((e: { path: string }) => e.path.startsWith('/groupBy')), res.body);
+          assert.ok(
+            res.json.error.errors.every((e: { path: string }) => e.path.startsWith('/groupBy')),
+            res.body,
+          );
         }
         // 10 000 hours are allowed, and long windows are fine by day or month.
-        assert.equal(ok(await w.get<Row[]>(path, { apiId, start: at(0, 0), end: at(0, 0) + 10_000 * HOUR_MS, groupBy: 'hour' })).length, 10_000);
-        assert.equal(ok(await w.get<Row[]>(path, { apiId, start: Date.UTC(2000, 0, 1), end: Date.UTC(2025, 0, 1), groupBy: 'month' })).length, 300);
+        assert.equal(
+          ok(await w.get<Row[]>(path, { apiId, start: at(0, 0), end: at(0, 0) + 10_000 * HOUR_MS, groupBy: 'hour' })).length,
+          10_000,
+        );
+        assert.equal(
+          ok(await w.get<Row[]>(path, { apiId, start: Date.UTC(2000, 0, 1), end: Date.UTC(2025, 0, 1), groupBy: 'month' })).length,
+          300,
+        );
       });
 
       test('unknown, deleted or foreign API → 404', async () => {
@@ -640,7 +897,7 @@ for (const dialect of DIALECTS) {
         }
       });
 
-      test('needs read_analytics on this API; read_api or another API\'s read_analytics is not enough', async () => {
+      test("needs read_analytics on this API; read_api or another API's read_analytics is not enough", async () => {
         const { apiId } = await setup('an-perm', [null]);
         const otherApi = await w.createApi('an-perm-other');
         for (const permissions of [[`api.${apiId}.read_api`, `api.${apiId}.read_key`], [`api.${otherApi}.read_analytics`]]) {
@@ -656,12 +913,18 @@ for (const dialect of DIALECTS) {
 
       let securityApiId = '<apiId>';
       securityTests(() => w, {
-        get permission() { return `api.${securityApiId}.read_analytics`; },
+        get permission() {
+          return `api.${securityApiId}.read_analytics`;
+        },
         request: async (w) => {
           securityApiId = await w.createApi('an-secure');
           return { method: 'GET', path, query: { apiId: securityApiId, start: Date.now() - HOUR_MS } };
         },
-        foreign: async (w, other) => ({ method: 'GET', path, query: { apiId: await w.createApi('an-foreign', other.root), start: Date.now() - HOUR_MS } }),
+        foreign: async (w, other) => ({
+          method: 'GET',
+          path,
+          query: { apiId: await w.createApi('an-foreign', other.root), start: Date.now() - HOUR_MS },
+        }),
       });
     });
   });

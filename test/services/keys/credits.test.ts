@@ -8,7 +8,10 @@ for (const dialect of DIALECTS) {
   describe(`refill in the store (${dialect})`, () => {
     let w: World;
     let apiId: string;
-    before(async () => { w = await world(dialect); apiId = await w.createApi(); });
+    before(async () => {
+      w = await world(dialect);
+      apiId = await w.createApi();
+    });
     after(() => w.close());
 
     const remainingOf = async (keyId: string) => (await w.get('/v1/keys.getKey', { keyId })).json.remaining;
@@ -34,7 +37,7 @@ for (const dialect of DIALECTS) {
       const notDue = await w.createKey({ apiId, remaining: 5, refill: { interval: 'daily', amount: 90 } });
       await backdate(daily.keyId, 1, now - 2 * 86_400_000);
       await backdate(monthly.keyId, 1, now - 40 * 86_400_000);
-      assert.ok(await refillDueKeys(w.store.db, now) >= 2);
+      assert.ok((await refillDueKeys(w.store.db, now)) >= 2);
       assert.equal(await remainingOf(daily.keyId), 50);
       assert.equal(await remainingOf(monthly.keyId), 70);
       assert.equal(await remainingOf(notDue.keyId), 5);

@@ -15,19 +15,32 @@ function guardedCounter(start: number, step: 1 | -1, allowed: (value: number, am
     statements.push(amount);
     await new Promise((r) => setImmediate(r)); // a statement takes at least one turn of the event loop
     await gate;
-    if (failNext) { failNext = false; throw new Error('the store went away'); }
+    if (failNext) {
+      failNext = false;
+      throw new Error('the store went away');
+    }
     if (!allowed(value, amount)) return { applied: false, value };
     value += step * amount;
     return { applied: true, value };
   };
   return {
-    change, statements,
-    get value() { return value; },
-    failOnce() { failNext = true; },
+    change,
+    statements,
+    get value() {
+      return value;
+    },
+    failOnce() {
+      failNext = true;
+    },
     hold(): () => void {
       let open!: () => void;
-      gate = new Promise((r) => { open = r; });
-      return () => { gate = undefined; open(); };
+      gate = new Promise((r) => {
+        open = r;
+      });
+      return () => {
+        gate = undefined;
+        open();
+      };
     },
   };
 }
@@ -89,7 +102,10 @@ describe('CoalescedCounter', () => {
     const c = new CoalescedCounter<number>(-1);
     credits.failOnce();
     const failed = await Promise.allSettled([1, 1].map((n) => c.change('key', n, credits.change)));
-    assert.deepEqual(failed.map((r) => r.status), ['rejected', 'rejected']);
+    assert.deepEqual(
+      failed.map((r) => r.status),
+      ['rejected', 'rejected'],
+    );
     assert.equal(credits.value, 10);
     assert.deepEqual(summary([await c.change('key', 1, credits.change)]), ['ok:9']);
   });

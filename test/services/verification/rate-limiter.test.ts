@@ -7,8 +7,14 @@ import { DIALECTS, freshStore } from '../../helpers/harness.ts';
 import { openStore, type Store } from '../../../src/store/store.ts';
 import { openRedis } from '../../../src/store/redis.ts';
 import {
-  createRateLimiter, counterBucket, deleteExpiredRatelimitCounters, CLOCK_SKEW_MS, REDIS_KEY_PREFIX,
-  type LimitRequest, type LimitResult, type SyncingRateLimiter,
+  createRateLimiter,
+  counterBucket,
+  deleteExpiredRatelimitCounters,
+  CLOCK_SKEW_MS,
+  REDIS_KEY_PREFIX,
+  type LimitRequest,
+  type LimitResult,
+  type SyncingRateLimiter,
 } from '../../../src/services/verification/rate-limiter.ts';
 
 const REDIS_URL = process.env.KEYHOLD_TEST_REDIS_URL;
@@ -42,13 +48,21 @@ function storeBackend(dialect: 'sqlite' | 'postgres'): Backend {
   let close: () => Promise<void>;
   return {
     name: dialect,
-    async setup() { ({ store, url, close } = await freshStore(dialect)); },
+    async setup() {
+      ({ store, url, close } = await freshStore(dialect));
+    },
     teardown: () => close(),
     async open(t) {
       const closers = closeAllAfter(t);
       const make = (db: Store['db'], closeDb?: () => Promise<void>) => {
         const l = createRateLimiter({ db, syncIntervalMs: NO_BACKGROUND_SYNC });
-        closers.push(async () => { try { await l.close(); } finally { await closeDb?.(); } });
+        closers.push(async () => {
+          try {
+            await l.close();
+          } finally {
+            await closeDb?.();
+          }
+        });
         return l;
       };
       return {
@@ -64,7 +78,9 @@ function storeBackend(dialect: 'sqlite' | 'postgres'): Backend {
         },
         async breakShared() {
           await sql`alter table ratelimit_counters rename to ratelimit_counters_away`.execute(store.db);
-          return async () => { await sql`alter table ratelimit_counters_away rename to ratelimit_counters`.execute(store.db); };
+          return async () => {
+            await sql`alter table ratelimit_counters_away rename to ratelimit_counters`.execute(store.db);
+          };
         },
       };
     },
@@ -80,7 +96,9 @@ function redisBackend(url: string): Backend {
     async setup() {
       ({ store, close: closeStore } = await freshStore('sqlite'));
       admin = openRedis(url);
-      admin.on('error', () => { /* reported by the failing command below */ });
+      admin.on('error', () => {
+        /* reported by the failing command below */
+      });
       // Set but unreachable must fail the suite, never skip it.
       try {
         assert.equal(await admin.ping(), 'PONG');
@@ -108,7 +126,13 @@ function redisBackend(url: string): Backend {
       const make = () => {
         const redis = openRedis(url, { keyPrefix: prefix });
         const l = createRateLimiter({ db: store.db, redis, syncIntervalMs: NO_BACKGROUND_SYNC });
-        closers.push(async () => { try { await l.close(); } finally { redis.disconnect(); } });
+        closers.push(async () => {
+          try {
+            await l.close();
+          } finally {
+            redis.disconnect();
+          }
+        });
         return { l, redis };
       };
       const first = make();
@@ -127,8 +151,13 @@ function redisBackend(url: string): Backend {
         },
         async breakShared() {
           first.redis.disconnect();
-          await new Promise<void>((resolve) => { if (first.redis.status === 'end') resolve(); else first.redis.once('end', () => resolve()); });
-          return async () => { await first.redis.connect(); };
+          await new Promise<void>((resolve) => {
+            if (first.redis.status === 'end') resolve();
+            else first.redis.once('end', () => resolve());
+          });
+          return async () => {
+            await first.redis.connect();
+          };
         },
       };
     },
@@ -144,7 +173,11 @@ function closeAllAfter(t: TestContext, last?: () => Promise<void>): Array<() => 
   t.after(async () => {
     const errors: unknown[] = [];
     for (const close of [...closers, ...(last ? [last] : [])]) {
-      try { await close(); } catch (err) { errors.push(err); }
+      try {
+        await close();
+      } catch (err) {
+        errors.push(err);
+      }
     }
     if (errors.length) throw errors[0];
   });
@@ -164,8 +197,15 @@ for (const backend of BACKENDS) {
     after(() => backend.teardown());
 
     for (const type of ['consistent', 'fast'] as const) {
-      const req = (over: Partial<LimitRequest> = {}): LimitRequest =>
-        ({ identifier: 'unset', name: 'default', limit: 5, duration: D, cost: 1, type, ...over });
+      const req = (over: Partial<LimitRequest> = {}): LimitRequest => ({
+        identifier: 'unset',
+        name: 'default',
+        limit: 5,
+        duration: D,
+        cost: 1,
+        type,
+        ...over,
+      });
       /** One request at a time: its result. */
       const one = async (l: SyncingRateLimiter, r: LimitRequest, now: number) => (await l.check([r], now))[0];
 
@@ -190,15 +230,34 @@ for (const backend of BACKENDS) {
         const r = (cost: number) => req({ identifier: 'cost-user', limit: 10, cost });
         const seq = [];
         for (const cost of [4, 4, 4, 2, 1]) seq.push(await one(l, r(cost), now));
-        assert.deepEqual(seq.map((x) => [x.passed, x.remaining]), [[true, 6], [true, 2], [false, 2], [true, 0], [false, 0]]);
+        assert.deepEqual(
+          seq.map((x) => [x.passed, x.remaining]),
+          [
+            [true, 6],
+            [true, 2],
+            [false, 2],
+            [true, 0],
+            [false, 0],
+          ],
+        );
       });
 
       test(`${type}: a cost larger than the limit is rejected on a fresh window and spends nothing`, async (t) => {
         const l = (await backend.open(t)).limiter();
         const now = nextWindow() + 5;
         const id = uid();
-        assert.deepEqual(await one(l, req({ identifier: id, cost: 6 }), now), { passed: false, limit: 5, remaining: 5, reset: nextWindow() + D });
-        assert.deepEqual(await one(l, req({ identifier: id, cost: 5 }), now), { passed: true, limit: 5, remaining: 0, reset: nextWindow() + D });
+        assert.deepEqual(await one(l, req({ identifier: id, cost: 6 }), now), {
+          passed: false,
+          limit: 5,
+          remaining: 5,
+          reset: nextWindow() + D,
+        });
+        assert.deepEqual(await one(l, req({ identifier: id, cost: 5 }), now), {
+          passed: true,
+          limit: 5,
+          remaining: 0,
+          reset: nextWindow() + D,
+        });
       });
 
       test(`${type}: cost 0 reports the state without consuming`, async (t) => {
@@ -207,7 +266,8 @@ for (const backend of BACKENDS) {
         const now = nextWindow() + 5;
         const id = uid();
         const r = (cost: number) => req({ identifier: id, limit: 3, cost });
-        for (let i = 0; i < 3; i++) assert.deepEqual(await one(l, r(0), now), { passed: true, limit: 3, remaining: 3, reset: nextWindow() + D });
+        for (let i = 0; i < 3; i++)
+          assert.deepEqual(await one(l, r(0), now), { passed: true, limit: 3, remaining: 3, reset: nextWindow() + D });
         await l.sync();
         assert.equal(await ctx.shared(counterBucket(id, 'default', 3, D, Math.floor(now / D))), null, 'cost 0 creates no counter');
         assert.equal((await one(l, r(1), now)).remaining, 2);
@@ -222,8 +282,19 @@ for (const backend of BACKENDS) {
         const l = (await backend.open(t)).limiter();
         const now = nextWindow() + 5;
         const id = uid();
-        for (const cost of [1, 1, 7]) assert.deepEqual(await one(l, req({ identifier: id, limit: 0, cost }), now), { passed: false, limit: 0, remaining: 0, reset: nextWindow() + D });
-        assert.deepEqual(await one(l, req({ identifier: id, limit: 0, cost: 0 }), now), { passed: true, limit: 0, remaining: 0, reset: nextWindow() + D });
+        for (const cost of [1, 1, 7])
+          assert.deepEqual(await one(l, req({ identifier: id, limit: 0, cost }), now), {
+            passed: false,
+            limit: 0,
+            remaining: 0,
+            reset: nextWindow() + D,
+          });
+        assert.deepEqual(await one(l, req({ identifier: id, limit: 0, cost: 0 }), now), {
+          passed: true,
+          limit: 0,
+          remaining: 0,
+          reset: nextWindow() + D,
+        });
       });
 
       test(`${type}: the next window starts a fresh counter`, async (t) => {
@@ -255,12 +326,18 @@ for (const backend of BACKENDS) {
         const l = (await backend.open(t)).limiter();
         const now = nextWindow() + 5;
         const [x, y, z] = [uid(), uid(), uid()];
-        const results = await l.check([
-          req({ identifier: x, limit: 2 }),
-          req({ identifier: y, limit: 0 }),
-          req({ identifier: z, name: 'burst', limit: 5, cost: 3 }),
-        ], now);
-        assert.deepEqual(results.map((r) => [r.passed, r.limit, r.remaining]), [[true, 2, 1], [false, 0, 0], [true, 5, 2]]);
+        const results = await l.check(
+          [req({ identifier: x, limit: 2 }), req({ identifier: y, limit: 0 }), req({ identifier: z, name: 'burst', limit: 5, cost: 3 })],
+          now,
+        );
+        assert.deepEqual(
+          results.map((r) => [r.passed, r.limit, r.remaining]),
+          [
+            [true, 2, 1],
+            [false, 0, 0],
+            [true, 5, 2],
+          ],
+        );
         assert.equal((await one(l, req({ identifier: x, limit: 2 }), now)).remaining, 0);
         assert.equal((await one(l, req({ identifier: z, name: 'burst', limit: 5, cost: 0 }), now)).remaining, 2);
       });
@@ -269,15 +346,29 @@ for (const backend of BACKENDS) {
         const l = (await backend.open(t)).limiter();
         const now = nextWindow() + 5;
         const good = req({ identifier: uid(), limit: 1 });
-        for (const bad of [{ limit: -1 }, { limit: 1.5 }, { duration: 999 }, { cost: -1 }, { cost: Number.NaN }, { type: 'eventual' as 'fast' }]) {
+        for (const bad of [
+          { limit: -1 },
+          { limit: 1.5 },
+          { duration: 999 },
+          { cost: -1 },
+          { cost: Number.NaN },
+          { type: 'eventual' as 'fast' },
+        ]) {
           await assert.rejects(l.check([good, req({ identifier: uid(), ...bad })], now), RangeError);
         }
         assert.equal((await one(l, good, now)).passed, true, 'the valid request of the refused batches consumed nothing');
       });
     }
 
-    const creq = (over: Partial<LimitRequest> = {}): LimitRequest =>
-      ({ identifier: 'unset', name: 'default', limit: 50, duration: D, cost: 1, type: 'consistent', ...over });
+    const creq = (over: Partial<LimitRequest> = {}): LimitRequest => ({
+      identifier: 'unset',
+      name: 'default',
+      limit: 50,
+      duration: D,
+      cost: 1,
+      type: 'consistent',
+      ...over,
+    });
     const freq = (over: Partial<LimitRequest> = {}): LimitRequest => creq({ type: 'fast', ...over });
 
     test('consistent: 200 concurrent checks on one counter from two processes pass exactly 50 times', async (t) => {
@@ -289,10 +380,22 @@ for (const backend of BACKENDS) {
       const results = await Promise.all(Array.from({ length: 200 }, (_, i) => (i % 2 ? a : b).check([creq({ identifier: id })], now)));
       assert.equal(passes(results.flat()), 50);
       assert.equal(await ctx.shared(counterBucket(id, 'default', 50, D, Math.floor(now / D))), 50);
-      assert.deepEqual((await a.check([creq({ identifier: id, cost: 0 })], now))[0], { passed: true, limit: 50, remaining: 0, reset: now - 5 + D });
+      assert.deepEqual((await a.check([creq({ identifier: id, cost: 0 })], now))[0], {
+        passed: true,
+        limit: 50,
+        remaining: 0,
+        reset: now - 5 + D,
+      });
       // Every remaining a passed call reported is distinct: each saw its own count.
-      const remainings = results.flat().filter((r) => r.passed).map((r) => r.remaining).sort((x, y) => x - y);
-      assert.deepEqual(remainings, Array.from({ length: 50 }, (_, i) => i));
+      const remainings = results
+        .flat()
+        .filter((r) => r.passed)
+        .map((r) => r.remaining)
+        .sort((x, y) => x - y);
+      assert.deepEqual(
+        remainings,
+        Array.from({ length: 50 }, (_, i) => i),
+      );
 
       // Cost 3 from both processes: floor(50 / 3) = 16 fit, 48 counted.
       const id3 = uid();
@@ -307,19 +410,35 @@ for (const backend of BACKENDS) {
       const now = nextWindow() + 5;
       const window = Math.floor(now / D);
       const together = (identifier: string, limit: number, costs: number[]) =>
-        Promise.all(costs.map((cost) => l.check([creq({ identifier, limit, cost })], now))).then((rs) => rs.flat().map((r) => [r.passed, r.remaining]));
+        Promise.all(costs.map((cost) => l.check([creq({ identifier, limit, cost })], now))).then((rs) =>
+          rs.flat().map((r) => [r.passed, r.remaining]),
+        );
       // 3 + 4 + 5 + 2 + 1 = 15 does not fit 10: decided one by one, 5 is refused (7 counted then) and the rest fit.
       const mixed = uid();
-      assert.deepEqual(await together(mixed, 10, [3, 4, 5, 2, 1]), [[true, 7], [true, 3], [false, 3], [true, 1], [true, 0]]);
+      assert.deepEqual(await together(mixed, 10, [3, 4, 5, 2, 1]), [
+        [true, 7],
+        [true, 3],
+        [false, 3],
+        [true, 1],
+        [true, 0],
+      ]);
       assert.equal(await ctx.shared(counterBucket(mixed, 'default', 10, D, window)), 10);
       // From 7 of 10: 4 is refused (3 left), 2 fits (1 left), 5 is refused with the count the 2 left (1 left).
       const refusedTwice = uid();
       assert.deepEqual(await together(refusedTwice, 10, [7]), [[true, 3]]);
-      assert.deepEqual(await together(refusedTwice, 10, [4, 2, 5]), [[false, 3], [true, 1], [false, 1]]);
+      assert.deepEqual(await together(refusedTwice, 10, [4, 2, 5]), [
+        [false, 3],
+        [true, 1],
+        [false, 1],
+      ]);
       assert.equal(await ctx.shared(counterBucket(refusedTwice, 'default', 10, D, window)), 9);
       // 1 + 2 + 3 fits 50: each sees the count it would have seen alone.
       const fitting = uid();
-      assert.deepEqual(await together(fitting, 50, [1, 2, 3]), [[true, 49], [true, 47], [true, 44]]);
+      assert.deepEqual(await together(fitting, 50, [1, 2, 3]), [
+        [true, 49],
+        [true, 47],
+        [true, 44],
+      ]);
       assert.equal(await ctx.shared(counterBucket(fitting, 'default', 50, D, window)), 6);
     });
 
@@ -339,7 +458,7 @@ for (const backend of BACKENDS) {
       assert.equal((await l.check([freq({ identifier: id })], now))[0].passed, false);
     });
 
-    test('fast: after a sync another node sees this node\'s count', async (t) => {
+    test("fast: after a sync another node sees this node's count", async (t) => {
       const ctx = await backend.open(t);
       const a = ctx.limiter();
       const b = await ctx.otherProcess();
@@ -372,14 +491,22 @@ for (const backend of BACKENDS) {
       const b = await ctx.otherProcess();
       const now = nextWindow() + 5;
       const id = uid();
-      const [ra, rb] = await Promise.all([a, b].map((l) => Promise.all(Array.from({ length: 80 }, () => l.check([freq({ identifier: id })], now)))));
+      const [ra, rb] = await Promise.all(
+        [a, b].map((l) => Promise.all(Array.from({ length: 80 }, () => l.check([freq({ identifier: id })], now)))),
+      );
       assert.equal(passes(ra.flat()), 50, 'each node alone is exact');
       assert.equal(passes(rb.flat()), 50);
       await Promise.all([a.sync(), b.sync()]);
       const bucket = counterBucket(id, 'default', 50, D, Math.floor(now / D));
       assert.equal(await ctx.shared(bucket), 100, 'admitted counts are pushed, never lost');
       await Promise.all([a.sync(), b.sync()]);
-      for (const l of [a, b]) assert.deepEqual((await l.check([freq({ identifier: id })], now))[0], { passed: false, limit: 50, remaining: 0, reset: now - 5 + D });
+      for (const l of [a, b])
+        assert.deepEqual((await l.check([freq({ identifier: id })], now))[0], {
+          passed: false,
+          limit: 50,
+          remaining: 0,
+          reset: now - 5 + D,
+        });
     });
 
     test('fast: close() flushes pending counts into the counter that consistent checks share', async (t) => {
@@ -393,7 +520,12 @@ for (const backend of BACKENDS) {
       await assert.rejects(a.check([freq({ identifier: id, limit: 20 })], now), /closed/);
       await a.close(); // idempotent
       assert.equal(await ctx.shared(counterBucket(id, 'default', 20, D, Math.floor(now / D))), 10);
-      assert.deepEqual((await b.check([creq({ identifier: id, limit: 20 })], now))[0], { passed: true, limit: 20, remaining: 9, reset: now - 5 + D });
+      assert.deepEqual((await b.check([creq({ identifier: id, limit: 20 })], now))[0], {
+        passed: true,
+        limit: 20,
+        remaining: 9,
+        reset: now - 5 + D,
+      });
     });
 
     test('fast: a failed sync keeps the counts, keeps deciding locally, and pushes them later', async (t) => {
@@ -451,9 +583,13 @@ for (const backend of BACKENDS) {
         await l.check([creq({ identifier: id })], old);
         await l.check([creq({ identifier: id })], current);
         const bucketAt = (now: number) => counterBucket(id, 'default', 50, D, Math.floor(now / D));
-        const row = await ctx.store.db.selectFrom('ratelimit_counters').selectAll().where('bucket', '=', bucketAt(old)).executeTakeFirstOrThrow();
+        const row = await ctx.store.db
+          .selectFrom('ratelimit_counters')
+          .selectAll()
+          .where('bucket', '=', bucketAt(old))
+          .executeTakeFirstOrThrow();
         assert.deepEqual(row, { bucket: bucketAt(old), count: 1, expires_at: old - 5 + D });
-        assert.ok(await deleteExpiredRatelimitCounters(ctx.store.db, old - 5 + D + 1) >= 1);
+        assert.ok((await deleteExpiredRatelimitCounters(ctx.store.db, old - 5 + D + 1)) >= 1);
         assert.equal(await ctx.shared(bucketAt(old)), null);
         assert.equal(await ctx.shared(bucketAt(current)), 1);
         assert.equal(await deleteExpiredRatelimitCounters(ctx.store.db, old - 5 + D + 1), 0, 'nothing left to delete at that time');

@@ -40,8 +40,17 @@ for (const dialect of DIALECTS) {
 
     test('not "Bearer kh_root_…" → auth/malformed', async () => {
       const { rootKey } = await newKey(['*']);
-      for (const header of ['Basic x', `Basic ${rootKey}`, 'Bearer', 'Bearer garbage', 'Bearer not-a-root-key', `Bearer ${rootKey.slice(8)}`,
-        `Bearer ${rootKey} extra`, `Token ${rootKey}`, 'Bearer kh_root_0OIl0OIl0OIl0OIl0OIl0OIl0OIl']) {
+      for (const header of [
+        'Basic x',
+        `Basic ${rootKey}`,
+        'Bearer',
+        'Bearer garbage',
+        'Bearer not-a-root-key',
+        `Bearer ${rootKey.slice(8)}`,
+        `Bearer ${rootKey} extra`,
+        `Token ${rootKey}`,
+        'Bearer kh_root_0OIl0OIl0OIl0OIl0OIl0OIl0OIl',
+      ]) {
         const err = await expectKind(authenticateRootKey(store.db, header, 'req_x'), 'auth/malformed');
         assert.equal(err.status, 401);
       }
@@ -82,10 +91,16 @@ for (const dialect of DIALECTS) {
       const before = { keys: await count(store.db, 'root_keys'), audit: await count(store.db, 'audit_logs') };
       const err = await expectKind(newKey(['api.*.read_key', 'vault.*.read', 'api.*.fly', 'api.read_key', '']), 'request/invalid-body');
       assert.equal(err.status, 400);
-      assert.deepEqual(err.errors?.map((e) => e.path), ['/permissions/1', '/permissions/2', '/permissions/3', '/permissions/4']);
+      assert.deepEqual(
+        err.errors?.map((e) => e.path),
+        ['/permissions/1', '/permissions/2', '/permissions/3', '/permissions/4'],
+      );
       for (const e of err.errors!) assert.ok(e.message.length > 0);
       const empty = await expectKind(newKey([]), 'request/invalid-body');
-      assert.deepEqual(empty.errors?.map((e) => e.path), ['/permissions']);
+      assert.deepEqual(
+        empty.errors?.map((e) => e.path),
+        ['/permissions'],
+      );
       assert.deepEqual({ keys: await count(store.db, 'root_keys'), audit: await count(store.db, 'audit_logs') }, before);
     });
 
@@ -109,10 +124,13 @@ for (const dialect of DIALECTS) {
       assert.equal(row.hash, hashKey(rootKey));
       assert.equal(row.start, rootKey.slice(0, 12));
       const rows = [
-        ...await store.db.selectFrom('root_keys').selectAll().execute(),
-        ...await store.db.selectFrom('audit_logs').selectAll().execute(),
+        ...(await store.db.selectFrom('root_keys').selectAll().execute()),
+        ...(await store.db.selectFrom('audit_logs').selectAll().execute()),
       ];
-      assert.ok(rows.some((r) => Object.values(r).includes(rootKeyId)), 'the key and its audit record were read');
+      assert.ok(
+        rows.some((r) => Object.values(r).includes(rootKeyId)),
+        'the key and its audit record were read',
+      );
       for (const r of rows) {
         for (const [column, value] of Object.entries(r)) {
           assert.ok(!String(value).includes(secret), `plaintext found in column ${column}`);

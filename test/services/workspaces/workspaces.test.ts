@@ -16,7 +16,9 @@ for (const dialect of DIALECTS) {
       opened.push(f.close);
       return f;
     };
-    after(async () => { for (const c of opened) await c(); });
+    after(async () => {
+      for (const c of opened) await c();
+    });
 
     test('on an empty database: one workspace and a "*" root key that authenticates; null the second time', async () => {
       const { store } = await fresh();
@@ -30,7 +32,10 @@ for (const dialect of DIALECTS) {
       assert.deepEqual([...caller.permissions], ['*']);
       assert.equal(await bootstrap(store.db, undefined), null);
       assert.equal(await bootstrap(store.db, generateRootKey()), null);
-      assert.deepEqual((await store.db.selectFrom('workspaces').select('id').execute()).map((w) => w.id), [result.workspaceId]);
+      assert.deepEqual(
+        (await store.db.selectFrom('workspaces').select('id').execute()).map((w) => w.id),
+        [result.workspaceId],
+      );
       assert.equal(await count(store.db, 'root_keys'), 1);
       // Stored as a hash, audited without the secret.
       const audit = await store.db.selectFrom('audit_logs').selectAll().execute();
@@ -55,7 +60,10 @@ for (const dialect of DIALECTS) {
     test('a malformed given key is refused and leaves the database unbootstrapped', async () => {
       const { store } = await fresh();
       const err = await expectKind(bootstrap(store.db, 'not-a-root-key'), 'request/invalid-body');
-      assert.deepEqual(err.errors?.map((e) => e.path), ['/rootKey']);
+      assert.deepEqual(
+        err.errors?.map((e) => e.path),
+        ['/rootKey'],
+      );
       assert.equal(await count(store.db, 'workspaces'), 0);
       assert.equal(await count(store.db, 'settings'), 0);
       assert.ok(await bootstrap(store.db, undefined));

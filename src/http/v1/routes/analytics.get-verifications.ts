@@ -8,37 +8,51 @@ const KeyId = Type.String({ minLength: 1 });
 const Count = Type.Integer({ minimum: 0 });
 
 export default function analyticsGetVerifications(app: App, deps: Deps) {
-  app.get('/v1/analytics.getVerifications', {
-    schema: {
-      ...requires('Verification counts of an API\'s keys, grouped by time, key or identity', '`api.<apiId>.read_analytics`'),
-      querystring: Type.Object({
-        apiId: Type.String({ minLength: 1 }),
-        start: Type.Integer({ minimum: 0, description: 'Epoch ms. Widened to the start of its bucket.' }),
-        end: Type.Optional(Type.Integer({ minimum: 1, description: 'Epoch ms, exclusive; default now. Widened to the end of its bucket.' })),
-        keyId: Type.Optional(Type.Union([KeyId, Type.Array(KeyId, { minItems: 1, maxItems: 100 })], { description: 'Only these keys; repeat for several.' })),
-        externalId: Type.Optional(Type.String({ minLength: 1, description: 'Only verifications of this identity\'s keys.' })),
-        groupBy: Type.Optional(Type.Union([Grouping, Type.Array(Grouping, { minItems: 1, maxItems: 3 })], {
-          description: 'Repeat to combine; at most one of hour, day, month. Grouped by time alone, the series is zero-filled.',
-        })),
-        limit: Type.Optional(Type.Integer({ minimum: 1 })),
-        orderBy: Type.Optional(OneOf(ORDER_FIELDS)),
-        order: Type.Optional(OneOf(['asc', 'desc'] as const)),
-      }),
-      response: responses(Type.Array(Type.Object({
-        time: Type.Optional(Type.Integer({ description: 'Start of the bucket (UTC hour, day or month), epoch ms.' })),
-        keyId: Type.Optional(Type.String()),
-        identity: Type.Optional(Type.Object({ id: Type.String(), externalId: Type.String() })),
-        valid: Count,
-        notFound: Count,
-        forbidden: Count,
-        usageExceeded: Count,
-        rateLimited: Count,
-        unauthorized: Count,
-        disabled: Count,
-        insufficientPermissions: Count,
-        expired: Count,
-        total: Count,
-      }))),
+  app.get(
+    '/v1/analytics.getVerifications',
+    {
+      schema: {
+        ...requires("Verification counts of an API's keys, grouped by time, key or identity", '`api.<apiId>.read_analytics`'),
+        querystring: Type.Object({
+          apiId: Type.String({ minLength: 1 }),
+          start: Type.Integer({ minimum: 0, description: 'Epoch ms. Widened to the start of its bucket.' }),
+          end: Type.Optional(
+            Type.Integer({ minimum: 1, description: 'Epoch ms, exclusive; default now. Widened to the end of its bucket.' }),
+          ),
+          keyId: Type.Optional(
+            Type.Union([KeyId, Type.Array(KeyId, { minItems: 1, maxItems: 100 })], { description: 'Only these keys; repeat for several.' }),
+          ),
+          externalId: Type.Optional(Type.String({ minLength: 1, description: "Only verifications of this identity's keys." })),
+          groupBy: Type.Optional(
+            Type.Union([Grouping, Type.Array(Grouping, { minItems: 1, maxItems: 3 })], {
+              description: 'Repeat to combine; at most one of hour, day, month. Grouped by time alone, the series is zero-filled.',
+            }),
+          ),
+          limit: Type.Optional(Type.Integer({ minimum: 1 })),
+          orderBy: Type.Optional(OneOf(ORDER_FIELDS)),
+          order: Type.Optional(OneOf(['asc', 'desc'] as const)),
+        }),
+        response: responses(
+          Type.Array(
+            Type.Object({
+              time: Type.Optional(Type.Integer({ description: 'Start of the bucket (UTC hour, day or month), epoch ms.' })),
+              keyId: Type.Optional(Type.String()),
+              identity: Type.Optional(Type.Object({ id: Type.String(), externalId: Type.String() })),
+              valid: Count,
+              notFound: Count,
+              forbidden: Count,
+              usageExceeded: Count,
+              rateLimited: Count,
+              unauthorized: Count,
+              disabled: Count,
+              insufficientPermissions: Count,
+              expired: Count,
+              total: Count,
+            }),
+          ),
+        ),
+      },
     },
-  }, (req) => getApiVerifications(deps.store.db, req.caller, req.query));
+    (req) => getApiVerifications(deps.store.db, req.caller, req.query),
+  );
 }

@@ -11,14 +11,19 @@ export async function answerVerifyKey(verifier: Verifier, body: VerifyRequest, r
 }
 
 export default function keysVerifyKey(app: App, deps: Deps) {
-  app.post(VERIFY_PATH, {
-    config: { public: true },
-    schema: {
-      summary: 'Verify a key',
-      description: 'Verify a key presented to your API. Needs no root key: the key is the credential (an Authorization header is ignored). '
-        + 'Always 200 with `valid` and `code`; checks in order NOT_FOUND, DISABLED, FORBIDDEN, EXPIRED, INSUFFICIENT_PERMISSIONS, RATE_LIMITED, USAGE_EXCEEDED, VALID.',
-      body: VerifyKeyBody,
-      response: responses(VerifyKeyResult),
+  app.post(
+    VERIFY_PATH,
+    {
+      config: { public: true },
+      schema: {
+        summary: 'Verify a key',
+        description:
+          'Verify a key presented to your API. Needs no root key: the key is the credential (an Authorization header is ignored). ' +
+          'Always 200 with `valid` and `code`; checks in order NOT_FOUND, DISABLED, FORBIDDEN, EXPIRED, INSUFFICIENT_PERMISSIONS, RATE_LIMITED, USAGE_EXCEEDED, VALID.',
+        body: VerifyKeyBody,
+        response: responses(VerifyKeyResult),
+      },
     },
-  }, (req) => answerVerifyKey(deps.verifier, req.body, req.id));
+    (req) => answerVerifyKey(deps.verifier, req.body, req.id),
+  );
 }

@@ -6,7 +6,9 @@ import { securityTests } from '../../../helpers/security.ts';
 for (const dialect of DIALECTS) {
   describe(`apis.createApi (${dialect})`, () => {
     let w: World;
-    before(async () => { w = await world(dialect); });
+    before(async () => {
+      w = await world(dialect);
+    });
     after(() => w.close());
 
     test('creates an API readable with getApi, and audits it', async () => {
@@ -16,20 +18,32 @@ for (const dialect of DIALECTS) {
       const got = await w.get('/v1/apis.getApi', { apiId: res.json.apiId });
       assert.deepEqual(got.json, { id: res.json.apiId, name: 'payments', workspaceId: w.workspaceId });
       const audit = await w.store.db.selectFrom('audit_logs').selectAll().where('target_id', '=', res.json.apiId).execute();
-      assert.deepEqual(audit.map((a) => a.event), ['api.create']);
+      assert.deepEqual(
+        audit.map((a) => a.event),
+        ['api.create'],
+      );
       assert.equal(audit[0].actor_type, 'root_key');
       assert.equal(audit[0].request_id, res.headers['x-request-id']);
     });
 
     test('name shorter than 3, wrong type or missing → 400 listing the problem; nothing written', async () => {
-      const before = await w.store.db.selectFrom('apis').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+      const before = await w.store.db
+        .selectFrom('apis')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .executeTakeFirstOrThrow();
       for (const body of [{ name: 'ab' }, { name: 42 }, {}]) {
         const res = await w.post('/v1/apis.createApi', body);
         assert.equal(res.status, 400, res.body);
         assert.equal(res.json.error.code, 'BAD_REQUEST');
-        assert.deepEqual(res.json.error.errors.map((e: { path: string }) => e.path), ['/name']);
+        assert.deepEqual(
+          res.json.error.errors.map((e: { path: string }) => e.path),
+          ['/name'],
+        );
       }
-      const after = await w.store.db.selectFrom('apis').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+      const after = await w.store.db
+        .selectFrom('apis')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .executeTakeFirstOrThrow();
       assert.equal(Number(after.n), Number(before.n));
     });
 

@@ -8,17 +8,24 @@ import { hashKey } from '../../../../src/crypto/keys.ts';
 for (const dialect of DIALECTS) {
   describe(`apis.deleteApi (${dialect})`, () => {
     let w: World;
-    before(async () => { w = await world(dialect); });
+    before(async () => {
+      w = await world(dialect);
+    });
     after(() => w.close());
 
     const apiRow = (apiId: string) => w.store.db.selectFrom('apis').selectAll().where('id', '=', apiId).executeTakeFirstOrThrow();
-    const keyRows = (apiId: string) => w.store.db.selectFrom('keys').select(['id', 'deleted_at', 'updated_at']).where('api_id', '=', apiId).orderBy('id').execute();
-    const deleteAudits = (apiId: string) => w.store.db.selectFrom('audit_logs').selectAll()
-      .where('target_id', '=', apiId).where('event', '=', 'api.delete').execute();
+    const keyRows = (apiId: string) =>
+      w.store.db.selectFrom('keys').select(['id', 'deleted_at', 'updated_at']).where('api_id', '=', apiId).orderBy('id').execute();
+    const deleteAudits = (apiId: string) =>
+      w.store.db.selectFrom('audit_logs').selectAll().where('target_id', '=', apiId).where('event', '=', 'api.delete').execute();
 
     test('soft-deletes the API and all its live keys; then getApi, listKeys and getKey are 404', async () => {
       const apiId = await w.createApi('doomed');
-      const keys = [await w.createKey({ apiId }), await w.createKey({ apiId, externalId: 'someone' }), await w.createKey({ apiId, name: 'third' })];
+      const keys = [
+        await w.createKey({ apiId }),
+        await w.createKey({ apiId, externalId: 'someone' }),
+        await w.createKey({ apiId, name: 'third' }),
+      ];
       const survivorApi = await w.createApi('survivor');
       const survivor = await w.createKey({ apiId: survivorApi });
 
@@ -32,7 +39,10 @@ for (const dialect of DIALECTS) {
       const api = await apiRow(apiId);
       assert.ok(api.deleted_at !== null && api.deleted_at >= t0 && api.deleted_at <= t1, `api deleted_at ${api.deleted_at}`);
       const rows = await keyRows(apiId);
-      assert.deepEqual(rows.map((r) => r.id), keys.map((k) => k.keyId).sort());
+      assert.deepEqual(
+        rows.map((r) => r.id),
+        keys.map((k) => k.keyId).sort(),
+      );
       for (const r of rows) {
         assert.equal(r.deleted_at, api.deleted_at);
         assert.equal(r.updated_at, api.deleted_at);
@@ -96,7 +106,10 @@ for (const dialect of DIALECTS) {
       assert.equal(res.status, 200, res.body);
       const rootKey = await w.store.db.selectFrom('root_keys').select('id').where('hash', '=', hashKey(w.root)).executeTakeFirstOrThrow();
       const audit = await w.store.db.selectFrom('audit_logs').selectAll().where('target_id', '=', apiId).orderBy('id').execute();
-      assert.deepEqual(audit.map((a) => a.event), ['api.create', 'api.delete']);
+      assert.deepEqual(
+        audit.map((a) => a.event),
+        ['api.create', 'api.delete'],
+      );
       const a = audit[1];
       assert.equal(a.workspace_id, w.workspaceId);
       assert.equal(a.actor_type, 'root_key');
@@ -133,13 +146,19 @@ for (const dialect of DIALECTS) {
     });
 
     test('unknown API → 404; nothing written', async () => {
-      const before = await w.store.db.selectFrom('audit_logs').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+      const before = await w.store.db
+        .selectFrom('audit_logs')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .executeTakeFirstOrThrow();
       const res = await w.post('/v1/apis.deleteApi', { apiId: 'api_1111111111111111111111' });
       assert.equal(res.status, 404, res.body);
       assert.equal(res.json.error.code, 'NOT_FOUND');
       assert.equal(res.json.error.type, 'https://keyhold.dev/errors/data/api-not-found');
       assert.equal(res.json.error.detail, 'api api_1111111111111111111111 not found');
-      const after = await w.store.db.selectFrom('audit_logs').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+      const after = await w.store.db
+        .selectFrom('audit_logs')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .executeTakeFirstOrThrow();
       assert.equal(Number(after.n), Number(before.n));
     });
 
@@ -149,7 +168,10 @@ for (const dialect of DIALECTS) {
         assert.equal(res.status, 400, res.body);
         assert.equal(res.json.error.code, 'BAD_REQUEST');
         assert.equal(res.json.error.type, 'https://keyhold.dev/errors/request/invalid-body');
-        assert.deepEqual(res.json.error.errors.map((e: { path: string }) => e.path), ['/apiId']);
+        assert.deepEqual(
+          res.json.error.errors.map((e: { path: string }) => e.path),
+          ['/apiId'],
+        );
       }
       const apiId = await w.createApi('extra-members');
       const res = await w.post('/v1/apis.deleteApi', { apiId, permanent: true, whatever: 1 });
@@ -213,7 +235,11 @@ for (const dialect of DIALECTS) {
       for (const scoped of [true, false]) {
         const apiId = await w.createApi(scoped ? 'scoped-delete' : 'wildcard-delete');
         const { keyId } = await w.createKey({ apiId });
-        const res = await w.post('/v1/apis.deleteApi', { apiId }, await w.rootKey([scoped ? `api.${apiId}.delete_api` : 'api.*.delete_api']));
+        const res = await w.post(
+          '/v1/apis.deleteApi',
+          { apiId },
+          await w.rootKey([scoped ? `api.${apiId}.delete_api` : 'api.*.delete_api']),
+        );
         assert.equal(res.status, 200, res.body);
         assert.deepEqual(res.json, {});
         assert.equal((await w.get('/v1/keys.getKey', { keyId })).status, 404);
@@ -224,7 +250,11 @@ for (const dialect of DIALECTS) {
       const apiId = await w.createApi('kept');
       const { keyId } = await w.createKey({ apiId });
       const otherApiId = await w.createApi('other-deletable');
-      for (const permissions of [[`api.${otherApiId}.delete_api`], [`api.${apiId}.delete_key`, `api.${apiId}.update_api`], ['api.*.delete_key']]) {
+      for (const permissions of [
+        [`api.${otherApiId}.delete_api`],
+        [`api.${apiId}.delete_key`, `api.${apiId}.update_api`],
+        ['api.*.delete_key'],
+      ]) {
         const res = await w.post('/v1/apis.deleteApi', { apiId }, await w.rootKey(permissions));
         assert.equal(res.status, 403, `${permissions.join(',')}: ${res.body}`);
         assert.equal(res.json.error.code, 'INSUFFICIENT_PERMISSIONS');
@@ -235,7 +265,7 @@ for (const dialect of DIALECTS) {
       assert.equal((await deleteAudits(apiId)).length, 0);
     });
 
-    test('another workspace\'s API → 404 (never 403) and stays intact', async () => {
+    test("another workspace's API → 404 (never 403) and stays intact", async () => {
       const other = await w.otherWorkspace();
       const theirs = await w.createApi('theirs', other.root);
       const { keyId } = await w.createKey({ apiId: theirs }, other.root);
@@ -252,12 +282,18 @@ for (const dialect of DIALECTS) {
     // The permission names the API the request is about; `request` creates it, so read it afterwards.
     let securityApiId = '<apiId>';
     securityTests(() => w, {
-      get permission() { return `api.${securityApiId}.delete_api`; },
+      get permission() {
+        return `api.${securityApiId}.delete_api`;
+      },
       request: async (w) => {
         securityApiId = await w.createApi('secure');
         return { method: 'POST', path: '/v1/apis.deleteApi', body: { apiId: securityApiId } };
       },
-      foreign: async (w, other) => ({ method: 'POST', path: '/v1/apis.deleteApi', body: { apiId: await w.createApi('foreign', other.root) } }),
+      foreign: async (w, other) => ({
+        method: 'POST',
+        path: '/v1/apis.deleteApi',
+        body: { apiId: await w.createApi('foreign', other.root) },
+      }),
     });
   });
 }

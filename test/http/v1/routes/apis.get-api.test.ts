@@ -6,7 +6,9 @@ import { securityTests } from '../../../helpers/security.ts';
 for (const dialect of DIALECTS) {
   describe(`apis.getApi (${dialect})`, () => {
     let w: World;
-    before(async () => { w = await world(dialect); });
+    before(async () => {
+      w = await world(dialect);
+    });
     after(() => w.close());
 
     test('returns exactly {id, name, workspaceId} of the stored API', async () => {
@@ -30,7 +32,10 @@ for (const dialect of DIALECTS) {
       const res = await w.get('/v1/apis.getApi', { apiId });
       assert.equal(res.status, 200, res.body);
       const audit = await w.store.db.selectFrom('audit_logs').select('event').where('target_id', '=', apiId).execute();
-      assert.deepEqual(audit.map((a) => a.event), ['api.create']);
+      assert.deepEqual(
+        audit.map((a) => a.event),
+        ['api.create'],
+      );
     });
 
     test('missing or empty apiId → 400 naming /apiId', async () => {
@@ -39,7 +44,10 @@ for (const dialect of DIALECTS) {
         assert.equal(res.status, 400, res.body);
         assert.equal(res.json.error.code, 'BAD_REQUEST');
         assert.equal(res.json.error.type, 'https://keyhold.dev/errors/request/invalid-body');
-        assert.deepEqual(res.json.error.errors.map((e: { path: string }) => e.path), ['/apiId']);
+        assert.deepEqual(
+          res.json.error.errors.map((e: { path: string }) => e.path),
+          ['/apiId'],
+        );
       }
     });
 
@@ -71,7 +79,11 @@ for (const dialect of DIALECTS) {
     test('read_api on another API, or another action on this one → 403 naming api.<apiId>.read_api', async () => {
       const apiId = await w.createApi('not-mine');
       const otherApiId = await w.createApi('mine');
-      for (const permissions of [[`api.${otherApiId}.read_api`], [`api.${apiId}.read_key`, `api.${apiId}.delete_api`], ['api.*.read_key']]) {
+      for (const permissions of [
+        [`api.${otherApiId}.read_api`],
+        [`api.${apiId}.read_key`, `api.${apiId}.delete_api`],
+        ['api.*.read_key'],
+      ]) {
         const res = await w.get('/v1/apis.getApi', { apiId }, await w.rootKey(permissions));
         assert.equal(res.status, 403, `${permissions.join(',')}: ${res.body}`);
         assert.equal(res.json.error.code, 'INSUFFICIENT_PERMISSIONS');
@@ -79,7 +91,7 @@ for (const dialect of DIALECTS) {
       }
     });
 
-    test('another workspace\'s API is 404 even for a root key lacking read_api (never 403)', async () => {
+    test("another workspace's API is 404 even for a root key lacking read_api (never 403)", async () => {
       const other = await w.otherWorkspace();
       const theirs = await w.createApi('theirs', other.root);
       for (const key of [w.root, await w.rootKey(['api.*.read_key']), await w.rootKey([`api.${theirs}.read_api`])]) {
@@ -94,7 +106,9 @@ for (const dialect of DIALECTS) {
     // The permission names the API the request is about; `request` creates it, so read it afterwards.
     let securityApiId = '<apiId>';
     securityTests(() => w, {
-      get permission() { return `api.${securityApiId}.read_api`; },
+      get permission() {
+        return `api.${securityApiId}.read_api`;
+      },
       request: async (w) => {
         securityApiId = await w.createApi('secure');
         return { method: 'GET', path: '/v1/apis.getApi', query: { apiId: securityApiId } };

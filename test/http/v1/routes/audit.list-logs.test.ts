@@ -5,12 +5,19 @@ import type { Loose } from '../../../helpers/json.ts';
 import { securityTests } from '../../../helpers/security.ts';
 
 /** An audit.listLogs page, with the members these tests compute with. */
-type Logs = Loose<{ logs: Array<Loose<{ id: string; event: string; requestId: string; actor: { type: string; id: string }; target: { type: string; id: string } }>>; cursor?: string }>;
+type Logs = Loose<{
+  logs: Array<
+    Loose<{ id: string; event: string; requestId: string; actor: { type: string; id: string }; target: { type: string; id: string } }>
+  >;
+  cursor?: string;
+}>;
 
 for (const dialect of DIALECTS) {
   describe(`audit.listLogs (${dialect})`, () => {
     let w: World;
-    before(async () => { w = await world(dialect); });
+    before(async () => {
+      w = await world(dialect);
+    });
     after(() => w.close());
 
     test('lists mutations newest first with actor, target, request id; pages with a cursor', async () => {
@@ -19,7 +26,10 @@ for (const dialect of DIALECTS) {
       await w.post('/v1/keys.deleteKey', { keyId });
       const res = await w.get<Logs>('/v1/audit.listLogs', { targetId: keyId });
       assert.equal(res.status, 200, res.body);
-      assert.deepEqual(res.json.logs.map((l: { event: string }) => l.event), ['key.delete', 'key.create']);
+      assert.deepEqual(
+        res.json.logs.map((l: { event: string }) => l.event),
+        ['key.delete', 'key.create'],
+      );
       const created = res.json.logs[1];
       assert.equal(created.actor.type, 'root_key');
       assert.match(created.actor.id, /^rk_/);
@@ -37,14 +47,17 @@ for (const dialect of DIALECTS) {
       assert.ok(first.json.logs[1].id > second.json.logs[0].id, 'newest first across pages');
     });
 
-    test('filters by event and time; only the caller\'s workspace', async () => {
+    test("filters by event and time; only the caller's workspace", async () => {
       const t0 = Date.now();
       const apiId = await w.createApi('filtered');
       const other = await w.otherWorkspace();
       await w.createApi('elsewhere', other.root);
       const res = await w.get<Logs>('/v1/audit.listLogs', { event: 'api.create', since: t0 });
       assert.equal(res.status, 200, res.body);
-      assert.deepEqual(res.json.logs.map((l: { target: { id: string } }) => l.target.id), [apiId]);
+      assert.deepEqual(
+        res.json.logs.map((l: { target: { id: string } }) => l.target.id),
+        [apiId],
+      );
       const none = await w.get('/v1/audit.listLogs', { event: 'api.create', until: t0 - 60_000 });
       assert.deepEqual(none.json.logs, []);
       assert.equal(none.json.cursor, undefined);

@@ -10,7 +10,9 @@ type IdentityPage = Loose<{ identities: Array<Loose<{ id: string }>>; total: num
 for (const dialect of DIALECTS) {
   describe(`identities (${dialect})`, () => {
     let w: World;
-    before(async () => { w = await world(dialect); });
+    before(async () => {
+      w = await world(dialect);
+    });
     after(() => w.close());
 
     const create = async (body: Record<string, unknown>, key?: string) => {
@@ -20,16 +22,32 @@ for (const dialect of DIALECTS) {
     };
 
     test('create, then get by id and by externalId, with meta and rate limits; audited', async () => {
-      const identityId = await create({ externalId: 'user_1', meta: { plan: 'pro' }, ratelimits: [{ name: 'tokens', limit: 10, duration: 60_000 }, { name: 'calls', limit: 5, duration: 1000 }] });
+      const identityId = await create({
+        externalId: 'user_1',
+        meta: { plan: 'pro' },
+        ratelimits: [
+          { name: 'tokens', limit: 10, duration: 60_000 },
+          { name: 'calls', limit: 5, duration: 1000 },
+        ],
+      });
       assert.match(identityId, /^id_/);
       const expected = {
-        id: identityId, externalId: 'user_1', environment: 'default', meta: { plan: 'pro' },
-        ratelimits: [{ name: 'calls', limit: 5, duration: 1000 }, { name: 'tokens', limit: 10, duration: 60_000 }],
+        id: identityId,
+        externalId: 'user_1',
+        environment: 'default',
+        meta: { plan: 'pro' },
+        ratelimits: [
+          { name: 'calls', limit: 5, duration: 1000 },
+          { name: 'tokens', limit: 10, duration: 60_000 },
+        ],
       };
       assert.deepEqual((await w.get('/v1/identities.getIdentity', { identityId })).json, expected);
       assert.deepEqual((await w.get('/v1/identities.getIdentity', { externalId: 'user_1' })).json, expected);
       const audit = await w.store.db.selectFrom('audit_logs').select('event').where('target_id', '=', identityId).execute();
-      assert.deepEqual(audit.map((a) => a.event), ['identity.create']);
+      assert.deepEqual(
+        audit.map((a) => a.event),
+        ['identity.create'],
+      );
     });
 
     test('duplicate externalId → 409; nothing written', async () => {
@@ -45,12 +63,24 @@ for (const dialect of DIALECTS) {
       const empty = await w.post('/v1/identities.createIdentity', { externalId: '', ratelimits: [{ name: 'a', limit: 1, duration: 10 }] });
       assert.equal(empty.status, 400, empty.body);
       assert.deepEqual(empty.json.error.errors.map((e: { path: string }) => e.path).sort(), ['/externalId', '/ratelimits/0/duration']);
-      const dup = await w.post('/v1/identities.createIdentity', { externalId: 'twice', ratelimits: [{ name: 'a', limit: 1, duration: 1000 }, { name: 'a', limit: 2, duration: 1000 }] });
+      const dup = await w.post('/v1/identities.createIdentity', {
+        externalId: 'twice',
+        ratelimits: [
+          { name: 'a', limit: 1, duration: 1000 },
+          { name: 'a', limit: 2, duration: 1000 },
+        ],
+      });
       assert.equal(dup.status, 400, dup.body);
-      assert.deepEqual(dup.json.error.errors.map((e: { path: string }) => e.path), ['/ratelimits/1/name']);
+      assert.deepEqual(
+        dup.json.error.errors.map((e: { path: string }) => e.path),
+        ['/ratelimits/1/name'],
+      );
       const big = await w.post('/v1/identities.createIdentity', { externalId: 'big', meta: { blob: 'x'.repeat(70_000) } });
       assert.equal(big.status, 400, big.body);
-      assert.deepEqual(big.json.error.errors.map((e: { path: string }) => e.path), ['/meta']);
+      assert.deepEqual(
+        big.json.error.errors.map((e: { path: string }) => e.path),
+        ['/meta'],
+      );
       const none = await w.store.db.selectFrom('identities').select('id').where('external_id', 'in', ['twice', 'big']).execute();
       assert.deepEqual(none, []);
     });
@@ -85,7 +115,13 @@ for (const dialect of DIALECTS) {
       const body = { externalId: 'upd', meta: { b: 2 }, ratelimits: [{ name: 'new', limit: 3, duration: 2000 }] };
       const first = await w.post('/v1/identities.updateIdentity', body);
       assert.equal(first.status, 200, first.body);
-      assert.deepEqual(first.json, { id: identityId, externalId: 'upd', environment: 'default', meta: { b: 2 }, ratelimits: [{ name: 'new', limit: 3, duration: 2000 }] });
+      assert.deepEqual(first.json, {
+        id: identityId,
+        externalId: 'upd',
+        environment: 'default',
+        meta: { b: 2 },
+        ratelimits: [{ name: 'new', limit: 3, duration: 2000 }],
+      });
       const again = await w.post('/v1/identities.updateIdentity', body);
       assert.deepEqual(again.json, first.json);
       const metaOnly = await w.post('/v1/identities.updateIdentity', { identityId, meta: {} });
@@ -94,7 +130,10 @@ for (const dialect of DIALECTS) {
       const unknown = await w.post('/v1/identities.updateIdentity', { identityId: 'id_nope', meta: {} });
       assert.equal(unknown.status, 404, unknown.body);
       const events = await w.store.db.selectFrom('audit_logs').select('event').where('target_id', '=', identityId).execute();
-      assert.deepEqual(events.map((e) => e.event), ['identity.create', 'identity.update', 'identity.update', 'identity.update']);
+      assert.deepEqual(
+        events.map((e) => e.event),
+        ['identity.create', 'identity.update', 'identity.update', 'identity.update'],
+      );
     });
 
     test('delete removes the identity and its rate limits; its keys stay, unlinked; second delete → 404', async () => {
@@ -124,28 +163,57 @@ for (const dialect of DIALECTS) {
       assert.match(denied.json.error.detail, new RegExp(`identity\\.${b}\\.read_identity`));
     });
 
-    describe('createIdentity security', () => securityTests(() => w, {
-      permission: 'identity.*.create_identity',
-      request: async () => ({ method: 'POST', path: '/v1/identities.createIdentity', body: { externalId: `sec_${Math.random()}` } }),
-    }));
-    describe('getIdentity security', () => securityTests(() => w, {
-      permission: 'read_identity',
-      request: async () => ({ method: 'GET', path: '/v1/identities.getIdentity', query: { identityId: await create({ externalId: `g_${Math.random()}` }) } }),
-      foreign: async (_w, other) => ({ method: 'GET', path: '/v1/identities.getIdentity', query: { identityId: await create({ externalId: 'foreign' }, other.root) } }),
-    }));
-    describe('listIdentities security', () => securityTests(() => w, {
-      permission: 'identity.*.read_identity',
-      request: async () => ({ method: 'GET', path: '/v1/identities.listIdentities', query: { limit: 1 } }),
-    }));
-    describe('updateIdentity security', () => securityTests(() => w, {
-      permission: 'update_identity',
-      request: async () => ({ method: 'POST', path: '/v1/identities.updateIdentity', body: { identityId: await create({ externalId: `u_${Math.random()}` }), meta: {} } }),
-      foreign: async (_w, other) => ({ method: 'POST', path: '/v1/identities.updateIdentity', body: { identityId: await create({ externalId: 'foreign-u' }, other.root), meta: {} } }),
-    }));
-    describe('deleteIdentity security', () => securityTests(() => w, {
-      permission: 'delete_identity',
-      request: async () => ({ method: 'POST', path: '/v1/identities.deleteIdentity', body: { identityId: await create({ externalId: `d_${Math.random()}` }) } }),
-      foreign: async (_w, other) => ({ method: 'POST', path: '/v1/identities.deleteIdentity', body: { identityId: await create({ externalId: 'foreign-d' }, other.root) } }),
-    }));
+    describe('createIdentity security', () =>
+      securityTests(() => w, {
+        permission: 'identity.*.create_identity',
+        request: async () => ({ method: 'POST', path: '/v1/identities.createIdentity', body: { externalId: `sec_${Math.random()}` } }),
+      }));
+    describe('getIdentity security', () =>
+      securityTests(() => w, {
+        permission: 'read_identity',
+        request: async () => ({
+          method: 'GET',
+          path: '/v1/identities.getIdentity',
+          query: { identityId: await create({ externalId: `g_${Math.random()}` }) },
+        }),
+        foreign: async (_w, other) => ({
+          method: 'GET',
+          path: '/v1/identities.getIdentity',
+          query: { identityId: await create({ externalId: 'foreign' }, other.root) },
+        }),
+      }));
+    describe('listIdentities security', () =>
+      securityTests(() => w, {
+        permission: 'identity.*.read_identity',
+        request: async () => ({ method: 'GET', path: '/v1/identities.listIdentities', query: { limit: 1 } }),
+      }));
+    describe('updateIdentity security', () =>
+      securityTests(() => w, {
+        permission: 'update_identity',
+        request: async () => ({
+          method: 'POST',
+          path: '/v1/identities.updateIdentity',
+          body: { identityId: await create({ externalId: `u_${Math.random()}` }), meta: {} },
+        }),
+        foreign: async (_w, other) => ({
+          method: 'POST',
+          path: '/v1/identities.updateIdentity',
+          body: { identityId: await create({ externalId: 'foreign-u' }, other.root), meta: {} },
+        }),
+      }));
+    describe('deleteIdentity security', () =>
+      securityTests(() => w, {
+        permission: 'delete_identity',
+        request: async () => ({
+          method: 'POST',
+          path: '/v1/identities.deleteIdentity',
+          body: { identityId: await create({ externalId: `d_${Math.random()}` }) },
+        }),
+        foreign: async (_w, other) => ({
+          method: 'POST',
+          path: '/v1/identities.deleteIdentity',
+          body: { identityId: await create({ externalId: 'foreign-d' }, other.root) },
+        }),
+      }));
   });
 }

@@ -13,7 +13,17 @@ const ALPHABET = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz';
 const decode58 = (s: string): bigint => [...s].reduce((n, c) => n * 58n + BigInt(ALPHABET.indexOf(c)), 0n);
 
 /** Every table a createKey may write: equal snapshots mean nothing was written. */
-const TABLES = ['keys', 'identities', 'roles', 'permissions', 'keys_roles', 'keys_permissions', 'ratelimits', 'encrypted_keys', 'audit_logs'] as const;
+const TABLES = [
+  'keys',
+  'identities',
+  'roles',
+  'permissions',
+  'keys_roles',
+  'keys_permissions',
+  'ratelimits',
+  'encrypted_keys',
+  'audit_logs',
+] as const;
 /** A keys.createKey answer. */
 type Created = { keyId: string; key: string };
 const auditOf = (w: World, targetId: string) =>
@@ -80,7 +90,12 @@ for (const dialect of DIALECTS) {
     });
 
     test('byteLength sets the amount of randomness (default 16)', async () => {
-      for (const [byteLength, bytes] of [[undefined, 16], [16, 16], [32, 32], [255, 255]] as const) {
+      for (const [byteLength, bytes] of [
+        [undefined, 16],
+        [16, 16],
+        [32, 32],
+        [255, 255],
+      ] as const) {
         for (let i = 0; i < 3; i++) {
           const { key } = await w.createKey({ apiId, prefix: 'bl', ...(byteLength ? { byteLength } : {}) });
           const random = key.slice('bl_'.length);
@@ -94,7 +109,7 @@ for (const dialect of DIALECTS) {
       }
     });
 
-    test('the api\'s default prefix and byte length apply when the request gives none', async () => {
+    test("the api's default prefix and byte length apply when the request gives none", async () => {
       const api = await w.createApi('defaults-api');
       await w.store.db.updateTable('apis').set({ default_prefix: 'dflt', default_bytes: 32 }).where('id', '=', api).execute();
       const { key, keyId } = await w.createKey({ apiId: api });
@@ -109,25 +124,49 @@ for (const dialect of DIALECTS) {
     test('every field is stored and read back through getKey', async () => {
       const t0 = Date.now();
       const body = {
-        apiId, prefix: 'full', name: 'Full key', externalId: 'user_full',
+        apiId,
+        prefix: 'full',
+        name: 'Full key',
+        externalId: 'user_full',
         meta: { plan: 'pro', nested: { list: [1, 'two', { three: null }], flag: false }, unicode: 'ünï 🔑' },
-        expires: t0 + 86_400_000, remaining: 50, refill: { interval: 'monthly', amount: 100 },
-        ratelimit: { type: 'fast', limit: 10, duration: 60_000 }, enabled: false, environment: 'staging',
-        roles: ['full-admin'], permissions: ['documents.read'],
+        expires: t0 + 86_400_000,
+        remaining: 50,
+        refill: { interval: 'monthly', amount: 100 },
+        ratelimit: { type: 'fast', limit: 10, duration: 60_000 },
+        enabled: false,
+        environment: 'staging',
+        roles: ['full-admin'],
+        permissions: ['documents.read'],
       };
       const { key, keyId } = await w.createKey(body);
       const t1 = Date.now();
       const got = await w.get<Loose<{ createdAt: number }>>('/v1/keys.getKey', { keyId });
       assert.equal(got.status, 200, got.body);
       assert.ok(got.json.createdAt >= t0 && got.json.createdAt <= t1, `createdAt ${got.json.createdAt} outside [${t0}, ${t1}]`);
-      const identity = await w.store.db.selectFrom('identities').selectAll().where('external_id', '=', 'user_full').executeTakeFirstOrThrow();
+      const identity = await w.store.db
+        .selectFrom('identities')
+        .selectAll()
+        .where('external_id', '=', 'user_full')
+        .executeTakeFirstOrThrow();
       assert.deepEqual(got.json, {
-        id: keyId, start: key.slice(0, 'full_'.length + 4), apiId, workspaceId: w.workspaceId, name: 'Full key',
-        ownerId: 'user_full', externalId: 'user_full', meta: body.meta,
-        createdAt: got.json.createdAt, updatedAt: got.json.createdAt, expires: body.expires, remaining: 50,
+        id: keyId,
+        start: key.slice(0, 'full_'.length + 4),
+        apiId,
+        workspaceId: w.workspaceId,
+        name: 'Full key',
+        ownerId: 'user_full',
+        externalId: 'user_full',
+        meta: body.meta,
+        createdAt: got.json.createdAt,
+        updatedAt: got.json.createdAt,
+        expires: body.expires,
+        remaining: 50,
         refill: { interval: 'monthly', amount: 100, refillDay: 1, lastRefillAt: got.json.createdAt },
         ratelimit: { async: true, type: 'fast', limit: 10, duration: 60_000, refillRate: 10, refillInterval: 60_000 },
-        roles: ['full-admin'], permissions: ['documents.read'], enabled: false, environment: 'staging',
+        roles: ['full-admin'],
+        permissions: ['documents.read'],
+        enabled: false,
+        environment: 'staging',
         identity: { id: identity.id, externalId: 'user_full', meta: {} },
       });
       const row = await keyRow(w, keyId);
@@ -142,12 +181,31 @@ for (const dialect of DIALECTS) {
       const got = await w.get('/v1/keys.getKey', { keyId });
       assert.equal(got.status, 200, got.body);
       assert.deepEqual(got.json, {
-        id: keyId, start: key.slice(0, 4), apiId, workspaceId: w.workspaceId,
-        createdAt: got.json.createdAt, updatedAt: got.json.createdAt, roles: [], permissions: [], enabled: true,
+        id: keyId,
+        start: key.slice(0, 4),
+        apiId,
+        workspaceId: w.workspaceId,
+        createdAt: got.json.createdAt,
+        updatedAt: got.json.createdAt,
+        roles: [],
+        permissions: [],
+        enabled: true,
       });
       const row = await keyRow(w, keyId);
       assert.deepEqual(
-        [row.name, row.identity_id, row.meta, row.environment, row.expires_at, row.remaining, row.refill_interval, row.refill_amount, row.refill_day, row.last_refill_at, row.deleted_at],
+        [
+          row.name,
+          row.identity_id,
+          row.meta,
+          row.environment,
+          row.expires_at,
+          row.remaining,
+          row.refill_interval,
+          row.refill_amount,
+          row.refill_day,
+          row.last_refill_at,
+          row.deleted_at,
+        ],
         [null, null, null, null, null, null, null, null, null, null, null],
       );
       assert.equal(row.enabled, 1);
@@ -184,10 +242,22 @@ for (const dialect of DIALECTS) {
 
     test('ratelimit is stored as one auto-applied limit named default, from duration or refillInterval', async () => {
       const cases = [
-        [{ limit: 5, duration: 1000 }, { async: false, type: 'consistent', limit: 5, duration: 1000, refillRate: 5, refillInterval: 1000 }],
-        [{ type: 'consistent', limit: 100, duration: 3_600_000 }, { async: false, type: 'consistent', limit: 100, duration: 3_600_000, refillRate: 100, refillInterval: 3_600_000 }],
-        [{ async: true, limit: 10, refillRate: 3, refillInterval: 5000 }, { async: true, type: 'fast', limit: 10, duration: 5000, refillRate: 10, refillInterval: 5000 }],
-        [{ type: 'fast', limit: 2, duration: 2000, refillInterval: 9000 }, { async: true, type: 'fast', limit: 2, duration: 2000, refillRate: 2, refillInterval: 2000 }],
+        [
+          { limit: 5, duration: 1000 },
+          { async: false, type: 'consistent', limit: 5, duration: 1000, refillRate: 5, refillInterval: 1000 },
+        ],
+        [
+          { type: 'consistent', limit: 100, duration: 3_600_000 },
+          { async: false, type: 'consistent', limit: 100, duration: 3_600_000, refillRate: 100, refillInterval: 3_600_000 },
+        ],
+        [
+          { async: true, limit: 10, refillRate: 3, refillInterval: 5000 },
+          { async: true, type: 'fast', limit: 10, duration: 5000, refillRate: 10, refillInterval: 5000 },
+        ],
+        [
+          { type: 'fast', limit: 2, duration: 2000, refillInterval: 9000 },
+          { async: true, type: 'fast', limit: 2, duration: 2000, refillRate: 2, refillInterval: 2000 },
+        ],
       ] as const;
       for (const [ratelimit, expected] of cases) {
         const { keyId } = await w.createKey({ apiId, ratelimit });
@@ -210,7 +280,11 @@ for (const dialect of DIALECTS) {
       const b = await w.createKey({ apiId, externalId: 'user_reuse' });
       const after = await snapshot(w, TABLES);
       assert.equal(after.identities, before.identities + 1);
-      const identity = await w.store.db.selectFrom('identities').selectAll().where('external_id', '=', 'user_reuse').executeTakeFirstOrThrow();
+      const identity = await w.store.db
+        .selectFrom('identities')
+        .selectAll()
+        .where('external_id', '=', 'user_reuse')
+        .executeTakeFirstOrThrow();
       assert.match(identity.id, /^id_/);
       assert.equal(identity.workspace_id, w.workspaceId);
       assert.equal(identity.environment, 'default');
@@ -227,14 +301,22 @@ for (const dialect of DIALECTS) {
       const otherApi = await w.createApi('other-api', other.root);
       await w.createKey({ apiId, externalId: 'user_shared' });
       await w.createKey({ apiId: otherApi, externalId: 'user_shared' }, other.root);
-      const identities = await w.store.db.selectFrom('identities').select(['id', 'workspace_id']).where('external_id', '=', 'user_shared').execute();
+      const identities = await w.store.db
+        .selectFrom('identities')
+        .select(['id', 'workspace_id'])
+        .where('external_id', '=', 'user_shared')
+        .execute();
       assert.deepEqual(identities.map((i) => i.workspace_id).sort(), [w.workspaceId, other.workspaceId].sort());
     });
 
     test('ownerId is an alias of externalId; externalId wins when both are given', async () => {
       const byOwner = await w.createKey({ apiId, ownerId: 'user_owner' });
       const byExternal = await w.createKey({ apiId, externalId: 'user_owner' });
-      const ownerIdentity = await w.store.db.selectFrom('identities').selectAll().where('external_id', '=', 'user_owner').executeTakeFirstOrThrow();
+      const ownerIdentity = await w.store.db
+        .selectFrom('identities')
+        .selectAll()
+        .where('external_id', '=', 'user_owner')
+        .executeTakeFirstOrThrow();
       assert.equal((await keyRow(w, byOwner.keyId)).identity_id, ownerIdentity.id);
       assert.equal((await keyRow(w, byExternal.keyId)).identity_id, ownerIdentity.id);
       const got = await w.get('/v1/keys.getKey', { keyId: byOwner.keyId });
@@ -242,7 +324,11 @@ for (const dialect of DIALECTS) {
       assert.equal(got.json.externalId, 'user_owner');
 
       const both = await w.createKey({ apiId, ownerId: 'user_loser', externalId: 'user_winner' });
-      const winner = await w.store.db.selectFrom('identities').selectAll().where('external_id', '=', 'user_winner').executeTakeFirstOrThrow();
+      const winner = await w.store.db
+        .selectFrom('identities')
+        .selectAll()
+        .where('external_id', '=', 'user_winner')
+        .executeTakeFirstOrThrow();
       assert.equal((await keyRow(w, both.keyId)).identity_id, winner.id);
       const loser = await w.store.db.selectFrom('identities').select('id').where('external_id', '=', 'user_loser').execute();
       assert.equal(loser.length, 0, 'the ownerId that lost creates no identity');
@@ -255,7 +341,11 @@ for (const dialect of DIALECTS) {
       const creator = await w.rootKey(['api.*.create_key', 'rbac.*.create_role', 'rbac.*.create_permission']);
       const creatorId = await rootKeyId(w, creator);
       const before = await snapshot(w, TABLES);
-      const res = await w.post<Created>('/v1/keys.createKey', { apiId, roles: ['editor', 'viewer', 'editor'], permissions: ['docs.write', 'docs.read'] }, creator);
+      const res = await w.post<Created>(
+        '/v1/keys.createKey',
+        { apiId, roles: ['editor', 'viewer', 'editor'], permissions: ['docs.write', 'docs.read'] },
+        creator,
+      );
       assert.equal(res.status, 200, res.body);
       const { keyId } = res.json;
       const after = await snapshot(w, TABLES);
@@ -268,18 +358,41 @@ for (const dialect of DIALECTS) {
       assert.deepEqual(got.json.permissions, ['docs.read', 'docs.write']);
 
       const roles = await w.store.db.selectFrom('roles').selectAll().where('name', 'in', ['editor', 'viewer']).orderBy('name').execute();
-      const perms = await w.store.db.selectFrom('permissions').selectAll().where('slug', 'in', ['docs.read', 'docs.write']).orderBy('slug').execute();
-      for (const r of roles) { assert.match(r.id, /^role_/); assert.equal(r.workspace_id, w.workspaceId); }
-      for (const p of perms) { assert.match(p.id, /^perm_/); assert.equal(p.name, p.slug); assert.equal(p.workspace_id, w.workspaceId); }
+      const perms = await w.store.db
+        .selectFrom('permissions')
+        .selectAll()
+        .where('slug', 'in', ['docs.read', 'docs.write'])
+        .orderBy('slug')
+        .execute();
+      for (const r of roles) {
+        assert.match(r.id, /^role_/);
+        assert.equal(r.workspace_id, w.workspaceId);
+      }
+      for (const p of perms) {
+        assert.match(p.id, /^perm_/);
+        assert.equal(p.name, p.slug);
+        assert.equal(p.workspace_id, w.workspaceId);
+      }
 
       // Audit: one create per new role/permission, key.create, one connect per link — all with this request id and root key.
       const requestId = res.headers['x-request-id'];
-      for (const r of roles) assert.deepEqual((await auditOf(w, r.id)).map((a) => a.event), ['role.create']);
-      for (const p of perms) assert.deepEqual((await auditOf(w, p.id)).map((a) => a.event), ['permission.create']);
+      for (const r of roles)
+        assert.deepEqual(
+          (await auditOf(w, r.id)).map((a) => a.event),
+          ['role.create'],
+        );
+      for (const p of perms)
+        assert.deepEqual(
+          (await auditOf(w, p.id)).map((a) => a.event),
+          ['permission.create'],
+        );
       const keyAudit = await auditOf(w, keyId);
       assert.deepEqual(keyAudit.map((a) => a.event).sort(), [
-        'authorization.connect_permission_and_key', 'authorization.connect_permission_and_key',
-        'authorization.connect_role_and_key', 'authorization.connect_role_and_key', 'key.create',
+        'authorization.connect_permission_and_key',
+        'authorization.connect_permission_and_key',
+        'authorization.connect_role_and_key',
+        'authorization.connect_role_and_key',
+        'key.create',
       ]);
       const all = [...keyAudit, ...(await auditOf(w, roles[0].id)), ...(await auditOf(w, perms[0].id))];
       for (const a of all) {
@@ -288,15 +401,25 @@ for (const dialect of DIALECTS) {
         assert.equal(a.actor_id, creatorId);
         assert.equal(a.workspace_id, w.workspaceId);
       }
-      const connected = keyAudit.filter((a) => a.event === 'authorization.connect_role_and_key').map((a) => JSON.parse(a.diff!).roleId).sort();
+      const connected = keyAudit
+        .filter((a) => a.event === 'authorization.connect_role_and_key')
+        .map((a) => JSON.parse(a.diff!).roleId)
+        .sort();
       assert.deepEqual(connected, roles.map((r) => r.id).sort());
-      const connectedPerms = keyAudit.filter((a) => a.event === 'authorization.connect_permission_and_key').map((a) => JSON.parse(a.diff!).permissionId).sort();
+      const connectedPerms = keyAudit
+        .filter((a) => a.event === 'authorization.connect_permission_and_key')
+        .map((a) => JSON.parse(a.diff!).permissionId)
+        .sort();
       assert.deepEqual(connectedPerms, perms.map((p) => p.id).sort());
       const created = JSON.parse(keyAudit.find((a) => a.event === 'key.create')!.diff!);
       assert.equal(created.apiId, apiId);
 
       // A second key with the same names creates nothing new and links the same rows.
-      const again = await w.post<Created>('/v1/keys.createKey', { apiId, roles: ['viewer', 'editor'], permissions: ['docs.read', 'docs.write'] }, creator);
+      const again = await w.post<Created>(
+        '/v1/keys.createKey',
+        { apiId, roles: ['viewer', 'editor'], permissions: ['docs.read', 'docs.write'] },
+        creator,
+      );
       assert.equal(again.status, 200, again.body);
       const final = await snapshot(w, TABLES);
       assert.equal(final.roles, after.roles);
@@ -311,7 +434,11 @@ for (const dialect of DIALECTS) {
       await w.createKey({ apiId, roles: ['existing-role'], permissions: ['existing.perm'] });
       const onlyCreate = await w.rootKey(['api.*.create_key']);
       const before = await snapshot(w, TABLES);
-      const res = await w.post<Created>('/v1/keys.createKey', { apiId, roles: ['existing-role'], permissions: ['existing.perm'] }, onlyCreate);
+      const res = await w.post<Created>(
+        '/v1/keys.createKey',
+        { apiId, roles: ['existing-role'], permissions: ['existing.perm'] },
+        onlyCreate,
+      );
       assert.equal(res.status, 200, res.body);
       const after = await snapshot(w, TABLES);
       assert.equal(after.roles, before.roles);
@@ -340,14 +467,30 @@ for (const dialect of DIALECTS) {
       const cases = [
         [['api.*.create_key'], { roles: ['known-role', 'unknown-role'] }, ['rbac.*.create_role']],
         [['api.*.create_key'], { permissions: ['known.perm', 'unknown.perm'] }, ['rbac.*.create_permission']],
-        [['api.*.create_key', 'rbac.*.create_permission'], { roles: ['unknown-role'], permissions: ['unknown.perm'] }, ['rbac.*.create_role']],
-        [['api.*.create_key', 'rbac.*.create_role'], { roles: ['unknown-role'], permissions: ['unknown.perm'] }, ['rbac.*.create_permission']],
-        [['api.*.create_key'], { roles: ['unknown-role'], permissions: ['unknown.perm'] }, ['rbac.*.create_role', 'rbac.*.create_permission']],
+        [
+          ['api.*.create_key', 'rbac.*.create_permission'],
+          { roles: ['unknown-role'], permissions: ['unknown.perm'] },
+          ['rbac.*.create_role'],
+        ],
+        [
+          ['api.*.create_key', 'rbac.*.create_role'],
+          { roles: ['unknown-role'], permissions: ['unknown.perm'] },
+          ['rbac.*.create_permission'],
+        ],
+        [
+          ['api.*.create_key'],
+          { roles: ['unknown-role'], permissions: ['unknown.perm'] },
+          ['rbac.*.create_role', 'rbac.*.create_permission'],
+        ],
       ] as const;
       for (const [held, extra, named] of cases) {
         const key = await w.rootKey([...held]);
         const before = await snapshot(w, TABLES);
-        const res = await w.post('/v1/keys.createKey', { apiId, externalId: 'user_denied', ratelimit: { limit: 1, duration: 1000 }, ...extra }, key);
+        const res = await w.post(
+          '/v1/keys.createKey',
+          { apiId, externalId: 'user_denied', ratelimit: { limit: 1, duration: 1000 }, ...extra },
+          key,
+        );
         assert.equal(res.status, 403, res.body);
         assert.equal(res.json.error.code, 'INSUFFICIENT_PERMISSIONS');
         assert.equal(res.json.error.type, 'https://keyhold.dev/errors/auth/insufficient-permissions');
@@ -410,7 +553,11 @@ for (const dialect of DIALECTS) {
       for (const key of [w.root, withBoth, withWildcards]) {
         const res = await w.post<Created>('/v1/keys.createKey', { apiId, recoverable: true }, key);
         assert.equal(res.status, 200, res.body);
-        const enc = await w.store.db.selectFrom('encrypted_keys').selectAll().where('key_id', '=', res.json.keyId).executeTakeFirstOrThrow();
+        const enc = await w.store.db
+          .selectFrom('encrypted_keys')
+          .selectAll()
+          .where('key_id', '=', res.json.keyId)
+          .executeTakeFirstOrThrow();
         assert.equal(enc.workspace_id, w.workspaceId);
         assert.ok(!enc.ciphertext.includes(res.json.key));
         assert.ok(!enc.ciphertext.includes(Buffer.from(res.json.key).toString('base64')));
@@ -495,18 +642,31 @@ for (const dialect of DIALECTS) {
     test('several problems in one request are all listed', async () => {
       const before = await snapshot(w, TABLES);
       const schemaOnly = await w.post('/v1/keys.createKey', {
-        apiId, prefix: 'p'.repeat(17), environment: 'e'.repeat(257), remaining: 0, enabled: 'yes', byteLength: 8,
+        apiId,
+        prefix: 'p'.repeat(17),
+        environment: 'e'.repeat(257),
+        remaining: 0,
+        enabled: 'yes',
+        byteLength: 8,
       });
       assert.equal(schemaOnly.status, 400, schemaOnly.body);
       assert.deepEqual(paths(schemaOnly), ['/byteLength', '/enabled', '/environment', '/prefix', '/remaining']);
 
       const semanticOnly = await w.post('/v1/keys.createKey', {
-        apiId, refill: { interval: 'daily', amount: 1, refillDay: 2 }, ratelimit: { limit: 1 }, meta: { big: 'x'.repeat(70_000) },
+        apiId,
+        refill: { interval: 'daily', amount: 1, refillDay: 2 },
+        ratelimit: { limit: 1 },
+        meta: { big: 'x'.repeat(70_000) },
       });
       assert.equal(semanticOnly.status, 400, semanticOnly.body.slice(0, 500));
       assert.deepEqual(paths(semanticOnly), ['/meta', '/ratelimit/duration', '/refill', '/refill/refillDay']);
 
-      const mixed = await w.post('/v1/keys.createKey', { apiId, prefix: 'p'.repeat(17), refill: { interval: 'monthly', amount: 1 }, ratelimit: { limit: 1 } });
+      const mixed = await w.post('/v1/keys.createKey', {
+        apiId,
+        prefix: 'p'.repeat(17),
+        refill: { interval: 'monthly', amount: 1 },
+        ratelimit: { limit: 1 },
+      });
       assert.equal(mixed.status, 400, mixed.body);
       assert.deepEqual(paths(mixed), ['/prefix', '/ratelimit/duration', '/refill']);
       assert.deepEqual(await snapshot(w, TABLES), before);
@@ -539,8 +699,15 @@ for (const dialect of DIALECTS) {
 
     test('unknown members are ignored and not stored', async () => {
       const res = await w.post<Created>('/v1/keys.createKey', {
-        apiId, name: 'extras', whatever: 1, workspaceId: 'ws_1111111111111111111111', id: 'key_1111111111111111111111', hash: 'abc',
-        remaining: 3, refill: { interval: 'monthly', amount: 3, extra: true }, ratelimit: { limit: 1, duration: 1000, extra: 'x' },
+        apiId,
+        name: 'extras',
+        whatever: 1,
+        workspaceId: 'ws_1111111111111111111111',
+        id: 'key_1111111111111111111111',
+        hash: 'abc',
+        remaining: 3,
+        refill: { interval: 'monthly', amount: 3, extra: true },
+        ratelimit: { limit: 1, duration: 1000, extra: 'x' },
       });
       assert.equal(res.status, 200, res.body);
       assert.notEqual(res.json.keyId, 'key_1111111111111111111111');
@@ -551,18 +718,31 @@ for (const dialect of DIALECTS) {
       const got = await w.get('/v1/keys.getKey', { keyId: res.json.keyId });
       assert.equal(got.json.whatever, undefined);
       assert.deepEqual(got.json.refill, { interval: 'monthly', amount: 3, refillDay: 1, lastRefillAt: got.json.createdAt });
-      assert.deepEqual(got.json.ratelimit, { async: false, type: 'consistent', limit: 1, duration: 1000, refillRate: 1, refillInterval: 1000 });
+      assert.deepEqual(got.json.ratelimit, {
+        async: false,
+        type: 'consistent',
+        limit: 1,
+        duration: 1000,
+        refillRate: 1,
+        refillInterval: 1000,
+      });
     });
 
     test('concurrent keys naming the same new identity, roles and permissions converge on one row each', async () => {
       const names = Array.from({ length: 6 }, (_, i) => `conc-role-${i}`);
       const perms = Array.from({ length: 6 }, (_, i) => `conc.perm.${i}`);
       const before = await snapshot(w, TABLES);
-      const results = await Promise.all(Array.from({ length: 8 }, (_, i) => w.post<Created>('/v1/keys.createKey', {
-        apiId, externalId: 'user_concurrent',
-        // Different orders on purpose: creators must not deadlock on each other's rows.
-        roles: i % 2 ? names : [...names].reverse(), permissions: i % 2 ? [...perms].reverse() : perms,
-      })));
+      const results = await Promise.all(
+        Array.from({ length: 8 }, (_, i) =>
+          w.post<Created>('/v1/keys.createKey', {
+            apiId,
+            externalId: 'user_concurrent',
+            // Different orders on purpose: creators must not deadlock on each other's rows.
+            roles: i % 2 ? names : [...names].reverse(),
+            permissions: i % 2 ? [...perms].reverse() : perms,
+          }),
+        ),
+      );
       for (const r of results) assert.equal(r.status, 200, r.body);
       const after = await snapshot(w, TABLES);
       assert.equal(after.keys, before.keys + 8);
@@ -571,8 +751,16 @@ for (const dialect of DIALECTS) {
       assert.equal(after.permissions, before.permissions + 6);
       assert.equal(after.keys_roles, before.keys_roles + 48);
       assert.equal(after.keys_permissions, before.keys_permissions + 48);
-      const created = await w.store.db.selectFrom('audit_logs').select('event')
-        .where('event', 'in', ['role.create', 'permission.create']).where('request_id', 'in', results.map((r) => String(r.headers['x-request-id']))).execute();
+      const created = await w.store.db
+        .selectFrom('audit_logs')
+        .select('event')
+        .where('event', 'in', ['role.create', 'permission.create'])
+        .where(
+          'request_id',
+          'in',
+          results.map((r) => String(r.headers['x-request-id'])),
+        )
+        .execute();
       assert.equal(created.length, 12, 'each new role/permission is audited as created exactly once');
       for (const r of results) {
         const got = await w.get('/v1/keys.getKey', { keyId: r.json.keyId });
@@ -585,12 +773,18 @@ for (const dialect of DIALECTS) {
     // The 403 names the API the request is about; `request` creates it, so read it afterwards.
     let securityApiId = '<apiId>';
     securityTests(() => w, {
-      get permission() { return `api.${securityApiId}.create_key`; },
+      get permission() {
+        return `api.${securityApiId}.create_key`;
+      },
       request: async (w) => {
         securityApiId = await w.createApi('secure');
         return { method: 'POST', path: '/v1/keys.createKey', body: { apiId: securityApiId } };
       },
-      foreign: async (w, other) => ({ method: 'POST', path: '/v1/keys.createKey', body: { apiId: await w.createApi('foreign', other.root) } }),
+      foreign: async (w, other) => ({
+        method: 'POST',
+        path: '/v1/keys.createKey',
+        body: { apiId: await w.createApi('foreign', other.root) },
+      }),
     });
 
     test('security failures write nothing', async () => {
@@ -600,7 +794,9 @@ for (const dialect of DIALECTS) {
       const revoked = await w.revokedRootKey();
       const before = await snapshot(w, TABLES);
       for (const [key, body, status] of [
-        [null, { apiId }, 401], [revoked, { apiId }, 401], [noPerm, { apiId, externalId: 'user_sec', roles: ['sec-role'] }, 403],
+        [null, { apiId }, 401],
+        [revoked, { apiId }, 401],
+        [noPerm, { apiId, externalId: 'user_sec', roles: ['sec-role'] }, 403],
         [w.root, { apiId: foreignApi, externalId: 'user_sec', roles: ['sec-role'] }, 404],
       ] as const) {
         const res = await w.post('/v1/keys.createKey', body, key);

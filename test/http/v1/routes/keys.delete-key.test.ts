@@ -25,7 +25,13 @@ for (const dialect of DIALECTS) {
     after(() => w.close());
 
     test('soft delete keeps the row marked deleted; getKey, whoami and listKeys no longer see it; audited', async () => {
-      const { key, keyId } = await w.createKey({ apiId, externalId: 'user_soft', roles: ['soft-role'], permissions: ['soft.perm'], ratelimit: { limit: 1, duration: 1000 } });
+      const { key, keyId } = await w.createKey({
+        apiId,
+        externalId: 'user_soft',
+        roles: ['soft-role'],
+        permissions: ['soft.perm'],
+        ratelimit: { limit: 1, duration: 1000 },
+      });
       const keep = await w.createKey({ apiId });
       const listed = await w.get<Page>('/v1/apis.listKeys', { apiId });
       assert.ok(listed.json.keys.some((k: { id: string }) => k.id === keyId));
@@ -67,12 +73,24 @@ for (const dialect of DIALECTS) {
     });
 
     test('permanent:true removes the row and its links, limits and encrypted copy; roles, permissions and identity stay', async () => {
-      const { keyId } = await w.createKey({ apiId, externalId: 'user_hard', roles: ['hard-role'], permissions: ['hard.perm'], ratelimit: { limit: 1, duration: 1000 } });
+      const { keyId } = await w.createKey({
+        apiId,
+        externalId: 'user_hard',
+        roles: ['hard-role'],
+        permissions: ['hard.perm'],
+        ratelimit: { limit: 1, duration: 1000 },
+      });
       const identityId = (await keyRowIfAny(w, keyId))!.identity_id!;
       // An encrypted copy, as a recoverable key would have.
       const now = Date.now();
-      await w.store.db.insertInto('data_keys').values({ id: `dk_for_${keyId}`, workspace_id: w.workspaceId, master_key_id: 'mk_test', wrapped: 'x', created_at: now }).execute();
-      await w.store.db.insertInto('encrypted_keys').values({ key_id: keyId, workspace_id: w.workspaceId, data_key_id: `dk_for_${keyId}`, ciphertext: 'y', created_at: now }).execute();
+      await w.store.db
+        .insertInto('data_keys')
+        .values({ id: `dk_for_${keyId}`, workspace_id: w.workspaceId, master_key_id: 'mk_test', wrapped: 'x', created_at: now })
+        .execute();
+      await w.store.db
+        .insertInto('encrypted_keys')
+        .values({ key_id: keyId, workspace_id: w.workspaceId, data_key_id: `dk_for_${keyId}`, ciphertext: 'y', created_at: now })
+        .execute();
       const res = await w.post('/v1/keys.deleteKey', { keyId, permanent: true });
       assert.equal(res.status, 200, res.body);
       assert.deepEqual(res.json, {});
@@ -99,7 +117,12 @@ for (const dialect of DIALECTS) {
     });
 
     test('a second delete → 404, soft or permanent, and writes no second audit record', async () => {
-      for (const [first, second] of [[false, false], [true, true], [true, false], [false, true]]) {
+      for (const [first, second] of [
+        [false, false],
+        [true, true],
+        [true, false],
+        [false, true],
+      ]) {
         const { keyId } = await w.createKey({ apiId });
         assert.equal((await w.post('/v1/keys.deleteKey', { keyId, permanent: first })).status, 200);
         const before = await keyRowIfAny(w, keyId);
@@ -132,8 +155,11 @@ for (const dialect of DIALECTS) {
     test('invalid bodies → 400; nothing deleted', async () => {
       const { keyId } = await w.createKey({ apiId });
       for (const [body, paths] of [
-        [{}, ['/keyId']], [{ keyId: '' }, ['/keyId']], [{ keyId: 5 }, ['/keyId']],
-        [{ keyId, permanent: 'yes' }, ['/permanent']], [{ keyId: '', permanent: 1 }, ['/keyId', '/permanent']],
+        [{}, ['/keyId']],
+        [{ keyId: '' }, ['/keyId']],
+        [{ keyId: 5 }, ['/keyId']],
+        [{ keyId, permanent: 'yes' }, ['/permanent']],
+        [{ keyId: '', permanent: 1 }, ['/keyId', '/permanent']],
       ] as const) {
         const res = await w.post('/v1/keys.deleteKey', body);
         assert.equal(res.status, 400, res.body);
@@ -163,7 +189,11 @@ for (const dialect of DIALECTS) {
         assert.equal(await keyRowIfAny(w, keyId), undefined);
       }
       const { keyId } = await w.createKey({ apiId });
-      for (const permissions of [[`api.${otherApi}.delete_key`], [`api.${apiId}.update_key`, `api.${apiId}.read_key`], ['api.*.delete_api']]) {
+      for (const permissions of [
+        [`api.${otherApi}.delete_key`],
+        [`api.${apiId}.update_key`, `api.${apiId}.read_key`],
+        ['api.*.delete_api'],
+      ]) {
         const res = await w.post('/v1/keys.deleteKey', { keyId }, await w.rootKey(permissions));
         assert.equal(res.status, 403, `${permissions}: ${res.body}`);
         assert.equal(res.json.error.code, 'INSUFFICIENT_PERMISSIONS');
@@ -176,7 +206,9 @@ for (const dialect of DIALECTS) {
     // The 403 names the API of the key the request is about; `request` creates it, so read it afterwards.
     let securityApiId = '<apiId>';
     securityTests(() => w, {
-      get permission() { return `api.${securityApiId}.delete_key`; },
+      get permission() {
+        return `api.${securityApiId}.delete_key`;
+      },
       request: async (w) => {
         securityApiId = await w.createApi('secure');
         const { keyId } = await w.createKey({ apiId: securityApiId });
@@ -188,7 +220,7 @@ for (const dialect of DIALECTS) {
       },
     });
 
-    test('another workspace\'s key → 404 and stays untouched', async () => {
+    test("another workspace's key → 404 and stays untouched", async () => {
       const other = await w.otherWorkspace();
       const { keyId } = await w.createKey({ apiId: await w.createApi('theirs', other.root) }, other.root);
       for (const permanent of [false, true]) {
@@ -205,7 +237,11 @@ for (const dialect of DIALECTS) {
       const { keyId } = await w.createKey({ apiId });
       const revoked = await w.revokedRootKey();
       const noPerm = await w.rootKey(['api.*.read_key']);
-      for (const [key, status] of [[null, 401], [revoked, 401], [noPerm, 403]] as const) {
+      for (const [key, status] of [
+        [null, 401],
+        [revoked, 401],
+        [noPerm, 403],
+      ] as const) {
         const res = await w.post('/v1/keys.deleteKey', { keyId, permanent: true }, key);
         assert.equal(res.status, status, res.body);
       }

@@ -5,13 +5,26 @@ import { DIALECTS, world, type World } from '../../../helpers/harness.ts';
 import { securityTests } from '../../../helpers/security.ts';
 import { errorPaths } from '../../../helpers/errors.ts';
 import { snapshot } from '../../../helpers/rows.ts';
-import { auditEvents, auditOf, createPermission, createRole, directPermissions, keyView, permissionIdOf, RBAC_TABLES, unique } from '../../../helpers/rbac.ts';
+import {
+  auditEvents,
+  auditOf,
+  createPermission,
+  createRole,
+  directPermissions,
+  keyView,
+  permissionIdOf,
+  RBAC_TABLES,
+  unique,
+} from '../../../helpers/rbac.ts';
 
 for (const dialect of DIALECTS) {
   describe(`keys.addPermissions / removePermissions / setPermissions (${dialect})`, () => {
     let w: World;
     let apiId: string;
-    before(async () => { w = await world(dialect); apiId = await w.createApi(); });
+    before(async () => {
+      w = await world(dialect);
+      apiId = await w.createApi();
+    });
     after(() => w.close());
 
     /** Four fresh permission slugs, sorted, and a key holding the first one directly and `viaRole` through a role. */
@@ -29,26 +42,44 @@ for (const dialect of DIALECTS) {
       test('connects every listed permission (by slug, deprecated name, id; created on request); response = the requested ones sorted by name', async () => {
         const { a, b, c, d, viaRole, keyId } = await fixture();
         const res = await w.post('/v1/keys.addPermissions', {
-          keyId, permissions: [{ slug: c }, { name: b }, { id: await permissionIdOf(w, a) }, { slug: d, create: true }, { slug: c }],
+          keyId,
+          permissions: [{ slug: c }, { name: b }, { id: await permissionIdOf(w, a) }, { slug: d, create: true }, { slug: c }],
         });
         assert.equal(res.status, 200, res.body);
         const dId = await permissionIdOf(w, d);
         assert.match(dId, /^perm_/);
-        assert.deepEqual(res.json, [{ id: await permissionIdOf(w, a), name: a }, { id: await permissionIdOf(w, b), name: b }, { id: await permissionIdOf(w, c), name: c }, { id: dId, name: d }]);
+        assert.deepEqual(res.json, [
+          { id: await permissionIdOf(w, a), name: a },
+          { id: await permissionIdOf(w, b), name: b },
+          { id: await permissionIdOf(w, c), name: c },
+          { id: dId, name: d },
+        ]);
         assert.deepEqual(await directPermissions(w, keyId), [a, b, c, d]);
         // getKey shows the effective set: direct ∪ through roles.
         assert.deepEqual((await keyView(w, keyId)).permissions, [a, b, c, d, viaRole].sort());
         // `a` was already connected: no second link, no audit record for it.
-        assert.deepEqual(await auditOf(w, res, keyId, 'authorization.'), [b, c, d].map((s) => `authorization.connect_permission_and_key:${s}`));
+        assert.deepEqual(
+          await auditOf(w, res, keyId, 'authorization.'),
+          [b, c, d].map((s) => `authorization.connect_permission_and_key:${s}`),
+        );
         assert.deepEqual(await auditEvents(w, dId), ['permission.create']);
       });
 
       test('id wins over slug, slug over the deprecated name', async () => {
         const { b, c, d, keyId } = await fixture();
         await createPermission(w, d);
-        const res = await w.post<Array<{ id: string; name: string }>>('/v1/keys.addPermissions', { keyId, permissions: [{ id: await permissionIdOf(w, b), slug: c }, { slug: d, name: c }] });
+        const res = await w.post<Array<{ id: string; name: string }>>('/v1/keys.addPermissions', {
+          keyId,
+          permissions: [
+            { id: await permissionIdOf(w, b), slug: c },
+            { slug: d, name: c },
+          ],
+        });
         assert.equal(res.status, 200, res.body);
-        assert.deepEqual(res.json.map((p: { name: string }) => p.name), [b, d]);
+        assert.deepEqual(
+          res.json.map((p: { name: string }) => p.name),
+          [b, d],
+        );
       });
 
       test('the response names a permission by its name, which may differ from its slug', async () => {
@@ -64,7 +95,15 @@ for (const dialect of DIALECTS) {
         const { a, b, keyId } = await fixture();
         const before = await snapshot(w, RBAC_TABLES);
         const res = await w.post('/v1/keys.addPermissions', {
-          keyId, permissions: [{ slug: b }, { id: 'perm_nope1' }, { id: 'perm_nope2' }, { slug: 'ghost.x' }, { name: 'ghost.y' }, { slug: unique('would-create'), create: true }],
+          keyId,
+          permissions: [
+            { slug: b },
+            { id: 'perm_nope1' },
+            { id: 'perm_nope2' },
+            { slug: 'ghost.x' },
+            { name: 'ghost.y' },
+            { slug: unique('would-create'), create: true },
+          ],
         });
         assert.equal(res.status, 404, res.body);
         assert.equal(res.json.error.type, 'https://keyhold.dev/errors/data/permission-not-found');
@@ -77,7 +116,11 @@ for (const dialect of DIALECTS) {
         const { a, b, keyId } = await fixture();
         const key = await w.rootKey(['rbac.*.add_permission_to_key']);
         const before = await snapshot(w, RBAC_TABLES);
-        const res = await w.post('/v1/keys.addPermissions', { keyId, permissions: [{ slug: b }, { slug: unique('new'), create: true }] }, key);
+        const res = await w.post(
+          '/v1/keys.addPermissions',
+          { keyId, permissions: [{ slug: b }, { slug: unique('new'), create: true }] },
+          key,
+        );
         assert.equal(res.status, 403, res.body);
         assert.equal(res.json.error.detail, 'Missing permission: rbac.*.create_permission');
         assert.deepEqual(await snapshot(w, RBAC_TABLES), before);
@@ -91,12 +134,22 @@ for (const dialect of DIALECTS) {
         const { keyId } = await fixture();
         assert.deepEqual(errorPaths(await w.post('/v1/keys.addPermissions', { keyId: '', permissions: [] })), ['/keyId', '/permissions']);
         assert.deepEqual(errorPaths(await w.post('/v1/keys.addPermissions', {})), ['/keyId', '/permissions']);
-        assert.deepEqual(errorPaths(await w.post('/v1/keys.addPermissions', { keyId, permissions: [{ slug: 's'.repeat(513) }, { id: '' }, { name: 'ok', create: 'yes' }] })),
-          ['/permissions/0/slug', '/permissions/1/id', '/permissions/2/create']);
+        assert.deepEqual(
+          errorPaths(
+            await w.post('/v1/keys.addPermissions', {
+              keyId,
+              permissions: [{ slug: 's'.repeat(513) }, { id: '' }, { name: 'ok', create: 'yes' }],
+            }),
+          ),
+          ['/permissions/0/slug', '/permissions/1/id', '/permissions/2/create'],
+        );
         const neither = await w.post('/v1/keys.addPermissions', { keyId, permissions: [{ slug: 'x' }, { create: true }] });
         assert.equal(neither.status, 400, neither.body);
         assert.deepEqual(neither.json.error.errors, [{ path: '/permissions/1', message: 'must have id, slug or name' }]);
-        const tooMany = await w.post('/v1/keys.addPermissions', { keyId, permissions: Array.from({ length: 1001 }, (_, i) => ({ slug: `p${i}` })) });
+        const tooMany = await w.post('/v1/keys.addPermissions', {
+          keyId,
+          permissions: Array.from({ length: 1001 }, (_, i) => ({ slug: `p${i}` })),
+        });
         assert.deepEqual(errorPaths(tooMany), ['/permissions']);
       });
 
@@ -121,10 +174,19 @@ for (const dialect of DIALECTS) {
         const { keyId } = await w.createKey({ apiId });
         const now = Date.now();
         const rows = Array.from({ length: 1000 }, (_, i) => ({
-          id: newId('perm'), workspace_id: w.workspaceId, name: `bulk.${i}`, slug: `bulk.${i}`, description: null, created_at: now, updated_at: now,
+          id: newId('perm'),
+          workspace_id: w.workspaceId,
+          name: `bulk.${i}`,
+          slug: `bulk.${i}`,
+          description: null,
+          created_at: now,
+          updated_at: now,
         }));
         await w.store.db.insertInto('permissions').values(rows).execute();
-        await w.store.db.insertInto('keys_permissions').values(rows.map((r) => ({ key_id: keyId, permission_id: r.id, workspace_id: w.workspaceId, created_at: now }))).execute();
+        await w.store.db
+          .insertInto('keys_permissions')
+          .values(rows.map((r) => ({ key_id: keyId, permission_id: r.id, workspace_id: w.workspaceId, created_at: now })))
+          .execute();
         const extra = unique('one-too-many');
         const res = await w.post('/v1/keys.addPermissions', { keyId, permissions: [{ slug: 'bulk.0' }, { slug: extra, create: true }] });
         assert.deepEqual(errorPaths(res), ['/permissions']);
@@ -153,7 +215,11 @@ for (const dialect of DIALECTS) {
 
       securityTests(() => w, {
         permission: 'rbac.*.add_permission_to_key',
-        request: async () => ({ method: 'POST', path: '/v1/keys.addPermissions', body: { keyId: (await w.createKey({ apiId })).keyId, permissions: [{ slug: 'sec', create: true }] } }),
+        request: async () => ({
+          method: 'POST',
+          path: '/v1/keys.addPermissions',
+          body: { keyId: (await w.createKey({ apiId })).keyId, permissions: [{ slug: 'sec', create: true }] },
+        }),
         foreign: async (_w, other) => {
           const { keyId } = await w.createKey({ apiId: await w.createApi('foreign', other.root) }, other.root);
           return { method: 'POST', path: '/v1/keys.addPermissions', body: { keyId, permissions: [{ slug: 'sec', create: true }] } };
@@ -165,12 +231,18 @@ for (const dialect of DIALECTS) {
       test('honours every entry (by slug, deprecated name and id); permissions through roles stay; audited per permission', async () => {
         const { a, b, c, d, viaRole, keyId } = await fixture();
         await w.post('/v1/keys.addPermissions', { keyId, permissions: [{ slug: b }, { slug: c }, { slug: d, create: true }] });
-        const res = await w.post('/v1/keys.removePermissions', { keyId, permissions: [{ slug: a }, { name: b }, { id: await permissionIdOf(w, c) }] });
+        const res = await w.post('/v1/keys.removePermissions', {
+          keyId,
+          permissions: [{ slug: a }, { name: b }, { id: await permissionIdOf(w, c) }],
+        });
         assert.equal(res.status, 200, res.body);
         assert.deepEqual(res.json, {});
         assert.deepEqual(await directPermissions(w, keyId), [d]);
         assert.deepEqual((await keyView(w, keyId)).permissions, [d, viaRole].sort());
-        assert.deepEqual(await auditOf(w, res, keyId, 'authorization.'), [a, b, c].map((s) => `authorization.disconnect_permission_and_key:${s}`));
+        assert.deepEqual(
+          await auditOf(w, res, keyId, 'authorization.'),
+          [a, b, c].map((s) => `authorization.disconnect_permission_and_key:${s}`),
+        );
         // The permissions themselves still exist.
         assert.equal((await w.get('/v1/permissions.getPermission', { permissionId: await permissionIdOf(w, a) })).status, 200);
       });
@@ -188,7 +260,10 @@ for (const dialect of DIALECTS) {
       test('unknown ids and slugs → 404 naming every one; nothing removed (atomic)', async () => {
         const { a, keyId } = await fixture();
         const before = await snapshot(w, RBAC_TABLES);
-        const res = await w.post('/v1/keys.removePermissions', { keyId, permissions: [{ slug: a }, { id: 'perm_gone' }, { slug: 'ghost.z' }] });
+        const res = await w.post('/v1/keys.removePermissions', {
+          keyId,
+          permissions: [{ slug: a }, { id: 'perm_gone' }, { slug: 'ghost.z' }],
+        });
         assert.equal(res.status, 404, res.body);
         assert.equal(res.json.error.type, 'https://keyhold.dev/errors/data/permission-not-found');
         assert.equal(res.json.error.detail, 'permission ids not found: perm_gone; permissions not found: ghost.z');
@@ -198,11 +273,15 @@ for (const dialect of DIALECTS) {
 
       test('validation and unknown key', async () => {
         const { a, keyId } = await fixture();
-        assert.deepEqual(errorPaths(await w.post('/v1/keys.removePermissions', { keyId: '', permissions: [] })), ['/keyId', '/permissions']);
+        assert.deepEqual(errorPaths(await w.post('/v1/keys.removePermissions', { keyId: '', permissions: [] })), [
+          '/keyId',
+          '/permissions',
+        ]);
         const neither = await w.post('/v1/keys.removePermissions', { keyId, permissions: [{}, { slug: a }, { create: true }] });
         assert.equal(neither.status, 400, neither.body);
         assert.deepEqual(neither.json.error.errors, [
-          { path: '/permissions/0', message: 'must have id, slug or name' }, { path: '/permissions/2', message: 'must have id, slug or name' },
+          { path: '/permissions/0', message: 'must have id, slug or name' },
+          { path: '/permissions/2', message: 'must have id, slug or name' },
         ]);
         const missing = await w.post('/v1/keys.removePermissions', { keyId: 'key_nope', permissions: [{ slug: a }] });
         assert.equal(missing.status, 404, missing.body);
@@ -214,7 +293,11 @@ for (const dialect of DIALECTS) {
         permission: 'rbac.*.remove_permission_from_key',
         request: async () => {
           const slug = unique('sec');
-          return { method: 'POST', path: '/v1/keys.removePermissions', body: { keyId: (await w.createKey({ apiId, permissions: [slug] })).keyId, permissions: [{ slug }] } };
+          return {
+            method: 'POST',
+            path: '/v1/keys.removePermissions',
+            body: { keyId: (await w.createKey({ apiId, permissions: [slug] })).keyId, permissions: [{ slug }] },
+          };
         },
         foreign: async (_w, other) => {
           const { keyId } = await w.createKey({ apiId: await w.createApi('foreign', other.root), permissions: ['theirs'] }, other.root);
@@ -227,13 +310,22 @@ for (const dialect of DIALECTS) {
       test('replaces the direct permissions with exactly the listed set; response = that set sorted by name; audited', async () => {
         const { a, b, c, d, viaRole, keyId } = await fixture();
         await w.post('/v1/keys.addPermissions', { keyId, permissions: [{ slug: b }] });
-        const res = await w.post('/v1/keys.setPermissions', { keyId, permissions: [{ slug: d, create: true }, { name: c }, { id: await permissionIdOf(w, b) }, { slug: c }] });
+        const res = await w.post('/v1/keys.setPermissions', {
+          keyId,
+          permissions: [{ slug: d, create: true }, { name: c }, { id: await permissionIdOf(w, b) }, { slug: c }],
+        });
         assert.equal(res.status, 200, res.body);
-        assert.deepEqual(res.json, [{ id: await permissionIdOf(w, b), name: b }, { id: await permissionIdOf(w, c), name: c }, { id: await permissionIdOf(w, d), name: d }]);
+        assert.deepEqual(res.json, [
+          { id: await permissionIdOf(w, b), name: b },
+          { id: await permissionIdOf(w, c), name: c },
+          { id: await permissionIdOf(w, d), name: d },
+        ]);
         assert.deepEqual(await directPermissions(w, keyId), [b, c, d]);
         assert.deepEqual((await keyView(w, keyId)).permissions, [b, c, d, viaRole].sort());
         assert.deepEqual(await auditOf(w, res, keyId, 'authorization.'), [
-          `authorization.connect_permission_and_key:${c}`, `authorization.connect_permission_and_key:${d}`, `authorization.disconnect_permission_and_key:${a}`,
+          `authorization.connect_permission_and_key:${c}`,
+          `authorization.connect_permission_and_key:${d}`,
+          `authorization.disconnect_permission_and_key:${a}`,
         ]);
         assert.deepEqual(await auditEvents(w, await permissionIdOf(w, d)), ['permission.create']);
       });
@@ -250,7 +342,11 @@ for (const dialect of DIALECTS) {
         const neither = await w.post('/v1/keys.setPermissions', body, await w.rootKey(['api.*.read_key']));
         assert.equal(neither.json.error.detail, 'Missing permissions: rbac.*.add_permission_to_key, rbac.*.remove_permission_from_key');
         assert.deepEqual(await directPermissions(w, keyId), [a]);
-        const both = await w.post('/v1/keys.setPermissions', body, await w.rootKey(['rbac.*.add_permission_to_key', 'rbac.*.remove_permission_from_key']));
+        const both = await w.post(
+          '/v1/keys.setPermissions',
+          body,
+          await w.rootKey(['rbac.*.add_permission_to_key', 'rbac.*.remove_permission_from_key']),
+        );
         assert.equal(both.status, 200, both.body);
         assert.deepEqual(await directPermissions(w, keyId), [a, b]);
       });
@@ -258,13 +354,20 @@ for (const dialect of DIALECTS) {
       test('unknown entries → 404 naming each; create without create_permission → 403; the key is unchanged either way', async () => {
         const { a, b, keyId } = await fixture();
         const before = await snapshot(w, RBAC_TABLES);
-        const unknown = await w.post('/v1/keys.setPermissions', { keyId, permissions: [{ slug: b }, { id: 'perm_nope' }, { name: 'ghost.q' }] });
+        const unknown = await w.post('/v1/keys.setPermissions', {
+          keyId,
+          permissions: [{ slug: b }, { id: 'perm_nope' }, { name: 'ghost.q' }],
+        });
         assert.equal(unknown.status, 404, unknown.body);
         assert.equal(unknown.json.error.detail, 'permission ids not found: perm_nope; permissions not found: ghost.q');
         assert.deepEqual(await snapshot(w, RBAC_TABLES), before);
         const key = await w.rootKey(['rbac.*.add_permission_to_key', 'rbac.*.remove_permission_from_key']);
         const counted = await snapshot(w, RBAC_TABLES);
-        const denied = await w.post('/v1/keys.setPermissions', { keyId, permissions: [{ slug: b }, { slug: unique('fresh'), create: true }] }, key);
+        const denied = await w.post(
+          '/v1/keys.setPermissions',
+          { keyId, permissions: [{ slug: b }, { slug: unique('fresh'), create: true }] },
+          key,
+        );
         assert.equal(denied.status, 403, denied.body);
         assert.equal(denied.json.error.detail, 'Missing permission: rbac.*.create_permission');
         assert.deepEqual(await snapshot(w, RBAC_TABLES), counted);
@@ -299,7 +402,11 @@ for (const dialect of DIALECTS) {
 
       securityTests(() => w, {
         permission: 'rbac.*.add_permission_to_key',
-        request: async () => ({ method: 'POST', path: '/v1/keys.setPermissions', body: { keyId: (await w.createKey({ apiId })).keyId, permissions: [{ slug: 'sec', create: true }] } }),
+        request: async () => ({
+          method: 'POST',
+          path: '/v1/keys.setPermissions',
+          body: { keyId: (await w.createKey({ apiId })).keyId, permissions: [{ slug: 'sec', create: true }] },
+        }),
         foreign: async (_w, other) => {
           const { keyId } = await w.createKey({ apiId: await w.createApi('foreign', other.root) }, other.root);
           return { method: 'POST', path: '/v1/keys.setPermissions', body: { keyId, permissions: [{ slug: 'sec', create: true }] } };

@@ -8,10 +8,22 @@ import type { App } from '../../../../src/http/types.ts';
 
 /** Recoverable keys (SPEC §4, §7): created encrypted with encrypt_key, read back with decrypt_key. */
 
-const TABLES = ['keys', 'identities', 'roles', 'permissions', 'keys_roles', 'keys_permissions', 'ratelimits', 'data_keys', 'encrypted_keys', 'audit_logs'] as const;
+const TABLES = [
+  'keys',
+  'identities',
+  'roles',
+  'permissions',
+  'keys_roles',
+  'keys_permissions',
+  'ratelimits',
+  'data_keys',
+  'encrypted_keys',
+  'audit_logs',
+] as const;
 /** An apis.listKeys page, with the members these tests compute with. */
 type Page = Loose<{ keys: Array<Loose<{ id: string; plaintext?: string }>>; cursor?: string }>;
-const encryptedRow = (w: World, keyId: string) => w.store.db.selectFrom('encrypted_keys').selectAll().where('key_id', '=', keyId).executeTakeFirst();
+const encryptedRow = (w: World, keyId: string) =>
+  w.store.db.selectFrom('encrypted_keys').selectAll().where('key_id', '=', keyId).executeTakeFirst();
 
 for (const dialect of DIALECTS) {
   describe(`recoverable keys (${dialect})`, () => {
@@ -52,7 +64,11 @@ for (const dialect of DIALECTS) {
       assert.equal(res.status, 200, res.body);
       assert.equal(res.json.plaintext, key);
       assert.equal(res.json.id, keyId);
-      const narrow = await w.get('/v1/keys.getKey', { keyId, decrypt: true }, await w.rootKey([`api.${apiId}.read_key`, `api.${apiId}.decrypt_key`]));
+      const narrow = await w.get(
+        '/v1/keys.getKey',
+        { keyId, decrypt: true },
+        await w.rootKey([`api.${apiId}.read_key`, `api.${apiId}.decrypt_key`]),
+      );
       assert.equal(narrow.status, 200, narrow.body);
       assert.equal(narrow.json.plaintext, key);
       for (const query of [{ keyId }, { keyId, decrypt: false }] as Array<Record<string, string | boolean>>) {
@@ -73,8 +89,11 @@ for (const dialect of DIALECTS) {
       const seen = new Map<string, string | undefined>();
       let cursor: string | undefined;
       do {
-        const res = await w.get<Page>('/v1/apis.listKeys', { apiId: api, decrypt: true, limit: 2, ...(cursor ? { cursor } : {}) },
-          await w.rootKey([`api.${api}.read_api`, `api.${api}.read_key`, `api.${api}.decrypt_key`]));
+        const res = await w.get<Page>(
+          '/v1/apis.listKeys',
+          { apiId: api, decrypt: true, limit: 2, ...(cursor ? { cursor } : {}) },
+          await w.rootKey([`api.${api}.read_api`, `api.${api}.read_key`, `api.${api}.decrypt_key`]),
+        );
         assert.equal(res.status, 200, res.body);
         for (const k of res.json.keys) seen.set(k.id, k.plaintext);
         cursor = res.json.cursor;
@@ -103,7 +122,11 @@ for (const dialect of DIALECTS) {
       }
       // decrypt_key for another api does not do.
       const otherApi = await w.createApi('other-decrypt');
-      const wrong = await w.get('/v1/keys.getKey', { keyId, decrypt: true }, await w.rootKey([`api.${apiId}.read_key`, `api.${otherApi}.decrypt_key`]));
+      const wrong = await w.get(
+        '/v1/keys.getKey',
+        { keyId, decrypt: true },
+        await w.rootKey([`api.${apiId}.read_key`, `api.${otherApi}.decrypt_key`]),
+      );
       assert.equal(wrong.status, 403, wrong.body);
     });
 
@@ -111,7 +134,9 @@ for (const dialect of DIALECTS) {
       const other = await w.otherWorkspace();
       const otherApi = await w.createApi('fresh', other.root);
       const noEncrypt = await w.rootKey([`api.${otherApi}.create_key`, 'rbac.*.create_role'], { workspaceId: other.workspaceId });
-      const noCreateRole = await w.rootKey([`api.${otherApi}.create_key`, `api.${otherApi}.encrypt_key`], { workspaceId: other.workspaceId });
+      const noCreateRole = await w.rootKey([`api.${otherApi}.create_key`, `api.${otherApi}.encrypt_key`], {
+        workspaceId: other.workspaceId,
+      });
       const before = await snapshot(w, TABLES);
       const res = await w.post('/v1/keys.createKey', { apiId: otherApi, recoverable: true, roles: ['r'] }, noEncrypt);
       assert.equal(res.status, 403, res.body);
@@ -138,7 +163,11 @@ for (const dialect of DIALECTS) {
       const b = (await encryptedRow(w, theirs.keyId))!;
       assert.notEqual(a.data_key_id, b.data_key_id);
       // Move my ciphertext onto their key: their decrypt must fail, never reveal my key.
-      await w.store.db.updateTable('encrypted_keys').set({ data_key_id: a.data_key_id, ciphertext: a.ciphertext }).where('key_id', '=', theirs.keyId).execute();
+      await w.store.db
+        .updateTable('encrypted_keys')
+        .set({ data_key_id: a.data_key_id, ciphertext: a.ciphertext })
+        .where('key_id', '=', theirs.keyId)
+        .execute();
       const moved = await w.get('/v1/keys.getKey', { keyId: theirs.keyId, decrypt: true }, other.root);
       assert.equal(moved.status, 500, moved.body);
       assert.ok(!moved.body.includes(mine.key));
@@ -146,7 +175,11 @@ for (const dialect of DIALECTS) {
       // A tampered ciphertext fails the same way, without echoing anything.
       const flipped = Buffer.from(b.ciphertext, 'base64');
       flipped[20] ^= 1;
-      await w.store.db.updateTable('encrypted_keys').set({ data_key_id: b.data_key_id, ciphertext: flipped.toString('base64') }).where('key_id', '=', theirs.keyId).execute();
+      await w.store.db
+        .updateTable('encrypted_keys')
+        .set({ data_key_id: b.data_key_id, ciphertext: flipped.toString('base64') })
+        .where('key_id', '=', theirs.keyId)
+        .execute();
       const tampered = await w.get('/v1/keys.getKey', { keyId: theirs.keyId, decrypt: true }, other.root);
       assert.equal(tampered.status, 500, tampered.body);
       assert.ok(!tampered.body.includes(theirs.key));
@@ -165,11 +198,16 @@ for (const dialect of DIALECTS) {
 
     describe('without a vault', () => {
       let bare: App;
-      before(async () => { bare = await buildApp({ store: w.store }); });
+      before(async () => {
+        bare = await buildApp({ store: w.store });
+      });
       after(() => bare.close());
       const call = async (method: 'GET' | 'POST', url: string, opts: { query?: Record<string, string>; body?: unknown }) => {
         const res = await bare.inject({
-          method, url, query: opts.query, headers: { authorization: `Bearer ${w.root}`, ...(opts.body ? { 'content-type': 'application/json' } : {}) },
+          method,
+          url,
+          query: opts.query,
+          headers: { authorization: `Bearer ${w.root}`, ...(opts.body ? { 'content-type': 'application/json' } : {}) },
           payload: opts.body ? JSON.stringify(opts.body) : undefined,
         });
         return { status: res.statusCode, json: res.json(), body: res.body };
@@ -191,7 +229,9 @@ for (const dialect of DIALECTS) {
         assert.deepEqual(await snapshot(w, TABLES), before);
         // Permissions still come first: 403, not 412.
         const noEncrypt = await bare.inject({
-          method: 'POST', url: '/v1/keys.createKey', headers: { authorization: `Bearer ${await w.rootKey(['api.*.create_key'])}`, 'content-type': 'application/json' },
+          method: 'POST',
+          url: '/v1/keys.createKey',
+          headers: { authorization: `Bearer ${await w.rootKey(['api.*.create_key'])}`, 'content-type': 'application/json' },
           payload: JSON.stringify({ apiId, recoverable: true }),
         });
         assert.equal(noEncrypt.statusCode, 403, noEncrypt.body);

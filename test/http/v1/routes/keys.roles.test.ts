@@ -10,7 +10,10 @@ for (const dialect of DIALECTS) {
   describe(`keys.addRoles / removeRoles (${dialect})`, () => {
     let w: World;
     let apiId: string;
-    before(async () => { w = await world(dialect); apiId = await w.createApi(); });
+    before(async () => {
+      w = await world(dialect);
+      apiId = await w.createApi();
+    });
     after(() => w.close());
 
     /** Four fresh roles (a..c exist, d does not), each granting its own permission, and a key holding role a and a direct permission. */
@@ -25,16 +28,28 @@ for (const dialect of DIALECTS) {
     describe('addRoles', () => {
       test('connects every listed role (by name and id; created on request); response = the requested ones sorted by name; effective permissions follow', async () => {
         const { a, b, c, d, direct, keyId } = await fixture();
-        const res = await w.post('/v1/keys.addRoles', { keyId, roles: [{ name: c }, { id: await roleIdOf(w, b) }, { name: a }, { name: d, create: true }, { name: c }] });
+        const res = await w.post('/v1/keys.addRoles', {
+          keyId,
+          roles: [{ name: c }, { id: await roleIdOf(w, b) }, { name: a }, { name: d, create: true }, { name: c }],
+        });
         assert.equal(res.status, 200, res.body);
         const dId = await roleIdOf(w, d);
         assert.match(dId, /^role_[1-9A-HJ-NP-Za-km-z]{22}$/);
         assert.deepEqual(res.json, [
-          { id: await roleIdOf(w, a), name: a }, { id: await roleIdOf(w, b), name: b }, { id: await roleIdOf(w, c), name: c }, { id: dId, name: d },
+          { id: await roleIdOf(w, a), name: a },
+          { id: await roleIdOf(w, b), name: b },
+          { id: await roleIdOf(w, c), name: c },
+          { id: dId, name: d },
         ]);
-        assert.deepEqual(await keyView(w, keyId), { roles: [a, b, c, d], permissions: [`${a}.perm`, `${b}.perm`, `${c}.perm`, direct].sort() });
+        assert.deepEqual(await keyView(w, keyId), {
+          roles: [a, b, c, d],
+          permissions: [`${a}.perm`, `${b}.perm`, `${c}.perm`, direct].sort(),
+        });
         // `a` was already connected: no second link, no audit record for it.
-        assert.deepEqual(await auditOf(w, res, keyId, 'authorization.'), [b, c, d].map((r) => `authorization.connect_role_and_key:${r}`));
+        assert.deepEqual(
+          await auditOf(w, res, keyId, 'authorization.'),
+          [b, c, d].map((r) => `authorization.connect_role_and_key:${r}`),
+        );
         assert.deepEqual(await auditEvents(w, dId), ['role.create']);
       });
 
@@ -64,7 +79,10 @@ for (const dialect of DIALECTS) {
       test('unknown ids and names → 404 naming every one; nothing connected or created (atomic)', async () => {
         const { a, b, keyId } = await fixture();
         const before = await snapshot(w, RBAC_TABLES);
-        const res = await w.post('/v1/keys.addRoles', { keyId, roles: [{ name: b }, { id: 'role_nope' }, { name: 'ghost-1' }, { name: 'ghost-2' }, { name: unique('x'), create: true }] });
+        const res = await w.post('/v1/keys.addRoles', {
+          keyId,
+          roles: [{ name: b }, { id: 'role_nope' }, { name: 'ghost-1' }, { name: 'ghost-2' }, { name: unique('x'), create: true }],
+        });
         assert.equal(res.status, 404, res.body);
         assert.equal(res.json.error.type, 'https://keyhold.dev/errors/data/role-not-found');
         assert.equal(res.json.error.detail, 'role ids not found: role_nope; roles not found: ghost-1, ghost-2');
@@ -75,14 +93,16 @@ for (const dialect of DIALECTS) {
       test('validation: every problem at once, with paths', async () => {
         const { keyId } = await fixture();
         assert.deepEqual(errorPaths(await w.post('/v1/keys.addRoles', { keyId: '', roles: [] })), ['/keyId', '/roles']);
-        assert.deepEqual(errorPaths(await w.post('/v1/keys.addRoles', { keyId, roles: [{ name: '' }, { name: 'n'.repeat(513) }, { id: 7 }] })),
-          ['/roles/0/name', '/roles/1/name', '/roles/2/id']);
+        assert.deepEqual(
+          errorPaths(await w.post('/v1/keys.addRoles', { keyId, roles: [{ name: '' }, { name: 'n'.repeat(513) }, { id: 7 }] })),
+          ['/roles/0/name', '/roles/1/name', '/roles/2/id'],
+        );
         const neither = await w.post('/v1/keys.addRoles', { keyId, roles: [{ create: true }, { name: 'x' }] });
         assert.equal(neither.status, 400, neither.body);
         assert.deepEqual(neither.json.error.errors, [{ path: '/roles/0', message: 'must have id or name' }]);
       });
 
-      test('unknown, deleted and foreign keys → 404; another workspace\'s role → 404', async () => {
+      test("unknown, deleted and foreign keys → 404; another workspace's role → 404", async () => {
         const { b } = await fixture();
         const missing = await w.post('/v1/keys.addRoles', { keyId: 'key_nope', roles: [{ name: b }] });
         assert.equal(missing.status, 404, missing.body);
@@ -117,7 +137,11 @@ for (const dialect of DIALECTS) {
 
       securityTests(() => w, {
         permission: 'rbac.*.add_role_to_key',
-        request: async () => ({ method: 'POST', path: '/v1/keys.addRoles', body: { keyId: (await w.createKey({ apiId })).keyId, roles: [{ name: 'sec', create: true }] } }),
+        request: async () => ({
+          method: 'POST',
+          path: '/v1/keys.addRoles',
+          body: { keyId: (await w.createKey({ apiId })).keyId, roles: [{ name: 'sec', create: true }] },
+        }),
         foreign: async (_w, other) => {
           const { keyId } = await w.createKey({ apiId: await w.createApi('foreign', other.root) }, other.root);
           return { method: 'POST', path: '/v1/keys.addRoles', body: { keyId, roles: [{ name: 'sec', create: true }] } };
@@ -133,7 +157,10 @@ for (const dialect of DIALECTS) {
         assert.equal(res.status, 200, res.body);
         assert.deepEqual(res.json, {});
         assert.deepEqual(await keyView(w, keyId), { roles: [d], permissions: [direct] });
-        assert.deepEqual(await auditOf(w, res, keyId, 'authorization.'), [a, b, c].map((r) => `authorization.disconnect_role_and_key:${r}`));
+        assert.deepEqual(
+          await auditOf(w, res, keyId, 'authorization.'),
+          [a, b, c].map((r) => `authorization.disconnect_role_and_key:${r}`),
+        );
         // The roles themselves still exist.
         assert.equal((await w.get('/v1/permissions.getRole', { roleId: await roleIdOf(w, a) })).status, 200);
       });
@@ -178,7 +205,11 @@ for (const dialect of DIALECTS) {
         permission: 'rbac.*.remove_role_from_key',
         request: async () => {
           const name = unique('sec');
-          return { method: 'POST', path: '/v1/keys.removeRoles', body: { keyId: (await w.createKey({ apiId, roles: [name] })).keyId, roles: [{ name }] } };
+          return {
+            method: 'POST',
+            path: '/v1/keys.removeRoles',
+            body: { keyId: (await w.createKey({ apiId, roles: [name] })).keyId, roles: [{ name }] },
+          };
         },
         foreign: async (_w, other) => {
           const { keyId } = await w.createKey({ apiId: await w.createApi('foreign', other.root), roles: ['theirs'] }, other.root);

@@ -9,7 +9,10 @@ for (const dialect of DIALECTS) {
   describe(`keys.setRoles (${dialect})`, () => {
     let w: World;
     let apiId: string;
-    before(async () => { w = await world(dialect); apiId = await w.createApi(); });
+    before(async () => {
+      w = await world(dialect);
+      apiId = await w.createApi();
+    });
     after(() => w.close());
 
     const createRole = async (name: string) => {
@@ -26,10 +29,20 @@ for (const dialect of DIALECTS) {
       const { keyId } = await w.createKey({ apiId, roles: ['admin', 'viewer'] });
       const res = await w.post('/v1/keys.setRoles', { keyId, roles: [{ name: 'billing' }, { id: admin }] });
       assert.equal(res.status, 200, res.body);
-      assert.deepEqual(res.json, [{ id: admin, name: 'admin' }, { id: billing, name: 'billing' }]);
+      assert.deepEqual(res.json, [
+        { id: admin, name: 'admin' },
+        { id: billing, name: 'billing' },
+      ]);
       assert.deepEqual(await rolesOf(keyId), ['admin', 'billing']);
-      const events = (await w.store.db.selectFrom('audit_logs').select(['event', 'diff']).where('target_id', '=', keyId)
-        .where('event', 'like', 'authorization.%').orderBy('id').execute()).map((e) => `${e.event}:${JSON.parse(e.diff!).role}`);
+      const events = (
+        await w.store.db
+          .selectFrom('audit_logs')
+          .select(['event', 'diff'])
+          .where('target_id', '=', keyId)
+          .where('event', 'like', 'authorization.%')
+          .orderBy('id')
+          .execute()
+      ).map((e) => `${e.event}:${JSON.parse(e.diff!).role}`);
       assert.ok(events.includes('authorization.disconnect_role_and_key:viewer'), events.join());
       assert.ok(events.includes('authorization.connect_role_and_key:billing'), events.join());
     });
@@ -37,30 +50,47 @@ for (const dialect of DIALECTS) {
     test('duplicates collapse; id wins over name; response equals the connected set', async () => {
       const reader = await createRole('reader');
       const { keyId } = await w.createKey({ apiId });
-      const res = await w.post('/v1/keys.setRoles', { keyId, roles: [{ id: reader }, { name: 'reader' }, { id: reader, name: 'ignored-name' }] });
+      const res = await w.post('/v1/keys.setRoles', {
+        keyId,
+        roles: [{ id: reader }, { name: 'reader' }, { id: reader, name: 'ignored-name' }],
+      });
       assert.equal(res.status, 200, res.body);
       assert.deepEqual(res.json, [{ id: reader, name: 'reader' }]);
       const links = await w.store.db.selectFrom('keys_roles').select('role_id').where('key_id', '=', keyId).execute();
-      assert.deepEqual(links.map((l) => l.role_id), [reader]);
+      assert.deepEqual(
+        links.map((l) => l.role_id),
+        [reader],
+      );
     });
 
     test('create:true creates an unknown role when the root key holds rbac.*.create_role', async () => {
       const { keyId } = await w.createKey({ apiId });
       const key = await w.rootKey(['rbac.*.add_role_to_key', 'rbac.*.create_role', 'api.*.read_key']);
-      const res = await w.post<Array<{ id: string; name: string }>>('/v1/keys.setRoles', { keyId, roles: [{ name: 'brand-new', create: true }] }, key);
+      const res = await w.post<Array<{ id: string; name: string }>>(
+        '/v1/keys.setRoles',
+        { keyId, roles: [{ name: 'brand-new', create: true }] },
+        key,
+      );
       assert.equal(res.status, 200, res.body);
       assert.equal(res.json.length, 1);
       assert.equal(res.json[0].name, 'brand-new');
       assert.match(res.json[0].id, /^role_/);
       const created = await w.store.db.selectFrom('audit_logs').select('event').where('target_id', '=', res.json[0].id).execute();
-      assert.deepEqual(created.map((e) => e.event), ['role.create']);
+      assert.deepEqual(
+        created.map((e) => e.event),
+        ['role.create'],
+      );
     });
 
     test('create:true without rbac.*.create_role → 403 naming it; key and roles unchanged', async () => {
       await createRole('keep-me');
       const { keyId } = await w.createKey({ apiId, roles: ['keep-me'] });
       const roles = await count(w.store.db, 'roles');
-      const res = await w.post('/v1/keys.setRoles', { keyId, roles: [{ name: 'not-yet', create: true }] }, await w.rootKey(['rbac.*.add_role_to_key']));
+      const res = await w.post(
+        '/v1/keys.setRoles',
+        { keyId, roles: [{ name: 'not-yet', create: true }] },
+        await w.rootKey(['rbac.*.add_role_to_key']),
+      );
       assert.equal(res.status, 403, res.body);
       assert.match(res.json.error.detail, /rbac\.\*\.create_role/);
       assert.equal(await count(w.store.db, 'roles'), roles);
@@ -82,7 +112,11 @@ for (const dialect of DIALECTS) {
       const other = await w.otherWorkspace();
       const otherApi = await w.createApi('other-api', other.root);
       await w.createKey({ apiId: otherApi, roles: ['foreign-role'] }, other.root);
-      const foreignRole = await w.store.db.selectFrom('roles').select('id').where('workspace_id', '=', other.workspaceId).executeTakeFirstOrThrow();
+      const foreignRole = await w.store.db
+        .selectFrom('roles')
+        .select('id')
+        .where('workspace_id', '=', other.workspaceId)
+        .executeTakeFirstOrThrow();
       const { keyId } = await w.createKey({ apiId });
       const res = await w.post('/v1/keys.setRoles', { keyId, roles: [{ id: foreignRole.id }] });
       assert.equal(res.status, 404, res.body);
@@ -126,7 +160,11 @@ for (const dialect of DIALECTS) {
 
     securityTests(() => w, {
       permission: 'rbac.*.add_role_to_key',
-      request: async () => ({ method: 'POST', path: '/v1/keys.setRoles', body: { keyId: (await w.createKey({ apiId })).keyId, roles: [{ name: 'sec', create: true }] } }),
+      request: async () => ({
+        method: 'POST',
+        path: '/v1/keys.setRoles',
+        body: { keyId: (await w.createKey({ apiId })).keyId, roles: [{ name: 'sec', create: true }] },
+      }),
       foreign: async (_w, other) => {
         const otherApi = await w.createApi('foreign', other.root);
         const { keyId } = await w.createKey({ apiId: otherApi }, other.root);

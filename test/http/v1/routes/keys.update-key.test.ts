@@ -8,7 +8,17 @@ import { securityTests } from '../../../helpers/security.ts';
 import { createPermission, createRole, directPermissions } from '../../../helpers/rbac.ts';
 
 /** Every table an updateKey may write. */
-const TABLES = ['keys', 'identities', 'roles', 'permissions', 'keys_roles', 'keys_permissions', 'ratelimits', 'audit_logs', 'change_feed'] as const;
+const TABLES = [
+  'keys',
+  'identities',
+  'roles',
+  'permissions',
+  'keys_roles',
+  'keys_permissions',
+  'ratelimits',
+  'audit_logs',
+  'change_feed',
+] as const;
 /** A key as keys.getKey shows it, with the members these tests compute with. */
 type KeyView = Loose<{ updatedAt: number; expires: number; refill: Loose<{ lastRefillAt: number }> }>;
 
@@ -16,7 +26,10 @@ for (const dialect of DIALECTS) {
   describe(`keys.updateKey (${dialect})`, () => {
     let w: World;
     let apiId: string;
-    before(async () => { w = await world(dialect); apiId = await w.createApi('update-api'); });
+    before(async () => {
+      w = await world(dialect);
+      apiId = await w.createApi('update-api');
+    });
     after(() => w.close());
 
     const view = async (keyId: string) => {
@@ -37,11 +50,21 @@ for (const dialect of DIALECTS) {
       limits: await w.store.db.selectFrom('ratelimits').selectAll().where('key_id', '=', keyId).execute(),
       counts: await snapshot(w, TABLES),
     });
-    const fullKey = () => w.createKey({
-      apiId, name: 'before', externalId: 'user_before', meta: { v: 1 }, expires: Date.now() + 3_600_000, remaining: 10,
-      refill: { interval: 'monthly', amount: 20, refillDay: 5 }, ratelimit: { type: 'fast', limit: 5, duration: 1000 },
-      enabled: true, environment: 'prod', roles: ['before-role'], permissions: ['before.perm'],
-    });
+    const fullKey = () =>
+      w.createKey({
+        apiId,
+        name: 'before',
+        externalId: 'user_before',
+        meta: { v: 1 },
+        expires: Date.now() + 3_600_000,
+        remaining: 10,
+        refill: { interval: 'monthly', amount: 20, refillDay: 5 },
+        ratelimit: { type: 'fast', limit: 5, duration: 1000 },
+        enabled: true,
+        environment: 'prod',
+        roles: ['before-role'],
+        permissions: ['before.perm'],
+      });
 
     test('every field is set and read back through getKey; updatedAt moves, createdAt does not', async () => {
       const { keyId } = await w.createKey({ apiId });
@@ -50,22 +73,48 @@ for (const dialect of DIALECTS) {
       const expires = t0 + 86_400_000;
       const meta = { plan: 'team', nested: { list: [1, 'two', null] }, unicode: 'ünï 🔑' };
       await update({
-        keyId, name: 'after', externalId: 'user_after', meta, expires, remaining: 7,
-        refill: { interval: 'monthly', amount: 30, refillDay: 15 }, ratelimit: { type: 'fast', limit: 9, duration: 60_000 },
-        enabled: false, environment: 'staging', roles: [{ name: 'set-role', create: true }], permissions: [{ slug: 'set.perm', create: true }],
+        keyId,
+        name: 'after',
+        externalId: 'user_after',
+        meta,
+        expires,
+        remaining: 7,
+        refill: { interval: 'monthly', amount: 30, refillDay: 15 },
+        ratelimit: { type: 'fast', limit: 9, duration: 60_000 },
+        enabled: false,
+        environment: 'staging',
+        roles: [{ name: 'set-role', create: true }],
+        permissions: [{ slug: 'set.perm', create: true }],
       });
       const t1 = Date.now();
       const got = await view(keyId);
-      const identity = await w.store.db.selectFrom('identities').selectAll().where('external_id', '=', 'user_after').executeTakeFirstOrThrow();
+      const identity = await w.store.db
+        .selectFrom('identities')
+        .selectAll()
+        .where('external_id', '=', 'user_after')
+        .executeTakeFirstOrThrow();
       assert.ok(got.updatedAt >= t0 && got.updatedAt <= t1, `updatedAt ${got.updatedAt} outside [${t0}, ${t1}]`);
       assert.equal(got.createdAt, createdAt);
       assert.ok(got.refill.lastRefillAt >= t0 && got.refill.lastRefillAt <= t1, 'a new refill schedule starts now');
       assert.deepEqual(got, {
-        id: keyId, start: got.start, apiId, workspaceId: w.workspaceId, name: 'after', ownerId: 'user_after', externalId: 'user_after',
-        meta, createdAt, updatedAt: got.updatedAt, expires, remaining: 7,
+        id: keyId,
+        start: got.start,
+        apiId,
+        workspaceId: w.workspaceId,
+        name: 'after',
+        ownerId: 'user_after',
+        externalId: 'user_after',
+        meta,
+        createdAt,
+        updatedAt: got.updatedAt,
+        expires,
+        remaining: 7,
         refill: { interval: 'monthly', amount: 30, refillDay: 15, lastRefillAt: got.refill.lastRefillAt },
         ratelimit: { async: true, type: 'fast', limit: 9, duration: 60_000, refillRate: 9, refillInterval: 60_000 },
-        roles: ['set-role'], permissions: ['set.perm'], enabled: false, environment: 'staging',
+        roles: ['set-role'],
+        permissions: ['set.perm'],
+        enabled: false,
+        environment: 'staging',
         identity: { id: identity.id, externalId: 'user_after', meta: {} },
       });
       const row = await keyRow(w, keyId);
@@ -91,17 +140,44 @@ for (const dialect of DIALECTS) {
     test('null clears every nullable attribute; the identity itself stays', async () => {
       const { keyId } = await fullKey();
       await update({
-        keyId, name: null, externalId: null, meta: null, expires: null, remaining: null, refill: null, ratelimit: null, environment: null,
-        roles: [], permissions: [],
+        keyId,
+        name: null,
+        externalId: null,
+        meta: null,
+        expires: null,
+        remaining: null,
+        refill: null,
+        ratelimit: null,
+        environment: null,
+        roles: [],
+        permissions: [],
       });
       const got = await view(keyId);
       assert.deepEqual(got, {
-        id: keyId, start: got.start, apiId, workspaceId: w.workspaceId, createdAt: got.createdAt, updatedAt: got.updatedAt,
-        roles: [], permissions: [], enabled: true,
+        id: keyId,
+        start: got.start,
+        apiId,
+        workspaceId: w.workspaceId,
+        createdAt: got.createdAt,
+        updatedAt: got.updatedAt,
+        roles: [],
+        permissions: [],
+        enabled: true,
       });
       const row = await keyRow(w, keyId);
       assert.deepEqual(
-        [row.name, row.identity_id, row.meta, row.expires_at, row.remaining, row.refill_interval, row.refill_amount, row.refill_day, row.last_refill_at, row.environment],
+        [
+          row.name,
+          row.identity_id,
+          row.meta,
+          row.expires_at,
+          row.remaining,
+          row.refill_interval,
+          row.refill_amount,
+          row.refill_day,
+          row.last_refill_at,
+          row.environment,
+        ],
         [null, null, null, null, null, null, null, null, null, null],
       );
       assert.equal((await w.store.db.selectFrom('ratelimits').select('id').where('key_id', '=', keyId).execute()).length, 0);
@@ -168,11 +244,18 @@ for (const dialect of DIALECTS) {
       const { keyId } = await w.createKey({ apiId });
       const before = await snapshot(w, TABLES);
       await update({ keyId, externalId: 'user_link' });
-      const identity = await w.store.db.selectFrom('identities').selectAll().where('external_id', '=', 'user_link').executeTakeFirstOrThrow();
+      const identity = await w.store.db
+        .selectFrom('identities')
+        .selectAll()
+        .where('external_id', '=', 'user_link')
+        .executeTakeFirstOrThrow();
       assert.equal(identity.workspace_id, w.workspaceId);
       assert.equal((await snapshot(w, TABLES)).identities, before.identities + 1);
       let got = await view(keyId);
-      assert.deepEqual([got.externalId, got.ownerId, got.identity], ['user_link', 'user_link', { id: identity.id, externalId: 'user_link', meta: {} }]);
+      assert.deepEqual(
+        [got.externalId, got.ownerId, got.identity],
+        ['user_link', 'user_link', { id: identity.id, externalId: 'user_link', meta: {} }],
+      );
 
       // Another key linking the same externalId reuses the identity.
       const other = await w.createKey({ apiId });
@@ -207,17 +290,33 @@ for (const dialect of DIALECTS) {
       await update({ keyId, ratelimit: { limit: 10, refillRate: 5, refillInterval: 1000 } });
       let rows = await w.store.db.selectFrom('ratelimits').selectAll().where('key_id', '=', keyId).execute();
       assert.equal(rows.length, 1);
-      assert.deepEqual([rows[0].name, rows[0].limit, rows[0].duration, rows[0].type, rows[0].auto_apply, rows[0].identity_id, rows[0].workspace_id],
-        ['default', 10, 1000, 'consistent', 1, null, w.workspaceId]);
+      assert.deepEqual(
+        [rows[0].name, rows[0].limit, rows[0].duration, rows[0].type, rows[0].auto_apply, rows[0].identity_id, rows[0].workspace_id],
+        ['default', 10, 1000, 'consistent', 1, null, w.workspaceId],
+      );
       const id = rows[0].id;
       await update({ keyId, ratelimit: { async: true, limit: 3, duration: 5000 } });
       rows = await w.store.db.selectFrom('ratelimits').selectAll().where('key_id', '=', keyId).execute();
       assert.equal(rows.length, 1);
       assert.equal(rows[0].id, id, 'the default limit is updated in place');
-      assert.deepEqual((await view(keyId)).ratelimit, { async: true, type: 'fast', limit: 3, duration: 5000, refillRate: 3, refillInterval: 5000 });
+      assert.deepEqual((await view(keyId)).ratelimit, {
+        async: true,
+        type: 'fast',
+        limit: 3,
+        duration: 5000,
+        refillRate: 3,
+        refillInterval: 5000,
+      });
       // The object replaces the limit as a whole: without type it is consistent again.
       await update({ keyId, ratelimit: { limit: 4, duration: 2000 } });
-      assert.deepEqual((await view(keyId)).ratelimit, { async: false, type: 'consistent', limit: 4, duration: 2000, refillRate: 4, refillInterval: 2000 });
+      assert.deepEqual((await view(keyId)).ratelimit, {
+        async: false,
+        type: 'consistent',
+        limit: 4,
+        duration: 2000,
+        refillRate: 4,
+        refillInterval: 2000,
+      });
       await update({ keyId, ratelimit: null });
       assert.equal((await view(keyId)).ratelimit, undefined);
       assert.equal((await w.store.db.selectFrom('ratelimits').select('id').where('key_id', '=', keyId).execute()).length, 0);
@@ -248,7 +347,10 @@ for (const dialect of DIALECTS) {
 
       await update({ keyId, refill: null });
       row = await keyRow(w, keyId);
-      assert.deepEqual([row.refill_interval, row.refill_amount, row.refill_day, row.last_refill_at, row.remaining], [null, null, null, null, 4]);
+      assert.deepEqual(
+        [row.refill_interval, row.refill_amount, row.refill_day, row.last_refill_at, row.remaining],
+        [null, null, null, null, 4],
+      );
       assert.equal((await view(keyId)).refill, undefined);
 
       // A key without remaining gets a refill when the same request sets remaining.
@@ -265,7 +367,11 @@ for (const dialect of DIALECTS) {
     test('refill needs remaining: a refill on a key without it, or clearing remaining under a refill → 400, nothing changed', async () => {
       const unlimited = await w.createKey({ apiId, name: 'unl' });
       let before = await state(unlimited.keyId);
-      const noRemaining = await w.post('/v1/keys.updateKey', { keyId: unlimited.keyId, name: 'changed', refill: { interval: 'daily', amount: 1 } });
+      const noRemaining = await w.post('/v1/keys.updateKey', {
+        keyId: unlimited.keyId,
+        name: 'changed',
+        refill: { interval: 'daily', amount: 1 },
+      });
       assert.equal(noRemaining.status, 400, noRemaining.body);
       assert.equal(noRemaining.json.error.type, 'https://keyhold.dev/errors/request/invalid-body');
       assert.deepEqual(paths(noRemaining), ['/refill']);
@@ -287,7 +393,8 @@ for (const dialect of DIALECTS) {
       const readPerm = await createPermission(w, 'upd.read');
       const { keyId } = await w.createKey({ apiId, roles: ['upd-admin', 'upd-viewer'], permissions: ['upd.read', 'upd.old'] });
       const res = await update({
-        keyId, name: 'with-links',
+        keyId,
+        name: 'with-links',
         roles: [{ id: admin }, { name: 'upd-billing', create: true }, { name: 'upd-admin' }],
         permissions: [{ id: readPerm }, { slug: 'upd.new', create: true }, { name: 'upd.alias', create: true }],
       });
@@ -295,10 +402,21 @@ for (const dialect of DIALECTS) {
       assert.deepEqual(got.roles, ['upd-admin', 'upd-billing']);
       assert.deepEqual(await directPermissions(w, keyId), ['upd.alias', 'upd.new', 'upd.read']);
       assert.equal(got.name, 'with-links');
-      const events = (await w.store.db.selectFrom('audit_logs').select(['event', 'diff']).where('target_id', '=', keyId)
-        .where('event', 'like', 'authorization.%').where('request_id', '=', String(res.headers['x-request-id'])).execute()).map((e) => `${e.event}:${JSON.parse(e.diff!).role ?? JSON.parse(e.diff!).permission}`);
-      for (const e of ['authorization.disconnect_role_and_key:upd-viewer', 'authorization.connect_role_and_key:upd-billing',
-        'authorization.disconnect_permission_and_key:upd.old', 'authorization.connect_permission_and_key:upd.new']) {
+      const events = (
+        await w.store.db
+          .selectFrom('audit_logs')
+          .select(['event', 'diff'])
+          .where('target_id', '=', keyId)
+          .where('event', 'like', 'authorization.%')
+          .where('request_id', '=', String(res.headers['x-request-id']))
+          .execute()
+      ).map((e) => `${e.event}:${JSON.parse(e.diff!).role ?? JSON.parse(e.diff!).permission}`);
+      for (const e of [
+        'authorization.disconnect_role_and_key:upd-viewer',
+        'authorization.connect_role_and_key:upd-billing',
+        'authorization.disconnect_permission_and_key:upd.old',
+        'authorization.connect_permission_and_key:upd.new',
+      ]) {
         assert.ok(events.includes(e), `${e} missing from ${events.join()}`);
       }
       assert.ok(!events.includes('authorization.connect_role_and_key:upd-admin'), 'a kept role is not reconnected');
@@ -318,15 +436,30 @@ for (const dialect of DIALECTS) {
       const cases: Array<[string, Record<string, unknown>, string[]]> = [
         [updateOnly, { roles: [{ name: 'rights-role' }] }, ['rbac.*.add_role_to_key']],
         [updateOnly, { permissions: [{ slug: 'rights.perm' }] }, ['rbac.*.add_permission_to_key', 'rbac.*.remove_permission_from_key']],
-        [updateOnly, { roles: [], permissions: [] }, ['rbac.*.add_role_to_key', 'rbac.*.add_permission_to_key', 'rbac.*.remove_permission_from_key']],
-        [await w.rootKey(['api.*.update_key', 'rbac.*.add_role_to_key']), { roles: [{ name: 'brand-new-role', create: true }] }, ['rbac.*.create_role']],
-        [await w.rootKey(['api.*.update_key', 'rbac.*.add_permission_to_key', 'rbac.*.remove_permission_from_key']),
-          { permissions: [{ slug: 'brand.new', create: true }] }, ['rbac.*.create_permission']],
+        [
+          updateOnly,
+          { roles: [], permissions: [] },
+          ['rbac.*.add_role_to_key', 'rbac.*.add_permission_to_key', 'rbac.*.remove_permission_from_key'],
+        ],
+        [
+          await w.rootKey(['api.*.update_key', 'rbac.*.add_role_to_key']),
+          { roles: [{ name: 'brand-new-role', create: true }] },
+          ['rbac.*.create_role'],
+        ],
+        [
+          await w.rootKey(['api.*.update_key', 'rbac.*.add_permission_to_key', 'rbac.*.remove_permission_from_key']),
+          { permissions: [{ slug: 'brand.new', create: true }] },
+          ['rbac.*.create_permission'],
+        ],
         [await w.rootKey(['rbac.*.add_role_to_key']), { roles: [{ name: 'rights-role' }] }, [`api.${apiId}.update_key`]],
       ];
       const before = await state(keyId);
       for (const [key, extra, named] of cases) {
-        const res = await w.post('/v1/keys.updateKey', { keyId, name: 'denied', externalId: 'user_denied', ratelimit: { limit: 1, duration: 1000 }, ...extra }, key);
+        const res = await w.post(
+          '/v1/keys.updateKey',
+          { keyId, name: 'denied', externalId: 'user_denied', ratelimit: { limit: 1, duration: 1000 }, ...extra },
+          key,
+        );
         assert.equal(res.status, 403, res.body);
         assert.equal(res.json.error.code, 'INSUFFICIENT_PERMISSIONS');
         for (const p of named) assert.ok(res.json.error.detail.includes(p), `${res.json.error.detail} should name ${p}`);
@@ -341,8 +474,16 @@ for (const dialect of DIALECTS) {
       const { keyId } = await fullKey();
       const before = await state(keyId);
       const res = await w.post('/v1/keys.updateKey', {
-        keyId, name: 'never', externalId: 'user_never', meta: { never: true }, remaining: 1, enabled: false, ratelimit: null, refill: null,
-        roles: [{ name: 'never-role', create: true }], permissions: [{ id: 'perm_doesnotexist' }],
+        keyId,
+        name: 'never',
+        externalId: 'user_never',
+        meta: { never: true },
+        remaining: 1,
+        enabled: false,
+        ratelimit: null,
+        refill: null,
+        roles: [{ name: 'never-role', create: true }],
+        permissions: [{ id: 'perm_doesnotexist' }],
       });
       assert.equal(res.status, 404, res.body);
       assert.equal(res.json.error.type, 'https://keyhold.dev/errors/data/permission-not-found');
@@ -358,8 +499,16 @@ for (const dialect of DIALECTS) {
     test('audit: one key.update with {from, to} of each provided attribute, by the root key, in the request', async () => {
       const { keyId, key } = await fullKey();
       const updater = await w.rootKey(['api.*.update_key']);
-      const res = await update({ keyId, name: 'audited', remaining: 2, ratelimit: null, externalId: 'user_audit', enabled: false, expires: null }, updater);
-      const rows = await w.store.db.selectFrom('audit_logs').selectAll().where('target_id', '=', keyId).where('event', '=', 'key.update').execute();
+      const res = await update(
+        { keyId, name: 'audited', remaining: 2, ratelimit: null, externalId: 'user_audit', enabled: false, expires: null },
+        updater,
+      );
+      const rows = await w.store.db
+        .selectFrom('audit_logs')
+        .selectAll()
+        .where('target_id', '=', keyId)
+        .where('event', '=', 'key.update')
+        .execute();
       assert.equal(rows.length, 1);
       const a = rows[0];
       assert.equal(a.request_id, res.headers['x-request-id']);
@@ -375,7 +524,10 @@ for (const dialect of DIALECTS) {
       assert.deepEqual(diff.externalId, { from: 'user_before', to: 'user_audit' });
       assert.deepEqual(diff.enabled, { from: true, to: false });
       assert.equal(diff.expires.to, null);
-      assert.ok(!JSON.stringify(await w.store.db.selectFrom('audit_logs').selectAll().execute()).includes(key), 'no plaintext key in audit');
+      assert.ok(
+        !JSON.stringify(await w.store.db.selectFrom('audit_logs').selectAll().execute()).includes(key),
+        'no plaintext key in audit',
+      );
     });
 
     test('a change_feed entry for the key is committed with the update (and none for a refused one)', async () => {
@@ -410,7 +562,11 @@ for (const dialect of DIALECTS) {
       const otherApi = await w.createApi('other-upd');
       const ok = await w.post('/v1/keys.updateKey', { keyId, name: 'specific' }, await w.rootKey([`api.${apiId}.update_key`]));
       assert.equal(ok.status, 200, ok.body);
-      const denied = await w.post('/v1/keys.updateKey', { keyId, name: 'nope' }, await w.rootKey([`api.${otherApi}.update_key`, `api.${apiId}.read_key`]));
+      const denied = await w.post(
+        '/v1/keys.updateKey',
+        { keyId, name: 'nope' },
+        await w.rootKey([`api.${otherApi}.update_key`, `api.${apiId}.read_key`]),
+      );
       assert.equal(denied.status, 403, denied.body);
       assert.ok(denied.json.error.detail.includes(`api.${apiId}.update_key`), denied.json.error.detail);
       assert.equal((await view(keyId)).name, 'specific');
@@ -468,11 +624,27 @@ for (const dialect of DIALECTS) {
     test('several problems, schema and cross-field, are all listed at once', async () => {
       const { keyId } = await w.createKey({ apiId });
       const res = await w.post('/v1/keys.updateKey', {
-        keyId, name: 5, enabled: 'no', remaining: null, refill: { interval: 'daily', amount: 1, refillDay: 2 },
-        ratelimit: { limit: 1 }, meta: { big: 'x'.repeat(70_000) }, roles: [{ create: true }], permissions: [{}],
+        keyId,
+        name: 5,
+        enabled: 'no',
+        remaining: null,
+        refill: { interval: 'daily', amount: 1, refillDay: 2 },
+        ratelimit: { limit: 1 },
+        meta: { big: 'x'.repeat(70_000) },
+        roles: [{ create: true }],
+        permissions: [{}],
       });
       assert.equal(res.status, 400, res.body.slice(0, 500));
-      assert.deepEqual(paths(res), ['/enabled', '/meta', '/name', '/permissions/0', '/ratelimit/duration', '/refill', '/refill/refillDay', '/roles/0']);
+      assert.deepEqual(paths(res), [
+        '/enabled',
+        '/meta',
+        '/name',
+        '/permissions/0',
+        '/ratelimit/duration',
+        '/refill',
+        '/refill/refillDay',
+        '/roles/0',
+      ]);
     });
 
     test('authentication comes before validation and lookup: a bad body or unknown key without a valid root key → 401', async () => {
@@ -482,7 +654,7 @@ for (const dialect of DIALECTS) {
       }
     });
 
-    test('concurrent updates of one key each apply whole: the result is one caller\'s set of attributes', async () => {
+    test("concurrent updates of one key each apply whole: the result is one caller's set of attributes", async () => {
       for (let round = 0; round < 5; round++) {
         const { keyId } = await w.createKey({ apiId });
         const [a, b] = await Promise.all([
@@ -497,8 +669,14 @@ for (const dialect of DIALECTS) {
     });
 
     securityTests(() => w, {
-      get permission() { return `api.${apiId}.update_key`; },
-      request: async () => ({ method: 'POST', path: '/v1/keys.updateKey', body: { keyId: (await w.createKey({ apiId })).keyId, name: 'sec' } }),
+      get permission() {
+        return `api.${apiId}.update_key`;
+      },
+      request: async () => ({
+        method: 'POST',
+        path: '/v1/keys.updateKey',
+        body: { keyId: (await w.createKey({ apiId })).keyId, name: 'sec' },
+      }),
       foreign: async (_w, other) => {
         const otherApi = await w.createApi('foreign-upd', other.root);
         const { keyId } = await w.createKey({ apiId: otherApi }, other.root);

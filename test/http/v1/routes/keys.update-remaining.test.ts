@@ -13,10 +13,14 @@ for (const dialect of DIALECTS) {
   describe(`keys.updateRemaining (${dialect})`, () => {
     let w: World;
     let apiId: string;
-    before(async () => { w = await world(dialect); apiId = await w.createApi('credits-api'); });
+    before(async () => {
+      w = await world(dialect);
+      apiId = await w.createApi('credits-api');
+    });
     after(() => w.close());
 
-    const op = (keyId: string, o: string, value: number | null, key?: string) => w.post<Counted>('/v1/keys.updateRemaining', { keyId, op: o, value }, key);
+    const op = (keyId: string, o: string, value: number | null, key?: string) =>
+      w.post<Counted>('/v1/keys.updateRemaining', { keyId, op: o, value }, key);
     const ok = async (keyId: string, o: string, value: number | null): Promise<number | null> => {
       const r = await op(keyId, o, value);
       assert.equal(r.status, 200, r.body);
@@ -164,19 +168,29 @@ for (const dialect of DIALECTS) {
 
     test('audit key.update records op, value and {from, to}; a change_feed entry drops the key from caches', async () => {
       const { keyId } = await w.createKey({ apiId, remaining: 8 });
-      const feed = async () => (await w.store.db.selectFrom('change_feed').select('id').where('kind', '=', 'key').where('ref', '=', keyId).execute()).length;
+      const feed = async () =>
+        (await w.store.db.selectFrom('change_feed').select('id').where('kind', '=', 'key').where('ref', '=', keyId).execute()).length;
       const feedBefore = await feed();
       const updater = await w.rootKey([`api.${apiId}.update_key`]);
       const res = await op(keyId, 'decrement', 3, updater);
       assert.equal(res.status, 200, res.body);
       await ok(keyId, 'set', 20);
       await ok(keyId, 'increment', 2);
-      const rows = await w.store.db.selectFrom('audit_logs').selectAll().where('target_id', '=', keyId).where('event', '=', 'key.update').orderBy('id').execute();
-      assert.deepEqual(rows.map((r) => JSON.parse(r.diff!)), [
-        { remaining: { from: 8, to: 5 }, op: 'decrement', value: 3 },
-        { remaining: { from: 5, to: 20 }, op: 'set', value: 20 },
-        { remaining: { from: 20, to: 22 }, op: 'increment', value: 2 },
-      ]);
+      const rows = await w.store.db
+        .selectFrom('audit_logs')
+        .selectAll()
+        .where('target_id', '=', keyId)
+        .where('event', '=', 'key.update')
+        .orderBy('id')
+        .execute();
+      assert.deepEqual(
+        rows.map((r) => JSON.parse(r.diff!)),
+        [
+          { remaining: { from: 8, to: 5 }, op: 'decrement', value: 3 },
+          { remaining: { from: 5, to: 20 }, op: 'set', value: 20 },
+          { remaining: { from: 20, to: 22 }, op: 'increment', value: 2 },
+        ],
+      );
       assert.equal(rows[0].request_id, res.headers['x-request-id']);
       assert.equal(rows[0].actor_type, 'root_key');
       assert.equal(rows[0].workspace_id, w.workspaceId);
@@ -191,7 +205,10 @@ for (const dialect of DIALECTS) {
       const results = await Promise.all(Array.from({ length: 50 }, () => op(keyId, 'increment', 1)));
       for (const r of results) assert.equal(r.status, 200, r.body);
       assert.equal(await remainingOf(keyId), 57);
-      assert.deepEqual(results.map((r) => r.json.remaining).sort((a, b) => a! - b!), Array.from({ length: 50 }, (_, i) => 8 + i));
+      assert.deepEqual(
+        results.map((r) => r.json.remaining).sort((a, b) => a! - b!),
+        Array.from({ length: 50 }, (_, i) => 8 + i),
+      );
     });
 
     test('30 concurrent decrements of 1 on 10 credits: exactly 10 succeed, the rest are refused, never below 0', async () => {
@@ -199,7 +216,10 @@ for (const dialect of DIALECTS) {
       const results = await Promise.all(Array.from({ length: 30 }, () => op(keyId, 'decrement', 1)));
       const succeeded = results.filter((r) => r.status === 200);
       assert.equal(succeeded.length, 10);
-      assert.deepEqual(succeeded.map((r) => r.json.remaining).sort((a, b) => a! - b!), Array.from({ length: 10 }, (_, i) => i));
+      assert.deepEqual(
+        succeeded.map((r) => r.json.remaining).sort((a, b) => a! - b!),
+        Array.from({ length: 10 }, (_, i) => i),
+      );
       for (const r of results.filter((x) => x.status !== 200)) assert.equal(r.status, 400, r.body);
       assert.equal(await remainingOf(keyId), 0);
     });
@@ -223,8 +243,14 @@ for (const dialect of DIALECTS) {
     });
 
     securityTests(() => w, {
-      get permission() { return `api.${apiId}.update_key`; },
-      request: async () => ({ method: 'POST', path: '/v1/keys.updateRemaining', body: { keyId: (await w.createKey({ apiId, remaining: 1 })).keyId, op: 'increment', value: 1 } }),
+      get permission() {
+        return `api.${apiId}.update_key`;
+      },
+      request: async () => ({
+        method: 'POST',
+        path: '/v1/keys.updateRemaining',
+        body: { keyId: (await w.createKey({ apiId, remaining: 1 })).keyId, op: 'increment', value: 1 },
+      }),
       foreign: async (_w, other) => {
         const otherApi = await w.createApi('foreign-credits', other.root);
         const { keyId } = await w.createKey({ apiId: otherApi, remaining: 1 }, other.root);

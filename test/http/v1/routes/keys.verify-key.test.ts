@@ -7,30 +7,58 @@ for (const dialect of DIALECTS) {
   describe(`keys.verifyKey (${dialect})`, () => {
     let w: World;
     let apiId: string;
-    before(async () => { w = await world(dialect); apiId = await w.createApi(); });
+    before(async () => {
+      w = await world(dialect);
+      apiId = await w.createApi();
+    });
     after(() => w.close());
 
     const verify = (body: Record<string, unknown>, headers: Record<string, string> = {}) =>
-      w.app.inject({ method: 'POST', url: '/v1/keys.verifyKey', payload: body, headers: { 'content-type': 'application/json', ...headers } })
+      w.app
+        .inject({ method: 'POST', url: '/v1/keys.verifyKey', payload: body, headers: { 'content-type': 'application/json', ...headers } })
         .then((r) => ({ status: r.statusCode, json: r.json(), headers: r.headers }));
 
-    test('a valid key: 200 VALID with the key\'s attributes; no root key needed, any Authorization ignored', async () => {
+    test("a valid key: 200 VALID with the key's attributes; no root key needed, any Authorization ignored", async () => {
       const { keyId, key } = await w.createKey({
-        apiId, name: 'main', externalId: 'user_v', meta: { plan: 'pro' }, environment: 'live', roles: ['reader'], permissions: ['docs.read'],
+        apiId,
+        name: 'main',
+        externalId: 'user_v',
+        meta: { plan: 'pro' },
+        environment: 'live',
+        roles: ['reader'],
+        permissions: ['docs.read'],
         expires: Date.now() + 3_600_000,
       });
       const res = await verify({ key }, { authorization: 'Bearer public' });
       assert.equal(res.status, 200);
       const identity = (await w.get('/v1/keys.getKey', { keyId })).json.identity;
-      assert.deepEqual({ ...res.json, requestId: undefined }, {
-        valid: true, code: 'VALID', keyId, name: 'main', ownerId: 'user_v', externalId: 'user_v', meta: { plan: 'pro' },
-        expires: res.json.expires, enabled: true, permissions: ['docs.read'], roles: ['reader'], environment: 'live', identity, requestId: undefined,
-      });
+      assert.deepEqual(
+        { ...res.json, requestId: undefined },
+        {
+          valid: true,
+          code: 'VALID',
+          keyId,
+          name: 'main',
+          ownerId: 'user_v',
+          externalId: 'user_v',
+          meta: { plan: 'pro' },
+          expires: res.json.expires,
+          enabled: true,
+          permissions: ['docs.read'],
+          roles: ['reader'],
+          environment: 'live',
+          identity,
+          requestId: undefined,
+        },
+      );
       assert.equal(res.json.requestId, res.headers['x-request-id']);
     });
 
     test('unknown, deleted key, key of a deleted API → NOT_FOUND with nothing else', async () => {
-      assert.deepEqual({ ...(await verify({ key: 'nope_123' })).json, requestId: undefined }, { valid: false, code: 'NOT_FOUND', requestId: undefined });
+      assert.deepEqual(
+        { ...(await verify({ key: 'nope_123' })).json, requestId: undefined },
+        { valid: false, code: 'NOT_FOUND', requestId: undefined },
+      );
       const { keyId, key } = await w.createKey({ apiId });
       assert.equal((await verify({ key })).json.code, 'VALID');
       await w.post('/v1/keys.deleteKey', { keyId });
@@ -54,7 +82,7 @@ for (const dialect of DIALECTS) {
       assert.equal((await verify({ key: expired.key, apiId: otherApi, authorization: { permissions: 'p.two' } })).json.code, 'FORBIDDEN');
       const r3 = await verify({ key: expired.key, apiId, authorization: { permissions: 'p.two' } });
       assert.equal(r3.json.code, 'EXPIRED');
-      assert.deepEqual(r3.json.permissions, ['p.one'], 'EXPIRED carries the key\'s attributes');
+      assert.deepEqual(r3.json.permissions, ['p.one'], "EXPIRED carries the key's attributes");
       const live = await w.createKey(base);
       assert.equal((await verify({ key: live.key, authorization: { permissions: 'p.two' } })).json.code, 'INSUFFICIENT_PERMISSIONS');
       assert.equal((await verify({ key: live.key, authorization: { permissions: 'p.one' } })).json.code, 'VALID');
@@ -81,8 +109,13 @@ for (const dialect of DIALECTS) {
     test('permission queries: and/or nesting over direct and role permissions; invalid query → 400', async () => {
       const { key } = await w.createKey({ apiId, permissions: ['a', 'b'] });
       const cases: Array<[unknown, boolean]> = [
-        ['a', true], ['c', false], [{ and: ['a', 'b'] }, true], [{ and: ['a', 'c'] }, false], [{ or: ['c', 'b'] }, true],
-        [{ or: ['c', { and: ['a', 'b'] }] }, true], [{ and: ['a', { or: ['c', 'd'] }] }, false],
+        ['a', true],
+        ['c', false],
+        [{ and: ['a', 'b'] }, true],
+        [{ and: ['a', 'c'] }, false],
+        [{ or: ['c', 'b'] }, true],
+        [{ or: ['c', { and: ['a', 'b'] }] }, true],
+        [{ and: ['a', { or: ['c', 'd'] }] }, false],
       ];
       for (const [permissions, valid] of cases) {
         const res = await verify({ key, authorization: { permissions } });
@@ -139,7 +172,7 @@ for (const dialect of DIALECTS) {
       assert.equal((await w.get('/v1/keys.getKey', { keyId })).json.remaining, 0);
     });
 
-    test('rate limits: the key\'s default limit; RATE_LIMITED spends no credit; named inline and unknown limits', async () => {
+    test("rate limits: the key's default limit; RATE_LIMITED spends no credit; named inline and unknown limits", async () => {
       const { keyId, key } = await w.createKey({ apiId, remaining: 10, ratelimit: { limit: 2, duration: 60_000 } });
       const first = await verify({ key });
       assert.equal(first.json.code, 'VALID');
@@ -158,10 +191,13 @@ for (const dialect of DIALECTS) {
       assert.equal((await verify(inline)).json.code, 'RATE_LIMITED');
       const unknown = await verify({ key: plain.key, ratelimits: [{ name: 'nope' }] });
       assert.equal(unknown.status, 400);
-      assert.deepEqual(unknown.json.error.errors.map((e: { path: string }) => e.path), ['/ratelimits/0/name']);
+      assert.deepEqual(
+        unknown.json.error.errors.map((e: { path: string }) => e.path),
+        ['/ratelimits/0/name'],
+      );
     });
 
-    test('identity rate limits are shared by all the identity\'s keys', async () => {
+    test("identity rate limits are shared by all the identity's keys", async () => {
       await w.post('/v1/identities.createIdentity', { externalId: 'shared', ratelimits: [{ name: 'calls', limit: 3, duration: 60_000 }] });
       const a = await w.createKey({ apiId, externalId: 'shared' });
       const b = await w.createKey({ apiId, externalId: 'shared' });
@@ -196,11 +232,17 @@ for (const dialect of DIALECTS) {
         // Cache the key on the second app, then change it through the first app's store only (as another process would).
         await w.store.db.transaction().execute(async (tx) => {
           await tx.updateTable('keys').set({ enabled: 0 }).where('id', '=', keyId).execute();
-          await tx.insertInto('change_feed').values({ id: `chg_test_${keyId}`, kind: 'key', ref: keyId, created_at: Date.now() }).execute();
+          await tx
+            .insertInto('change_feed')
+            .values({ id: `chg_test_${keyId}`, kind: 'key', ref: keyId, created_at: Date.now() })
+            .execute();
         });
         const t0 = Date.now();
         let code = await viaSecond();
-        while (code !== 'DISABLED' && Date.now() - t0 < 1000) { await sleep(20); code = await viaSecond(); }
+        while (code !== 'DISABLED' && Date.now() - t0 < 1000) {
+          await sleep(20);
+          code = await viaSecond();
+        }
         assert.equal(code, 'DISABLED', 'the change feed reached the second app within 1 s');
       } finally {
         await second.close();
@@ -210,7 +252,10 @@ for (const dialect of DIALECTS) {
     test('missing key → 400; unknown members ignored', async () => {
       const res = await verify({});
       assert.equal(res.status, 400);
-      assert.deepEqual(res.json.error.errors.map((e: { path: string }) => e.path), ['/key']);
+      assert.deepEqual(
+        res.json.error.errors.map((e: { path: string }) => e.path),
+        ['/key'],
+      );
       const { key } = await w.createKey({ apiId });
       assert.equal((await verify({ key, tags: ['a'], ratelimit: { cost: 1 } })).json.code, 'VALID');
     });

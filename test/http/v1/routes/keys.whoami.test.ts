@@ -17,15 +17,29 @@ for (const dialect of DIALECTS) {
     test('describes the key whose plaintext is given', async () => {
       const meta = { plan: 'team', nested: { seats: [1, 2] } };
       const { key, keyId } = await w.createKey({
-        apiId, prefix: 'who', name: 'whoami key', externalId: 'user_who', meta, remaining: 12, environment: 'test',
-        expires: Date.now() + 60_000, roles: ['who-role'], ratelimit: { limit: 2, duration: 1000 },
+        apiId,
+        prefix: 'who',
+        name: 'whoami key',
+        externalId: 'user_who',
+        meta,
+        remaining: 12,
+        environment: 'test',
+        expires: Date.now() + 60_000,
+        roles: ['who-role'],
+        ratelimit: { limit: 2, duration: 1000 },
       });
       const res = await w.post('/v1/keys.whoami', { key });
       assert.equal(res.status, 200, res.body);
       const row = await keyRow(w, keyId);
       assert.deepEqual(res.json, {
-        id: keyId, name: 'whoami key', remaining: 12, identity: { id: row.identity_id, externalId: 'user_who' },
-        meta, createdAt: row.created_at, enabled: true, environment: 'test',
+        id: keyId,
+        name: 'whoami key',
+        remaining: 12,
+        identity: { id: row.identity_id, externalId: 'user_who' },
+        meta,
+        createdAt: row.created_at,
+        enabled: true,
+        environment: 'test',
       });
       assert.ok(!JSON.stringify(res.json).includes(key), 'the plaintext is not echoed');
     });
@@ -80,13 +94,16 @@ for (const dialect of DIALECTS) {
         const res = await w.post('/v1/keys.whoami', body);
         assert.equal(res.status, 400, res.body);
         assert.equal(res.json.error.code, 'BAD_REQUEST');
-        assert.deepEqual(res.json.error.errors.map((e: { path: string }) => e.path), ['/key']);
+        assert.deepEqual(
+          res.json.error.errors.map((e: { path: string }) => e.path),
+          ['/key'],
+        );
       }
       const bad = await w.post('/v1/keys.whoami', '{"key":');
       assert.equal(bad.status, 400, bad.body);
     });
 
-    test('read_key for the key\'s api or api.* is enough; for another api, or another action → 403 naming the key\'s api', async () => {
+    test("read_key for the key's api or api.* is enough; for another api, or another action → 403 naming the key's api", async () => {
       const { key, keyId } = await w.createKey({ apiId });
       const otherApi = await w.createApi('other-who');
       for (const permissions of [[`api.${apiId}.read_key`], ['api.*.read_key']]) {
@@ -105,7 +122,9 @@ for (const dialect of DIALECTS) {
     // The 403 names the API of the key the request is about; `request` creates it, so read it afterwards.
     let securityApiId = '<apiId>';
     securityTests(() => w, {
-      get permission() { return `api.${securityApiId}.read_key`; },
+      get permission() {
+        return `api.${securityApiId}.read_key`;
+      },
       request: async (w) => {
         securityApiId = await w.createApi('secure');
         const { key } = await w.createKey({ apiId: securityApiId });
@@ -117,7 +136,7 @@ for (const dialect of DIALECTS) {
       },
     });
 
-    test('another workspace\'s key → 404 with any permissions; its own workspace sees it', async () => {
+    test("another workspace's key → 404 with any permissions; its own workspace sees it", async () => {
       const other = await w.otherWorkspace();
       const { key, keyId } = await w.createKey({ apiId: await w.createApi('theirs', other.root) }, other.root);
       const theirApi = (await keyRow(w, keyId)).api_id;

@@ -16,7 +16,18 @@ const PATH = '/v1/migrations.createKeys';
 const hashItem = (apiId: string, extra: Record<string, unknown> = {}) => ({ apiId, hash: hashOf(newPlain()), ...extra });
 
 /** Every table an import may write: equal snapshots mean nothing was written. */
-const TABLES = ['keys', 'identities', 'roles', 'permissions', 'keys_roles', 'keys_permissions', 'ratelimits', 'encrypted_keys', 'data_keys', 'audit_logs'] as const;
+const TABLES = [
+  'keys',
+  'identities',
+  'roles',
+  'permissions',
+  'keys_roles',
+  'keys_permissions',
+  'ratelimits',
+  'encrypted_keys',
+  'data_keys',
+  'audit_logs',
+] as const;
 /** A migrations.createKeys answer: the new keys' ids, or the error envelope. */
 type Imported = Answer & { keyIds: string[] };
 const assertError = (res: Response, status: number, type: string, code: string) => {
@@ -40,9 +51,16 @@ test('importedStart: the caller\'s start, else prefix_ + 4 chars of a plaintext 
 test('isSha256Base64: exactly the canonical padded base64 of 32 bytes', () => {
   assert.ok(isSha256Base64('CptSN3vQ0shZLIsdT5c/tlpeFK/qqxY0R/aQNCfKhWs='));
   for (let i = 0; i < 200; i++) assert.ok(isSha256Base64(sha256b64(String(i))));
-  for (const bad of ['', 'CptSN3vQ0shZLIsdT5c/tlpeFK/qqxY0R/aQNCfKhWs', 'CptSN3vQ0shZLIsdT5c/tlpeFK/qqxY0R/aQNCfKhWt=',
-    'CptSN3vQ0shZLIsdT5c_tlpeFK_qqxY0R_aQNCfKhWs=', Buffer.alloc(31).toString('base64'), Buffer.alloc(33).toString('base64'),
-    ' CptSN3vQ0shZLIsdT5c/tlpeFK/qqxY0R/aQNCfKhWs=', 'CptSN3vQ0shZLIsdT5c/tlpeFK/qqxY0R/aQNCfKhWs=\n']) {
+  for (const bad of [
+    '',
+    'CptSN3vQ0shZLIsdT5c/tlpeFK/qqxY0R/aQNCfKhWs',
+    'CptSN3vQ0shZLIsdT5c/tlpeFK/qqxY0R/aQNCfKhWt=',
+    'CptSN3vQ0shZLIsdT5c_tlpeFK_qqxY0R_aQNCfKhWs=',
+    Buffer.alloc(31).toString('base64'),
+    Buffer.alloc(33).toString('base64'),
+    ' CptSN3vQ0shZLIsdT5c/tlpeFK/qqxY0R/aQNCfKhWs=',
+    'CptSN3vQ0shZLIsdT5c/tlpeFK/qqxY0R/aQNCfKhWs=\n',
+  ]) {
     assert.ok(!isSha256Base64(bad), JSON.stringify(bad));
   }
 });
@@ -58,7 +76,12 @@ for (const dialect of DIALECTS) {
     after(() => w.close());
 
     const verify = async (body: Record<string, unknown>) => {
-      const r = await w.app.inject({ method: 'POST', url: '/v1/keys.verifyKey', payload: body, headers: { 'content-type': 'application/json' } });
+      const r = await w.app.inject({
+        method: 'POST',
+        url: '/v1/keys.verifyKey',
+        payload: body,
+        headers: { 'content-type': 'application/json' },
+      });
       return r.json();
     };
     const importOk = async (items: unknown[], key?: string): Promise<string[]> => {
@@ -72,7 +95,9 @@ for (const dialect of DIALECTS) {
     test('a hashed key (SPEC §4 test vector) is stored as given and verifies VALID with its plaintext', async () => {
       const plain = 'MVgWNsyPmv6VthC9moCNAPwS';
       const before = await snapshot(w, TABLES);
-      const [keyId] = await importOk([{ apiId, hash: { value: 'CptSN3vQ0shZLIsdT5c/tlpeFK/qqxY0R/aQNCfKhWs=', variant: 'sha256_base64' }, name: 'vector' }]);
+      const [keyId] = await importOk([
+        { apiId, hash: { value: 'CptSN3vQ0shZLIsdT5c/tlpeFK/qqxY0R/aQNCfKhWs=', variant: 'sha256_base64' }, name: 'vector' },
+      ]);
       assert.match(keyId, /^key_[1-9A-HJ-NP-Za-km-z]{22}$/);
       const row = await keyRow(w, keyId);
       assert.equal(row.hash, 'CptSN3vQ0shZLIsdT5c/tlpeFK/qqxY0R/aQNCfKhWs=');
@@ -124,7 +149,14 @@ for (const dialect of DIALECTS) {
     test('1000 items in one call', async () => {
       const plains = Array.from({ length: 1000 }, (_, i) => newPlain(`b${i % 7}`));
       const before = await snapshot(w, TABLES);
-      const ids = await importOk(plains.map((p, i) => ({ apiId, hash: hashOf(p), externalId: `bulk_${i % 10}`, ...(i % 3 === 0 ? { ratelimit: { type: 'fast', limit: 5, refillRate: 5, refillInterval: 60_000 } } : {}) })));
+      const ids = await importOk(
+        plains.map((p, i) => ({
+          apiId,
+          hash: hashOf(p),
+          externalId: `bulk_${i % 10}`,
+          ...(i % 3 === 0 ? { ratelimit: { type: 'fast', limit: 5, refillRate: 5, refillInterval: 60_000 } } : {}),
+        })),
+      );
       assert.equal(new Set(ids).size, 1000);
       const after = await snapshot(w, TABLES);
       assert.equal(after.keys, before.keys + 1000);
@@ -140,7 +172,9 @@ for (const dialect of DIALECTS) {
     });
 
     test('imported keys verify like created ones: credits, refill, default rate limit, expiry, disabled, environment, identity', async () => {
-      const p = Object.fromEntries(['credits', 'limited', 'expired', 'future', 'disabled', 'env', 'refill', 'daily'].map((k) => [k, newPlain(k)]));
+      const p = Object.fromEntries(
+        ['credits', 'limited', 'expired', 'future', 'disabled', 'env', 'refill', 'daily'].map((k) => [k, newPlain(k)]),
+      );
       const t0 = Date.now();
       const ids = await importOk([
         { apiId, hash: hashOf(p.credits), remaining: 2 },
@@ -153,8 +187,10 @@ for (const dialect of DIALECTS) {
         { apiId, hash: hashOf(p.daily), remaining: 5, refill: { interval: 'daily', amount: 3 } },
       ]);
       const [credits, limited, , future, disabled, env, refill, daily] = ids;
-      assert.deepEqual([(await verify({ key: p.credits })).code, (await verify({ key: p.credits })).code, (await verify({ key: p.credits })).code],
-        ['VALID', 'VALID', 'USAGE_EXCEEDED']);
+      assert.deepEqual(
+        [(await verify({ key: p.credits })).code, (await verify({ key: p.credits })).code, (await verify({ key: p.credits })).code],
+        ['VALID', 'VALID', 'USAGE_EXCEEDED'],
+      );
       assert.equal((await verify({ key: p.credits })).remaining, 0);
       assert.equal((await w.get('/v1/keys.getKey', { keyId: credits })).json.remaining, 0);
 
@@ -166,10 +202,18 @@ for (const dialect of DIALECTS) {
       assert.equal((await verify({ key: p.limited })).code, 'RATE_LIMITED');
       const limits = await w.store.db.selectFrom('ratelimits').selectAll().where('key_id', '=', limited).execute();
       assert.equal(limits.length, 1);
-      assert.deepEqual([limits[0].name, limits[0].type, limits[0].limit, limits[0].duration, limits[0].auto_apply, limits[0].identity_id],
-        ['default', 'consistent', 2, 60_000, 1, null]);
-      assert.deepEqual((await w.get('/v1/keys.getKey', { keyId: limited })).json.ratelimit,
-        { async: false, type: 'consistent', limit: 2, duration: 60_000, refillRate: 2, refillInterval: 60_000 });
+      assert.deepEqual(
+        [limits[0].name, limits[0].type, limits[0].limit, limits[0].duration, limits[0].auto_apply, limits[0].identity_id],
+        ['default', 'consistent', 2, 60_000, 1, null],
+      );
+      assert.deepEqual((await w.get('/v1/keys.getKey', { keyId: limited })).json.ratelimit, {
+        async: false,
+        type: 'consistent',
+        limit: 2,
+        duration: 60_000,
+        refillRate: 2,
+        refillInterval: 60_000,
+      });
 
       assert.equal((await verify({ key: p.expired })).code, 'EXPIRED');
       const fut = await verify({ key: p.future });
@@ -192,7 +236,11 @@ for (const dialect of DIALECTS) {
       assert.equal(e.externalId, 'user_env');
       assert.equal(e.ownerId, 'user_env');
       assert.deepEqual(e.meta, { tier: 1 });
-      const identity = await w.store.db.selectFrom('identities').selectAll().where('external_id', '=', 'user_env').executeTakeFirstOrThrow();
+      const identity = await w.store.db
+        .selectFrom('identities')
+        .selectAll()
+        .where('external_id', '=', 'user_env')
+        .executeTakeFirstOrThrow();
       assert.deepEqual(e.identity, { id: identity.id, externalId: 'user_env', meta: {} });
       assert.equal((await keyRow(w, env)).identity_id, identity.id);
 
@@ -211,11 +259,24 @@ for (const dialect of DIALECTS) {
         hashItem(apiId, { ratelimit: { async: true, limit: 3, refillInterval: 2000 } }),
         hashItem(apiId, { ratelimit: { limit: 4, refillRate: 1, refillInterval: 3000 } }),
       ]);
-      const rows = await w.store.db.selectFrom('ratelimits').select(['key_id', 'type', 'limit', 'duration', 'name', 'auto_apply']).where('key_id', 'in', ids).execute();
+      const rows = await w.store.db
+        .selectFrom('ratelimits')
+        .select(['key_id', 'type', 'limit', 'duration', 'name', 'auto_apply'])
+        .where('key_id', 'in', ids)
+        .execute();
       const byKey = new Map(rows.map((r) => [r.key_id, r]));
-      assert.deepEqual(ids.map((id) => { const r = byKey.get(id)!; return [r.name, r.type, r.limit, r.duration, r.auto_apply]; }), [
-        ['default', 'fast', 10, 1000, 1], ['default', 'consistent', 10, 5000, 1], ['default', 'fast', 3, 2000, 1], ['default', 'consistent', 4, 3000, 1],
-      ]);
+      assert.deepEqual(
+        ids.map((id) => {
+          const r = byKey.get(id)!;
+          return [r.name, r.type, r.limit, r.duration, r.auto_apply];
+        }),
+        [
+          ['default', 'fast', 10, 1000, 1],
+          ['default', 'consistent', 10, 5000, 1],
+          ['default', 'fast', 3, 2000, 1],
+          ['default', 'consistent', 4, 3000, 1],
+        ],
+      );
     });
 
     test('roles and permissions are linked and count in verification; nothing is created for them', async () => {
@@ -251,11 +312,15 @@ for (const dialect of DIALECTS) {
       ];
       const res = await w.post(PATH, items);
       assertError(res, 404, 'data/role-not-found', 'NOT_FOUND');
-      for (const name of ['ghost-a', 'ghost-b', 'ghost.perm']) assert.ok(res.json.error.detail.includes(`"${name}"`), res.json.error.detail);
+      for (const name of ['ghost-a', 'ghost-b', 'ghost.perm'])
+        assert.ok(res.json.error.detail.includes(`"${name}"`), res.json.error.detail);
       assert.ok(!res.json.error.detail.includes('exists-role'), res.json.error.detail);
       const onlyPerms = await w.post(PATH, [hashItem(apiId, { permissions: ['ghost.p1', 'ghost.p2'] })]);
       assertError(onlyPerms, 404, 'data/permission-not-found', 'NOT_FOUND');
-      assert.ok(onlyPerms.json.error.detail.includes('"ghost.p1"') && onlyPerms.json.error.detail.includes('"ghost.p2"'), onlyPerms.json.error.detail);
+      assert.ok(
+        onlyPerms.json.error.detail.includes('"ghost.p1"') && onlyPerms.json.error.detail.includes('"ghost.p2"'),
+        onlyPerms.json.error.detail,
+      );
       // A role of another workspace does not count.
       assertError(await w.post(PATH, [hashItem(apiId, { roles: ['foreign-role'] })]), 404, 'data/role-not-found', 'NOT_FOUND');
       assert.deepEqual(await snapshot(w, TABLES), before);
@@ -265,7 +330,11 @@ for (const dialect of DIALECTS) {
 
     test('externalId creates its identity once and reuses it; ownerId is its alias; externalId wins', async () => {
       await w.post('/v1/identities.createIdentity', { externalId: 'user_existing' });
-      const existing = await w.store.db.selectFrom('identities').select('id').where('external_id', '=', 'user_existing').executeTakeFirstOrThrow();
+      const existing = await w.store.db
+        .selectFrom('identities')
+        .select('id')
+        .where('external_id', '=', 'user_existing')
+        .executeTakeFirstOrThrow();
       const before = await snapshot(w, TABLES);
       const ids = await importOk([
         hashItem(apiId, { externalId: 'user_new' }),
@@ -277,7 +346,15 @@ for (const dialect of DIALECTS) {
       ]);
       const after = await snapshot(w, TABLES);
       assert.equal(after.identities, before.identities + 2, 'user_new and user_winner');
-      const byExt = async (x: string) => (await w.store.db.selectFrom('identities').select('id').where('external_id', '=', x).where('workspace_id', '=', w.workspaceId).executeTakeFirst())?.id;
+      const byExt = async (x: string) =>
+        (
+          await w.store.db
+            .selectFrom('identities')
+            .select('id')
+            .where('external_id', '=', x)
+            .where('workspace_id', '=', w.workspaceId)
+            .executeTakeFirst()
+        )?.id;
       const created = await byExt('user_new');
       assert.ok(created);
       const identityOf = async (id: string) => (await keyRow(w, id)).identity_id;
@@ -300,7 +377,14 @@ for (const dialect of DIALECTS) {
       assert.match(a.request_id!, /^req_/);
       assert.match(a.id, /^log_/);
       assert.equal(a.actor_id, await rootKeyId(w, w.root));
-      assert.deepEqual(JSON.parse(a.diff!), { apiId, start: 'au_', name: 'audited', externalId: 'user_audit', enabled: true, source: 'migration' });
+      assert.deepEqual(JSON.parse(a.diff!), {
+        apiId,
+        start: 'au_',
+        name: 'audited',
+        externalId: 'user_audit',
+        enabled: true,
+        source: 'migration',
+      });
       const listed = await w.get('/v1/audit.listLogs', {});
       assert.equal(listed.status, 200, listed.body);
     });
@@ -386,7 +470,16 @@ for (const dialect of DIALECTS) {
       const before = await snapshot(w, TABLES);
       const res = await w.post(PATH, items);
       assertError(res, 400, 'request/invalid-body', 'BAD_REQUEST');
-      assert.deepEqual(allPaths(res), ['/3', '/3/prefix', '/10', '/998/prefix', '/998/remaining', '/999/hash/value', '/999/refill', '/999/refill/refillDay']);
+      assert.deepEqual(allPaths(res), [
+        '/3',
+        '/3/prefix',
+        '/10',
+        '/998/prefix',
+        '/998/remaining',
+        '/999/hash/value',
+        '/999/refill',
+        '/999/refill/refillDay',
+      ]);
       assert.ok(!res.body.includes(secret), 'the plaintext is not echoed');
       assert.deepEqual(await snapshot(w, TABLES), before);
     });
@@ -395,9 +488,15 @@ for (const dialect of DIALECTS) {
       assert.equal((await w.post('/v1/permissions.createRole', { name: 'atomic-role' })).status, 200);
       const taken = newPlain();
       await importOk([{ apiId, hash: hashOf(taken) }]);
-      const good = () => Array.from({ length: 999 }, (_, i) => hashItem(apiId, {
-        externalId: `atomic_${i}`, roles: ['atomic-role'], ratelimit: { limit: 1, refillInterval: 1000 }, remaining: 3,
-      }));
+      const good = () =>
+        Array.from({ length: 999 }, (_, i) =>
+          hashItem(apiId, {
+            externalId: `atomic_${i}`,
+            roles: ['atomic-role'],
+            ratelimit: { limit: 1, refillInterval: 1000 },
+            remaining: 3,
+          }),
+        );
       const before = await snapshot(w, TABLES);
       const conflict = await w.post(PATH, [...good(), { apiId, hash: hashOf(taken) }]);
       assertError(conflict, 409, 'data/conflict', 'CONFLICT');
@@ -422,25 +521,46 @@ for (const dialect of DIALECTS) {
       const foreign = await w.createKey({ apiId: otherApi }, other.root);
       const before = await snapshot(w, TABLES);
       const res = await w.post(PATH, [
-        hashItem(apiId), { apiId, hash: hashOf(created.key) }, hashItem(apiId), { apiId, hash: hashOf(imported) },
-        { apiId, hash: hashOf(deleted.key) }, { apiId, hash: hashOf(foreign.key) },
+        hashItem(apiId),
+        { apiId, hash: hashOf(created.key) },
+        hashItem(apiId),
+        { apiId, hash: hashOf(imported) },
+        { apiId, hash: hashOf(deleted.key) },
+        { apiId, hash: hashOf(foreign.key) },
       ]);
       assertError(res, 409, 'data/conflict', 'CONFLICT');
       assert.deepEqual(allPaths(res), ['/1', '/3', '/4', '/5']);
       assert.ok(res.json.error.detail.includes('1, 3, 4, 5'), res.json.error.detail);
 
       const dup = newPlain();
-      const within = await w.post(PATH, [hashItem(apiId), { apiId, hash: hashOf(dup) }, hashItem(apiId), { apiId, hash: hashOf(dup) }, { apiId, hash: hashOf(dup) }]);
+      const within = await w.post(PATH, [
+        hashItem(apiId),
+        { apiId, hash: hashOf(dup) },
+        hashItem(apiId),
+        { apiId, hash: hashOf(dup) },
+        { apiId, hash: hashOf(dup) },
+      ]);
       assertError(within, 409, 'data/conflict', 'CONFLICT');
       assert.deepEqual(allPaths(within), ['/3', '/4']);
-      assert.ok(within.json.error.errors.every((e: { message: string }) => e.message.includes('item 1')), within.body);
+      assert.ok(
+        within.json.error.errors.every((e: { message: string }) => e.message.includes('item 1')),
+        within.body,
+      );
       assert.deepEqual(await snapshot(w, TABLES), before);
     });
 
     test('concurrent imports of one hash: exactly one succeeds, the others get 409', async () => {
       const plain = newPlain();
       const before = await snapshot(w, TABLES);
-      const results = await Promise.all(Array.from({ length: 4 }, (_, i) => w.post<Imported>(PATH, [hashItem(apiId), { apiId, hash: hashOf(plain), externalId: 'user_race' }, ...(i % 2 ? [hashItem(apiId)] : [])])));
+      const results = await Promise.all(
+        Array.from({ length: 4 }, (_, i) =>
+          w.post<Imported>(PATH, [
+            hashItem(apiId),
+            { apiId, hash: hashOf(plain), externalId: 'user_race' },
+            ...(i % 2 ? [hashItem(apiId)] : []),
+          ]),
+        ),
+      );
       const statuses = results.map((r) => r.status).sort();
       assert.deepEqual(statuses, [200, 409, 409, 409], results.map((r) => r.body).join('\n'));
       for (const r of results.filter((x) => x.status === 409)) assert.equal(r.json.error.code, 'CONFLICT');
@@ -488,16 +608,32 @@ for (const dialect of DIALECTS) {
       // 404 api before 403
       assertError(await w.post(PATH, [hashItem(unknownApi)], unrelated), 404, 'data/api-not-found', 'NOT_FOUND');
       // 403 before 404 roles
-      assertError(await w.post(PATH, [hashItem(apiId, { roles: ['nope-role'] })], unrelated), 403, 'auth/insufficient-permissions', 'INSUFFICIENT_PERMISSIONS');
+      assertError(
+        await w.post(PATH, [hashItem(apiId, { roles: ['nope-role'] })], unrelated),
+        403,
+        'auth/insufficient-permissions',
+        'INSUFFICIENT_PERMISSIONS',
+      );
       // 404 roles before 409
-      assertError(await w.post(PATH, [{ apiId, hash: hashOf(taken), permissions: ['nope.perm'] }]), 404, 'data/permission-not-found', 'NOT_FOUND');
+      assertError(
+        await w.post(PATH, [{ apiId, hash: hashOf(taken), permissions: ['nope.perm'] }]),
+        404,
+        'data/permission-not-found',
+        'NOT_FOUND',
+      );
       assertError(await w.post(PATH, [{ apiId, hash: hashOf(taken) }]), 409, 'data/conflict', 'CONFLICT');
     });
 
     test('permissions: create_key per api (specific or wildcard); a 403 names every missing one; nothing written', async () => {
       const api2 = await w.createApi('second-api');
       const plainItems = () => [hashItem(apiId), hashItem(api2), hashItem(apiId)];
-      for (const perms of [['*'], ['api.*.create_key'], [`api.${apiId}.create_key`, `api.${api2}.create_key`], [`api.${apiId}.create_key`, 'api.*.create_key'], ['api.*.create_key', 'rbac.*.read_role']]) {
+      for (const perms of [
+        ['*'],
+        ['api.*.create_key'],
+        [`api.${apiId}.create_key`, `api.${api2}.create_key`],
+        [`api.${apiId}.create_key`, 'api.*.create_key'],
+        ['api.*.create_key', 'rbac.*.read_role'],
+      ]) {
         await importOk(plainItems(), await w.rootKey(perms));
       }
       const firstOnly = await w.rootKey([`api.${apiId}.create_key`]);
@@ -509,7 +645,10 @@ for (const dialect of DIALECTS) {
       assert.ok(!onlyFirst.json.error.detail.includes(`api.${apiId}.create_key`), onlyFirst.json.error.detail);
       const none = await w.post(PATH, plainItems(), unrelated);
       assertError(none, 403, 'auth/insufficient-permissions', 'INSUFFICIENT_PERMISSIONS');
-      assert.ok(none.json.error.detail.includes(`api.${apiId}.create_key`) && none.json.error.detail.includes(`api.${api2}.create_key`), none.json.error.detail);
+      assert.ok(
+        none.json.error.detail.includes(`api.${apiId}.create_key`) && none.json.error.detail.includes(`api.${api2}.create_key`),
+        none.json.error.detail,
+      );
       assert.deepEqual(await snapshot(w, TABLES), before);
     });
 
@@ -517,7 +656,9 @@ for (const dialect of DIALECTS) {
       const api2 = await w.createApi('plain-perm-api');
       const items = [{ apiId, plaintext: newPlain() }, hashItem(api2)];
       const [createKeyOnly, encryptKeyOnly, otherApiEncrypt] = [
-        await w.rootKey(['api.*.create_key']), await w.rootKey(['api.*.encrypt_key']), await w.rootKey(['api.*.create_key', `api.${api2}.encrypt_key`]),
+        await w.rootKey(['api.*.create_key']),
+        await w.rootKey(['api.*.encrypt_key']),
+        await w.rootKey(['api.*.create_key', `api.${api2}.encrypt_key`]),
       ];
       const before = await snapshot(w, TABLES);
       const createOnly = await w.post(PATH, items, createKeyOnly);
@@ -527,7 +668,11 @@ for (const dialect of DIALECTS) {
       assert.ok(!createOnly.json.error.detail.includes('create_key'), createOnly.json.error.detail);
       const encryptOnly = await w.post(PATH, items, encryptKeyOnly);
       assertError(encryptOnly, 403, 'auth/insufficient-permissions', 'INSUFFICIENT_PERMISSIONS');
-      assert.ok(encryptOnly.json.error.detail.includes(`api.${apiId}.create_key`) && encryptOnly.json.error.detail.includes(`api.${api2}.create_key`), encryptOnly.json.error.detail);
+      assert.ok(
+        encryptOnly.json.error.detail.includes(`api.${apiId}.create_key`) &&
+          encryptOnly.json.error.detail.includes(`api.${api2}.create_key`),
+        encryptOnly.json.error.detail,
+      );
       const wrongApi = await w.post(PATH, items, otherApiEncrypt);
       assertError(wrongApi, 403, 'auth/insufficient-permissions', 'INSUFFICIENT_PERMISSIONS');
       assert.ok(wrongApi.json.error.detail.includes(`api.${apiId}.encrypt_key`), wrongApi.json.error.detail);
@@ -543,7 +688,15 @@ for (const dialect of DIALECTS) {
 
     test('invalid JSON → 400 request/invalid-json; unknown members are ignored and not stored', async () => {
       assertError(await w.post(PATH, '[{"apiId":'), 400, 'request/invalid-json', 'BAD_REQUEST');
-      const [keyId] = await importOk([{ ...hashItem(apiId), id: 'key_1111111111111111111111', workspaceId: 'ws_x', whatever: 1, ratelimit: { limit: 1, refillInterval: 1000, duration: 5 } }]);
+      const [keyId] = await importOk([
+        {
+          ...hashItem(apiId),
+          id: 'key_1111111111111111111111',
+          workspaceId: 'ws_x',
+          whatever: 1,
+          ratelimit: { limit: 1, refillInterval: 1000, duration: 5 },
+        },
+      ]);
       assert.notEqual(keyId, 'key_1111111111111111111111');
       const row = await keyRow(w, keyId);
       assert.equal(row.workspace_id, w.workspaceId);
@@ -555,12 +708,21 @@ for (const dialect of DIALECTS) {
       test('a plaintext key is hashed for lookup, stored encrypted, verifies VALID; its start is prefix_ + 4 chars; never stored or logged in clear', async () => {
         const plains = [newPlain('pt'), `raw${randomBytes(10).toString('hex')}`];
         const before = await snapshot(w, TABLES);
-        const ids = await importOk([{ apiId, plaintext: plains[0], prefix: 'pt', name: 'plain' }, { apiId, plaintext: plains[1] }]);
+        const ids = await importOk([
+          { apiId, plaintext: plains[0], prefix: 'pt', name: 'plain' },
+          { apiId, plaintext: plains[1] },
+        ]);
         const after = await snapshot(w, TABLES);
         assert.equal(after.encrypted_keys, before.encrypted_keys + 2);
         const rows = await Promise.all(ids.map((id) => keyRow(w, id)));
-        assert.deepEqual(rows.map((r) => r.hash), plains.map(sha256b64));
-        assert.deepEqual(rows.map((r) => r.start), [plains[0].slice(0, 7), plains[1].slice(0, 4)]);
+        assert.deepEqual(
+          rows.map((r) => r.hash),
+          plains.map(sha256b64),
+        );
+        assert.deepEqual(
+          rows.map((r) => r.start),
+          [plains[0].slice(0, 7), plains[1].slice(0, 4)],
+        );
         const secrets = await w.store.db.selectFrom('encrypted_keys').selectAll().where('key_id', 'in', ids).execute();
         assert.equal(secrets.length, 2);
         for (const s of secrets) {
@@ -585,7 +747,12 @@ for (const dialect of DIALECTS) {
         const bare = await buildApp({ store: w.store });
         try {
           const send = async (body: unknown, key: string) => {
-            const r = await bare.inject({ method: 'POST', url: PATH, payload: JSON.stringify(body), headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` } });
+            const r = await bare.inject({
+              method: 'POST',
+              url: PATH,
+              payload: JSON.stringify(body),
+              headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+            });
             return { status: r.statusCode, json: r.json(), body: r.body, headers: r.headers } as Response;
           };
           const createOnly = await w.rootKey(['api.*.create_key']);
@@ -593,7 +760,12 @@ for (const dialect of DIALECTS) {
           const res = await send([hashItem(apiId, { externalId: 'user_novault' }), { apiId, plaintext: newPlain() }], w.root);
           assertError(res, 412, 'state/precondition-failed', 'PRECONDITION_FAILED');
           assert.match(res.json.error.detail, /vault/);
-          assertError(await send([{ apiId, plaintext: newPlain() }], createOnly), 403, 'auth/insufficient-permissions', 'INSUFFICIENT_PERMISSIONS');
+          assertError(
+            await send([{ apiId, plaintext: newPlain() }], createOnly),
+            403,
+            'auth/insufficient-permissions',
+            'INSUFFICIENT_PERMISSIONS',
+          );
           assert.deepEqual(await snapshot(w, TABLES), before);
           const ok = await send([hashItem(apiId)], w.root);
           assert.equal(ok.status, 200, ok.body);
@@ -608,7 +780,10 @@ for (const dialect of DIALECTS) {
         const before = await snapshot(w, TABLES);
         assert.deepEqual(allPaths(await w.post(PATH, [hashItem(apiId), { apiId, hash: hashOf(plain) }])), ['/1']);
         const fresh = newPlain();
-        const res = await w.post(PATH, [{ apiId, hash: hashOf(fresh) }, { apiId, plaintext: fresh }]);
+        const res = await w.post(PATH, [
+          { apiId, hash: hashOf(fresh) },
+          { apiId, plaintext: fresh },
+        ]);
         assertError(res, 409, 'data/conflict', 'CONFLICT');
         assert.deepEqual(allPaths(res), ['/1']);
         assert.ok(!res.body.includes(fresh));
@@ -616,7 +791,12 @@ for (const dialect of DIALECTS) {
       });
 
       test('create_key + encrypt_key (specific or wildcard) or * → 200', async () => {
-        for (const perms of [['*'], ['api.*.create_key', 'api.*.encrypt_key'], [`api.${apiId}.create_key`, `api.${apiId}.encrypt_key`], [`api.${apiId}.create_key`, 'api.*.encrypt_key']]) {
+        for (const perms of [
+          ['*'],
+          ['api.*.create_key', 'api.*.encrypt_key'],
+          [`api.${apiId}.create_key`, `api.${apiId}.encrypt_key`],
+          [`api.${apiId}.create_key`, 'api.*.encrypt_key'],
+        ]) {
           await importOk([{ apiId, plaintext: newPlain() }, hashItem(apiId)], await w.rootKey(perms));
         }
       });
@@ -624,7 +804,9 @@ for (const dialect of DIALECTS) {
 
     let securityApiId = '<apiId>';
     securityTests(() => w, {
-      get permission() { return `api.${securityApiId}.create_key`; },
+      get permission() {
+        return `api.${securityApiId}.create_key`;
+      },
       request: async (w) => {
         securityApiId = await w.createApi('secure');
         return { method: 'POST', path: PATH, body: [hashItem(securityApiId)] };

@@ -23,14 +23,15 @@ for (const dialect of DIALECTS) {
   describe(`migrations.enqueueKeys and getMigration (${dialect})`, () => {
     let w: World;
     let apiId: string;
-    const newMigration = async (workspaceId = w.workspaceId) => (await createMigration(w.store.db, workspaceId, 'test', OPERATOR)).migrationId;
+    const newMigration = async (workspaceId = w.workspaceId) =>
+      (await createMigration(w.store.db, workspaceId, 'test', OPERATOR)).migrationId;
     const enqueueOk = async (body: Record<string, unknown>, key = w.root) => {
       const res = await w.post<{ migrationId: string; enqueued: number }>(PATH, body, key);
       assert.equal(res.status, 202, res.body);
       return res.json;
     };
-    const items = (migrationId: string) => w.store.db.selectFrom('key_migration_items').selectAll()
-      .where('migration_id', '=', migrationId).orderBy('item_index').execute();
+    const items = (migrationId: string) =>
+      w.store.db.selectFrom('key_migration_items').selectAll().where('migration_id', '=', migrationId).orderBy('item_index').execute();
 
     before(async () => {
       w = await world(dialect);
@@ -47,27 +48,52 @@ for (const dialect of DIALECTS) {
       assert.deepEqual(second, { migrationId, enqueued: 1 });
       // Durable before any worker ran: the rows and the jobs are committed when the 202 is sent.
       const rows = await items(migrationId);
-      assert.deepEqual(rows.map((r) => [Number(r.item_index), r.hash, r.status, r.key_id, r.reason]),
-        plains.map((p, i) => [i, sha256b64(p), 'pending', null, null]));
+      assert.deepEqual(
+        rows.map((r) => [Number(r.item_index), r.hash, r.status, r.key_id, r.reason]),
+        plains.map((p, i) => [i, sha256b64(p), 'pending', null, null]),
+      );
       const jobs = await w.store.db.selectFrom('jobs').selectAll().where('payload', 'like', `%${migrationId}%`).orderBy('id').execute();
       assert.equal(jobs.length, 2);
-      assert.deepEqual(jobs.map((j) => [j.task, j.status, Number(j.attempts)]), [['migration.import', 'pending', 0], ['migration.import', 'pending', 0]]);
+      assert.deepEqual(
+        jobs.map((j) => [j.task, j.status, Number(j.attempts)]),
+        [
+          ['migration.import', 'pending', 0],
+          ['migration.import', 'pending', 0],
+        ],
+      );
       // The plaintext is at rest only as the vault's ciphertext: not in the job, the items or the audit log.
       const everything = JSON.stringify([jobs, rows, await w.store.db.selectFrom('audit_logs').selectAll().execute()]);
       assert.ok(!everything.includes(plains[1]), 'no plaintext in the queue');
       const payload = JSON.parse(jobs[0].payload);
       assert.equal(payload.items[1].start, plains[1].slice(0, 8));
       assert.ok(payload.items[1].encrypted.ciphertext);
-      const audit = await w.store.db.selectFrom('audit_logs').selectAll().where('target_id', '=', migrationId).where('event', '=', 'migration.enqueue').orderBy('id').execute();
+      const audit = await w.store.db
+        .selectFrom('audit_logs')
+        .selectAll()
+        .where('target_id', '=', migrationId)
+        .where('event', '=', 'migration.enqueue')
+        .orderBy('id')
+        .execute();
       assert.equal(audit.length, 2);
       assert.equal(audit[0].actor_type, 'root_key');
       assert.match(audit[0].request_id!, /^req_/);
-      assert.deepEqual({ ...JSON.parse(audit[0].diff!), jobId: undefined }, { apiId, enqueued: 2, firstIndex: 0, lastIndex: 1, jobId: undefined });
+      assert.deepEqual(
+        { ...JSON.parse(audit[0].diff!), jobId: undefined },
+        { apiId, enqueued: 2, firstIndex: 0, lastIndex: 1, jobId: undefined },
+      );
       const status = await w.get(STATUS, { migrationId });
       assert.equal(status.status, 200, status.body);
-      assert.deepEqual({ ...status.json, updatedAt: 0 }, {
-        migrationId, workspaceId: w.workspaceId, status: 'pending', counts: { enqueued: 3, pending: 3, migrated: 0, failed: 0 }, failures: [], updatedAt: 0,
-      });
+      assert.deepEqual(
+        { ...status.json, updatedAt: 0 },
+        {
+          migrationId,
+          workspaceId: w.workspaceId,
+          status: 'pending',
+          counts: { enqueued: 3, pending: 3, migrated: 0, failed: 0 },
+          failures: [],
+          updatedAt: 0,
+        },
+      );
       await drain(w.store);
     });
 
@@ -76,7 +102,9 @@ for (const dialect of DIALECTS) {
       const before = [await count(w.store.db, 'key_migration_items'), await count(w.store.db, 'jobs')];
       const p = newPlain();
       const res = await w.post(PATH, {
-        migrationId, apiId, keys: [
+        migrationId,
+        apiId,
+        keys: [
           { name: 'neither' },
           { hash: hashOf(p), plaintext: p },
           { hash: { value: 'not-base64', variant: 'sha256_base64' } },
@@ -93,8 +121,18 @@ for (const dialect of DIALECTS) {
       });
       assertError(res, 400, 'request/invalid-body');
       assert.deepEqual(paths(res), [
-        '/keys/0', '/keys/1', '/keys/10/ratelimit/duration', '/keys/11/prefix', '/keys/2/hash/value', '/keys/3/hash/variant', '/keys/4/prefix',
-        '/keys/5/ratelimit/duration', '/keys/6/apiId', '/keys/7/externalId', '/keys/8/remaining', '/keys/9/refill',
+        '/keys/0',
+        '/keys/1',
+        '/keys/10/ratelimit/duration',
+        '/keys/11/prefix',
+        '/keys/2/hash/value',
+        '/keys/3/hash/variant',
+        '/keys/4/prefix',
+        '/keys/5/ratelimit/duration',
+        '/keys/6/apiId',
+        '/keys/7/externalId',
+        '/keys/8/remaining',
+        '/keys/9/refill',
       ]);
       const messages = Object.fromEntries(res.json.error.errors.map((e: { path: string; message: string }) => [e.path, e.message]));
       assert.match(messages['/keys/6/apiId'], /not allowed/);
@@ -108,7 +146,10 @@ for (const dialect of DIALECTS) {
       assert.deepEqual(paths(await w.post(PATH, { apiId: '', keys: [{ hash: hashOf(newPlain()) }] })), ['/apiId', '/migrationId']);
       assert.deepEqual([await count(w.store.db, 'key_migration_items'), await count(w.store.db, 'jobs')], before);
       // Exactly 100 is fine.
-      assert.equal((await enqueueOk({ migrationId, apiId, keys: Array.from({ length: 100 }, () => ({ hash: hashOf(newPlain()) })) })).enqueued, 100);
+      assert.equal(
+        (await enqueueOk({ migrationId, apiId, keys: Array.from({ length: 100 }, () => ({ hash: hashOf(newPlain()) })) })).enqueued,
+        100,
+      );
       await drain(w.store);
     });
 
@@ -136,16 +177,26 @@ for (const dialect of DIALECTS) {
       const before = await count(w.store.db, 'key_migration_items');
       const none = await w.post(PATH, { migrationId, apiId, keys: [{ plaintext: newPlain() }] }, await w.rootKey(['api.*.read_key']));
       assertError(none, 403, 'auth/insufficient-permissions');
-      assert.ok(none.json.error.detail.includes(`api.${apiId}.create_key`) && none.json.error.detail.includes(`api.${apiId}.encrypt_key`), none.json.error.detail);
+      assert.ok(
+        none.json.error.detail.includes(`api.${apiId}.create_key`) && none.json.error.detail.includes(`api.${apiId}.encrypt_key`),
+        none.json.error.detail,
+      );
       const createOnly = await w.rootKey([`api.${apiId}.create_key`]);
       const plain = await w.post(PATH, { migrationId, apiId, keys: [{ hash: hashOf(newPlain()) }, { plaintext: newPlain() }] }, createOnly);
       assertError(plain, 403, 'auth/insufficient-permissions');
       assert.equal(plain.json.error.detail, `Missing permission: api.${apiId}.encrypt_key`);
-      const otherApi = await w.post(PATH, { migrationId, apiId, keys: [{ hash: hashOf(newPlain()) }] }, await w.rootKey(['api.api_other.create_key']));
+      const otherApi = await w.post(
+        PATH,
+        { migrationId, apiId, keys: [{ hash: hashOf(newPlain()) }] },
+        await w.rootKey(['api.api_other.create_key']),
+      );
       assertError(otherApi, 403, 'auth/insufficient-permissions');
       assert.equal(await count(w.store.db, 'key_migration_items'), before);
       await enqueueOk({ migrationId, apiId, keys: [{ hash: hashOf(newPlain()) }] }, createOnly);
-      await enqueueOk({ migrationId, apiId, keys: [{ plaintext: newPlain() }] }, await w.rootKey(['api.*.create_key', `api.${apiId}.encrypt_key`]));
+      await enqueueOk(
+        { migrationId, apiId, keys: [{ plaintext: newPlain() }] },
+        await w.rootKey(['api.*.create_key', `api.${apiId}.encrypt_key`]),
+      );
       await drain(w.store);
     });
 
@@ -153,14 +204,23 @@ for (const dialect of DIALECTS) {
       const bare = await buildApp({ store: w.store });
       try {
         const send = async (body: unknown, key: string): Promise<Response> => {
-          const r = await bare.inject({ method: 'POST', url: PATH, payload: JSON.stringify(body), headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` } });
+          const r = await bare.inject({
+            method: 'POST',
+            url: PATH,
+            payload: JSON.stringify(body),
+            headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+          });
           return { status: r.statusCode, json: r.json(), body: r.body, headers: r.headers };
         };
         const migrationId = await newMigration();
         const res = await send({ migrationId, apiId, keys: [{ hash: hashOf(newPlain()) }, { plaintext: newPlain() }] }, w.root);
         assertError(res, 412, 'state/precondition-failed');
         assert.match(res.json.error.detail, /vault/);
-        assertError(await send({ migrationId, apiId, keys: [{ plaintext: newPlain() }] }, await w.rootKey([`api.${apiId}.create_key`])), 403, 'auth/insufficient-permissions');
+        assertError(
+          await send({ migrationId, apiId, keys: [{ plaintext: newPlain() }] }, await w.rootKey([`api.${apiId}.create_key`])),
+          403,
+          'auth/insufficient-permissions',
+        );
         assert.equal(await count(w.store.db, 'key_migration_items', ['migration_id', migrationId]), 0);
         assert.equal((await send({ migrationId, apiId, keys: [{ hash: hashOf(newPlain()) }] }, w.root)).status, 202);
         await drain(w.store);
@@ -176,16 +236,33 @@ for (const dialect of DIALECTS) {
       const migrationId = await newMigration();
       const plain = Array.from({ length: 5 }, () => newPlain());
       await enqueueOk({
-        migrationId, apiId, keys: [
+        migrationId,
+        apiId,
+        keys: [
           /* 0 */ { hash: hashOf(plain[0]), name: 'hashed', meta: { plan: 'pro' }, ownerId: 'user_7', environment: 'live' },
-          /* 1 */ { plaintext: plain[1], prefix: 'imp', roles: ['reader'], permissions: ['documents.read'], remaining: 5, refill: { interval: 'daily', amount: 5 } },
+          /* 1 */ {
+            plaintext: plain[1],
+            prefix: 'imp',
+            roles: ['reader'],
+            permissions: ['documents.read'],
+            remaining: 5,
+            refill: { interval: 'daily', amount: 5 },
+          },
           /* 2 */ { hash: hashOf(existing.key) },
           /* 3 */ { hash: hashOf(plain[2]), roles: ['reader', 'ghost'], ratelimit: { type: 'consistent', limit: 1, duration: 60_000 } },
           /* 4 */ { hash: hashOf(plain[0]) },
           /* 5 */ { hash: hashOf(plain[3]), enabled: false },
         ],
       });
-      await enqueueOk({ migrationId, apiId, keys: [/* 6 */ { hash: hashOf(plain[4]), ratelimit: { limit: 1, duration: 60_000 } }, /* 7 */ { plaintext: plain[1] }, /* 8 */ { hash: hashOf(plain[2]), permissions: ['nope.a', 'nope.b'] }] });
+      await enqueueOk({
+        migrationId,
+        apiId,
+        keys: [
+          /* 6 */ { hash: hashOf(plain[4]), ratelimit: { limit: 1, duration: 60_000 } },
+          /* 7 */ { plaintext: plain[1] },
+          /* 8 */ { hash: hashOf(plain[2]), permissions: ['nope.a', 'nope.b'] },
+        ],
+      });
       const keysBefore = await count(w.store.db, 'keys');
 
       // One job at a time, in enqueue order, so that which of two items with one hash is imported is known
@@ -198,8 +275,16 @@ for (const dialect of DIALECTS) {
       assert.equal(status.json.status, 'completed_with_failures');
       assert.deepEqual(status.json.counts, { enqueued: 9, pending: 0, migrated: 4, failed: 5 });
       // Item 8 repeats item 3's hash, but item 3 was not imported: item 8 fails for its own reason.
-      assert.deepEqual(status.json.failures.map((f: { index: number; hash: string }) => [f.index, f.hash]),
-        [[2, sha256b64(existing.key)], [3, sha256b64(plain[2])], [4, sha256b64(plain[0])], [7, sha256b64(plain[1])], [8, sha256b64(plain[2])]]);
+      assert.deepEqual(
+        status.json.failures.map((f: { index: number; hash: string }) => [f.index, f.hash]),
+        [
+          [2, sha256b64(existing.key)],
+          [3, sha256b64(plain[2])],
+          [4, sha256b64(plain[0])],
+          [7, sha256b64(plain[1])],
+          [8, sha256b64(plain[2])],
+        ],
+      );
       const reasons = status.json.failures.map((f: { reason: string }) => f.reason);
       assert.match(reasons[0], /^duplicate hash: a key with this hash already exists$/);
       assert.match(reasons[1], /^missing role "ghost"$/);
@@ -210,9 +295,12 @@ for (const dialect of DIALECTS) {
 
       const rows = await items(migrationId);
       const byIndex = new Map(rows.map((r) => [Number(r.item_index), r]));
-      assert.deepEqual(rows.map((r) => r.status), ['migrated', 'migrated', 'failed', 'failed', 'failed', 'migrated', 'migrated', 'failed', 'failed']);
+      assert.deepEqual(
+        rows.map((r) => r.status),
+        ['migrated', 'migrated', 'failed', 'failed', 'failed', 'migrated', 'migrated', 'failed', 'failed'],
+      );
       assert.ok(rows.every((r) => (r.status === 'migrated') === (r.key_id !== null) && (r.status === 'failed') === (r.reason !== null)));
-      assert.equal(await count(w.store.db, 'keys') - keysBefore, rows.filter((r) => r.status === 'migrated').length);
+      assert.equal((await count(w.store.db, 'keys')) - keysBefore, rows.filter((r) => r.status === 'migrated').length);
 
       const verify = async (key: string) => (await w.post('/v1/keys.verifyKey', { key }, null)).json;
       const v0 = await verify(plain[0]);
@@ -237,9 +325,24 @@ for (const dialect of DIALECTS) {
       assert.equal(got.json.plaintext, plain[1]);
       assert.equal(got.json.start, plain[1].slice(0, 8));
       const keyRows = await w.store.db.selectFrom('keys').selectAll().where('migration_id', '=', migrationId).execute();
-      assert.deepEqual(keyRows.map((k) => k.id).sort(), rows.filter((r) => r.status === 'migrated').map((r) => r.key_id).sort());
+      assert.deepEqual(
+        keyRows.map((k) => k.id).sort(),
+        rows
+          .filter((r) => r.status === 'migrated')
+          .map((r) => r.key_id)
+          .sort(),
+      );
       // Each imported key is audited as created by the root key that enqueued it.
-      const created = await w.store.db.selectFrom('audit_logs').select(['target_id', 'actor_type']).where('event', '=', 'key.create').where('target_id', 'in', keyRows.map((k) => k.id)).execute();
+      const created = await w.store.db
+        .selectFrom('audit_logs')
+        .select(['target_id', 'actor_type'])
+        .where('event', '=', 'key.create')
+        .where(
+          'target_id',
+          'in',
+          keyRows.map((k) => k.id),
+        )
+        .execute();
       assert.equal(created.length, keyRows.length);
       assert.ok(created.every((a) => a.actor_type === 'root_key'));
 
@@ -273,7 +376,7 @@ for (const dialect of DIALECTS) {
       assert.equal((await w.get(STATUS, { migrationId: clean })).json.status, 'completed');
     });
 
-    test('getMigration: api.*.read_key (a single API\'s read_key is not enough); unknown or foreign → 404', async () => {
+    test("getMigration: api.*.read_key (a single API's read_key is not enough); unknown or foreign → 404", async () => {
       const migrationId = await newMigration();
       const narrow = await w.get(STATUS, { migrationId }, await w.rootKey([`api.${apiId}.read_key`]));
       assertError(narrow, 403, 'auth/insufficient-permissions');
@@ -288,14 +391,25 @@ for (const dialect of DIALECTS) {
     describe('enqueueKeys security', () => {
       let secureApi = '';
       securityTests(() => w, {
-        get permission() { return `api.${secureApi}.create_key`; },
+        get permission() {
+          return `api.${secureApi}.create_key`;
+        },
         request: async (w) => {
           secureApi = await w.createApi('secure');
-          return { method: 'POST', path: PATH, body: { migrationId: await newMigration(), apiId: secureApi, keys: [{ hash: hashOf(newPlain()) }] } };
+          return {
+            method: 'POST',
+            path: PATH,
+            body: { migrationId: await newMigration(), apiId: secureApi, keys: [{ hash: hashOf(newPlain()) }] },
+          };
         },
         foreign: async (w, other) => ({
-          method: 'POST', path: PATH,
-          body: { migrationId: await newMigration(other.workspaceId), apiId: await w.createApi('foreign', other.root), keys: [{ hash: hashOf(newPlain()) }] },
+          method: 'POST',
+          path: PATH,
+          body: {
+            migrationId: await newMigration(other.workspaceId),
+            apiId: await w.createApi('foreign', other.root),
+            keys: [{ hash: hashOf(newPlain()) }],
+          },
         }),
       });
     });

@@ -12,19 +12,33 @@ for (const dialect of DIALECTS) {
   describe(`permissions.createPermission / getPermission / listPermissions / deletePermission (${dialect})`, () => {
     let w: World;
     let apiId: string;
-    before(async () => { w = await world(dialect); apiId = await w.createApi(); });
+    before(async () => {
+      w = await world(dialect);
+      apiId = await w.createApi();
+    });
     after(() => w.close());
 
     test('createPermission: slug defaults to name; getPermission returns exactly the stored object; audited', async () => {
-      const res = await w.post<{ permissionId: string }>('/v1/permissions.createPermission', { name: 'documents.read', description: 'Read documents' });
+      const res = await w.post<{ permissionId: string }>('/v1/permissions.createPermission', {
+        name: 'documents.read',
+        description: 'Read documents',
+      });
       assert.equal(res.status, 200, res.body);
       assert.deepEqual(Object.keys(res.json), ['permissionId']);
       assert.match(res.json.permissionId, /^perm_[1-9A-HJ-NP-Za-km-z]{22}$/);
       const got = await w.get('/v1/permissions.getPermission', { permissionId: res.json.permissionId });
       assert.equal(got.status, 200, got.body);
-      assert.deepEqual(got.json, { id: res.json.permissionId, name: 'documents.read', slug: 'documents.read', description: 'Read documents' });
+      assert.deepEqual(got.json, {
+        id: res.json.permissionId,
+        name: 'documents.read',
+        slug: 'documents.read',
+        description: 'Read documents',
+      });
       const audit = await w.store.db.selectFrom('audit_logs').selectAll().where('target_id', '=', res.json.permissionId).execute();
-      assert.deepEqual(audit.map((a) => a.event), ['permission.create']);
+      assert.deepEqual(
+        audit.map((a) => a.event),
+        ['permission.create'],
+      );
       assert.equal(audit[0].request_id, res.headers['x-request-id']);
       assert.deepEqual(JSON.parse(audit[0].diff!), { name: 'documents.read', slug: 'documents.read', description: 'Read documents' });
     });
@@ -80,7 +94,7 @@ for (const dialect of DIALECTS) {
       assert.notEqual(theirs, ours);
     });
 
-    test('getPermission: unknown id and another workspace\'s permission → 404; empty id → 400', async () => {
+    test("getPermission: unknown id and another workspace's permission → 404; empty id → 400", async () => {
       const unknown = await w.get('/v1/permissions.getPermission', { permissionId: 'perm_doesnotexist' });
       assert.equal(unknown.status, 404, unknown.body);
       assert.equal(unknown.json.error.type, 'https://keyhold.dev/errors/data/permission-not-found');
@@ -95,7 +109,13 @@ for (const dialect of DIALECTS) {
       const other = await w.otherWorkspace();
       const key = other.root;
       const created: Array<{ id: string; name: string; slug: string; description: string }> = [];
-      for (let i = 0; i < 5; i++) created.push({ id: await createPermission(w, `list.${i}`, { key, description: `d${i}` }), name: `list.${i}`, slug: `list.${i}`, description: `d${i}` });
+      for (let i = 0; i < 5; i++)
+        created.push({
+          id: await createPermission(w, `list.${i}`, { key, description: `d${i}` }),
+          name: `list.${i}`,
+          slug: `list.${i}`,
+          description: `d${i}`,
+        });
       await createPermission(w, unique('not-theirs'));
       // Ids are time-sortable only to the millisecond: the order is the ids' order.
       const inOrder = [...created].sort((a, b) => (a.id < b.id ? -1 : 1));
@@ -110,20 +130,49 @@ for (const dialect of DIALECTS) {
       assert.deepEqual(all.json, { permissions: inOrder, total: 5 });
       const mine = await w.get<Loose<{ permissions: Array<{ id: string }> }>>('/v1/permissions.listPermissions', {});
       assert.ok(!mine.json.permissions.some((p: { id: string }) => created.some((c) => c.id === p.id)));
-      const ours = await w.store.db.selectFrom('permissions').select((eb) => eb.fn.countAll<number>().as('n')).where('workspace_id', '=', w.workspaceId).executeTakeFirstOrThrow();
+      const ours = await w.store.db
+        .selectFrom('permissions')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('workspace_id', '=', w.workspaceId)
+        .executeTakeFirstOrThrow();
       assert.equal(mine.json.total, Number(ours.n));
     });
 
     test('listPermissions and listRoles: without limit, pages of 100', async () => {
       const other = await w.otherWorkspace();
       const now = Date.now();
-      await w.store.db.insertInto('permissions').values(Array.from({ length: 101 }, (_, i) => ({
-        id: newId('perm'), workspace_id: other.workspaceId, name: `bulk.${i}`, slug: `bulk.${i}`, description: null, created_at: now, updated_at: now,
-      }))).execute();
-      await w.store.db.insertInto('roles').values(Array.from({ length: 101 }, (_, i) => ({
-        id: newId('role'), workspace_id: other.workspaceId, name: `bulk-${i}`, description: null, created_at: now, updated_at: now,
-      }))).execute();
-      const perms = await w.get<Loose<{ permissions: Array<{ id: string }>; cursor: string }>>('/v1/permissions.listPermissions', {}, other.root);
+      await w.store.db
+        .insertInto('permissions')
+        .values(
+          Array.from({ length: 101 }, (_, i) => ({
+            id: newId('perm'),
+            workspace_id: other.workspaceId,
+            name: `bulk.${i}`,
+            slug: `bulk.${i}`,
+            description: null,
+            created_at: now,
+            updated_at: now,
+          })),
+        )
+        .execute();
+      await w.store.db
+        .insertInto('roles')
+        .values(
+          Array.from({ length: 101 }, (_, i) => ({
+            id: newId('role'),
+            workspace_id: other.workspaceId,
+            name: `bulk-${i}`,
+            description: null,
+            created_at: now,
+            updated_at: now,
+          })),
+        )
+        .execute();
+      const perms = await w.get<Loose<{ permissions: Array<{ id: string }>; cursor: string }>>(
+        '/v1/permissions.listPermissions',
+        {},
+        other.root,
+      );
       assert.equal(perms.json.permissions.length, 100);
       assert.equal(perms.json.total, 101);
       assert.equal(perms.json.cursor, perms.json.permissions[99].id);
@@ -159,10 +208,24 @@ for (const dialect of DIALECTS) {
       assert.deepEqual((await keyView(w, keyId)).permissions, []);
       assert.deepEqual((await keyView(w, viaRole.keyId)).permissions, [keep]);
       const role = await w.get<Loose<{ permissions: Array<{ slug: string }> }>>('/v1/permissions.getRole', { roleId });
-      assert.deepEqual(role.json.permissions.map((p: { slug: string }) => p.slug), [keep]);
-      assert.deepEqual(await w.store.db.selectFrom('roles_permissions').select('role_id').where('permission_id', '=', permissionId).execute(), []);
-      assert.deepEqual(await w.store.db.selectFrom('keys_permissions').select('key_id').where('permission_id', '=', permissionId).execute(), []);
-      const audit = await w.store.db.selectFrom('audit_logs').selectAll().where('target_id', '=', permissionId).where('event', '=', 'permission.delete').execute();
+      assert.deepEqual(
+        role.json.permissions.map((p: { slug: string }) => p.slug),
+        [keep],
+      );
+      assert.deepEqual(
+        await w.store.db.selectFrom('roles_permissions').select('role_id').where('permission_id', '=', permissionId).execute(),
+        [],
+      );
+      assert.deepEqual(
+        await w.store.db.selectFrom('keys_permissions').select('key_id').where('permission_id', '=', permissionId).execute(),
+        [],
+      );
+      const audit = await w.store.db
+        .selectFrom('audit_logs')
+        .selectAll()
+        .where('target_id', '=', permissionId)
+        .where('event', '=', 'permission.delete')
+        .execute();
       assert.equal(audit.length, 1);
       assert.deepEqual(JSON.parse(audit[0].diff!), { name: slug, slug, disconnectedKeys: 1, disconnectedRoles: 1 });
 
@@ -171,7 +234,7 @@ for (const dialect of DIALECTS) {
       assert.equal(again.json.error.type, 'https://keyhold.dev/errors/data/permission-not-found');
     });
 
-    test('deletePermission: empty id → 400; another workspace\'s permission → 404 and it survives', async () => {
+    test("deletePermission: empty id → 400; another workspace's permission → 404 and it survives", async () => {
       assert.deepEqual(errorPaths(await w.post('/v1/permissions.deletePermission', { permissionId: '' })), ['/permissionId']);
       const other = await w.otherWorkspace();
       const foreign = await createPermission(w, unique('survivor'), { key: other.root });
@@ -182,12 +245,22 @@ for (const dialect of DIALECTS) {
 
     test('each operation accepts exactly its own rbac permission', async () => {
       const permissionId = await createPermission(w, unique('scoped'), { key: await w.rootKey(['rbac.*.create_permission']) });
-      assert.equal((await w.get('/v1/permissions.getPermission', { permissionId }, await w.rootKey(['rbac.*.read_permission']))).status, 200);
+      assert.equal(
+        (await w.get('/v1/permissions.getPermission', { permissionId }, await w.rootKey(['rbac.*.read_permission']))).status,
+        200,
+      );
       assert.equal((await w.get('/v1/permissions.listPermissions', {}, await w.rootKey(['rbac.*.read_permission']))).status, 200);
-      const wrong = await w.post('/v1/permissions.deletePermission', { permissionId }, await w.rootKey(['rbac.*.create_permission', 'rbac.*.read_permission']));
+      const wrong = await w.post(
+        '/v1/permissions.deletePermission',
+        { permissionId },
+        await w.rootKey(['rbac.*.create_permission', 'rbac.*.read_permission']),
+      );
       assert.equal(wrong.status, 403, wrong.body);
       assert.equal(wrong.json.error.detail, 'Missing permission: rbac.*.delete_permission');
-      assert.equal((await w.post('/v1/permissions.deletePermission', { permissionId }, await w.rootKey(['rbac.*.delete_permission']))).status, 200);
+      assert.equal(
+        (await w.post('/v1/permissions.deletePermission', { permissionId }, await w.rootKey(['rbac.*.delete_permission']))).status,
+        200,
+      );
     });
 
     describe('security: createPermission', () => {
@@ -199,8 +272,16 @@ for (const dialect of DIALECTS) {
     describe('security: getPermission', () => {
       securityTests(() => w, {
         permission: 'rbac.*.read_permission',
-        request: async () => ({ method: 'GET', path: '/v1/permissions.getPermission', query: { permissionId: await createPermission(w, unique('sec')) } }),
-        foreign: async (_w, other) => ({ method: 'GET', path: '/v1/permissions.getPermission', query: { permissionId: await createPermission(w, unique('sec'), { key: other.root }) } }),
+        request: async () => ({
+          method: 'GET',
+          path: '/v1/permissions.getPermission',
+          query: { permissionId: await createPermission(w, unique('sec')) },
+        }),
+        foreign: async (_w, other) => ({
+          method: 'GET',
+          path: '/v1/permissions.getPermission',
+          query: { permissionId: await createPermission(w, unique('sec'), { key: other.root }) },
+        }),
       });
     });
     describe('security: listPermissions', () => {
@@ -212,8 +293,16 @@ for (const dialect of DIALECTS) {
     describe('security: deletePermission', () => {
       securityTests(() => w, {
         permission: 'rbac.*.delete_permission',
-        request: async () => ({ method: 'POST', path: '/v1/permissions.deletePermission', body: { permissionId: await createPermission(w, unique('sec')) } }),
-        foreign: async (_w, other) => ({ method: 'POST', path: '/v1/permissions.deletePermission', body: { permissionId: await createPermission(w, unique('sec'), { key: other.root }) } }),
+        request: async () => ({
+          method: 'POST',
+          path: '/v1/permissions.deletePermission',
+          body: { permissionId: await createPermission(w, unique('sec')) },
+        }),
+        foreign: async (_w, other) => ({
+          method: 'POST',
+          path: '/v1/permissions.deletePermission',
+          body: { permissionId: await createPermission(w, unique('sec'), { key: other.root }) },
+        }),
       });
     });
   });

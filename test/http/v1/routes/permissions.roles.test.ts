@@ -14,16 +14,22 @@ for (const dialect of DIALECTS) {
   describe(`permissions.createRole / getRole / listRoles / deleteRole / setRolePermissions (${dialect})`, () => {
     let w: World;
     let apiId: string;
-    before(async () => { w = await world(dialect); apiId = await w.createApi(); });
+    before(async () => {
+      w = await world(dialect);
+      apiId = await w.createApi();
+    });
     after(() => w.close());
-
 
     test('createRole: attaches existing permissions and creates missing ones; getRole returns exactly the role; audited', async () => {
       const existing = unique('docs.read');
       const existingId = await createPermission(w, existing, { description: 'read' });
       const missing = unique('docs.write');
       const name = unique('editor');
-      const res = await w.post<{ roleId: string }>('/v1/permissions.createRole', { name, description: 'Edits documents', permissions: [missing, existing, existing] });
+      const res = await w.post<{ roleId: string }>('/v1/permissions.createRole', {
+        name,
+        description: 'Edits documents',
+        permissions: [missing, existing, existing],
+      });
       assert.equal(res.status, 200, res.body);
       assert.deepEqual(Object.keys(res.json), ['roleId']);
       assert.match(res.json.roleId, /^role_[1-9A-HJ-NP-Za-km-z]{22}$/);
@@ -32,15 +38,22 @@ for (const dialect of DIALECTS) {
       const got = await w.get('/v1/permissions.getRole', { roleId: res.json.roleId });
       assert.equal(got.status, 200, got.body);
       assert.deepEqual(got.json, {
-        id: res.json.roleId, name, description: 'Edits documents',
+        id: res.json.roleId,
+        name,
+        description: 'Edits documents',
         permissions: [
           { id: existingId, name: existing, slug: existing, description: 'read' },
           { id: missingId, name: missing, slug: missing },
         ],
       });
-      assert.deepEqual((await auditEvents(w, res.json.roleId)).sort(), [
-        `authorization.connect_permission_and_role:${existing}`, `authorization.connect_permission_and_role:${missing}`, 'role.create',
-      ].sort());
+      assert.deepEqual(
+        (await auditEvents(w, res.json.roleId)).sort(),
+        [
+          `authorization.connect_permission_and_role:${existing}`,
+          `authorization.connect_permission_and_role:${missing}`,
+          'role.create',
+        ].sort(),
+      );
       assert.deepEqual(await auditEvents(w, missingId), ['permission.create']);
     });
 
@@ -99,7 +112,7 @@ for (const dialect of DIALECTS) {
       assert.notEqual(await createRole(w, name, undefined, other.root), await createRole(w, name));
     });
 
-    test('getRole: unknown and another workspace\'s role → 404; empty id → 400', async () => {
+    test("getRole: unknown and another workspace's role → 404; empty id → 400", async () => {
       const unknown = await w.get('/v1/permissions.getRole', { roleId: 'role_doesnotexist' });
       assert.equal(unknown.status, 404, unknown.body);
       assert.equal(unknown.json.error.type, 'https://keyhold.dev/errors/data/role-not-found');
@@ -114,11 +127,22 @@ for (const dialect of DIALECTS) {
       const other = await w.otherWorkspace();
       const key = other.root;
       const created: Array<{ id: string; name: string; permissions: Array<{ id: string; name: string; slug: string }> }> = [];
-      for (let i = 0; i < 3; i++) created.push({ id: await createRole(w, `r${i}`, i === 1 ? ['p.b', 'p.a'] : undefined, key), name: `r${i}`, permissions: [] });
-      created[1].permissions = await Promise.all(['p.a', 'p.b'].map(async (slug) => ({
-        id: (await w.store.db.selectFrom('permissions').select('id').where('slug', '=', slug).where('workspace_id', '=', other.workspaceId).executeTakeFirstOrThrow()).id,
-        name: slug, slug,
-      })));
+      for (let i = 0; i < 3; i++)
+        created.push({ id: await createRole(w, `r${i}`, i === 1 ? ['p.b', 'p.a'] : undefined, key), name: `r${i}`, permissions: [] });
+      created[1].permissions = await Promise.all(
+        ['p.a', 'p.b'].map(async (slug) => ({
+          id: (
+            await w.store.db
+              .selectFrom('permissions')
+              .select('id')
+              .where('slug', '=', slug)
+              .where('workspace_id', '=', other.workspaceId)
+              .executeTakeFirstOrThrow()
+          ).id,
+          name: slug,
+          slug,
+        })),
+      );
       // Ids are time-sortable only to the millisecond: the order is the ids' order.
       const inOrder = [...created].sort((a, b) => (a.id < b.id ? -1 : 1));
       const p1 = await w.get('/v1/permissions.listRoles', { limit: 2 }, key);
@@ -146,10 +170,18 @@ for (const dialect of DIALECTS) {
       assert.deepEqual(await keyView(w, keyId), { roles: [], permissions: [] });
       assert.equal((await w.get('/v1/permissions.getRole', { roleId })).status, 404);
       assert.deepEqual(await w.store.db.selectFrom('keys_roles').select('key_id').where('role_id', '=', roleId).execute(), []);
-      assert.deepEqual(await w.store.db.selectFrom('roles_permissions').select('permission_id').where('role_id', '=', roleId).execute(), []);
+      assert.deepEqual(
+        await w.store.db.selectFrom('roles_permissions').select('permission_id').where('role_id', '=', roleId).execute(),
+        [],
+      );
       // The permission itself stays.
       assert.equal((await w.get('/v1/permissions.getPermission', { permissionId: await permissionIdOf(w, slug) })).status, 200);
-      const audit = await w.store.db.selectFrom('audit_logs').selectAll().where('target_id', '=', roleId).where('event', '=', 'role.delete').execute();
+      const audit = await w.store.db
+        .selectFrom('audit_logs')
+        .selectAll()
+        .where('target_id', '=', roleId)
+        .where('event', '=', 'role.delete')
+        .execute();
       assert.equal(audit.length, 1);
       assert.deepEqual(JSON.parse(audit[0].diff!), { name, disconnectedKeys: 1 });
 
@@ -168,19 +200,34 @@ for (const dialect of DIALECTS) {
       assert.deepEqual((await keyView(w, keyId)).permissions, [a, b]);
 
       const res = await w.post('/v1/permissions.setRolePermissions', {
-        roleId, permissions: [{ slug: b }, { id: cId }, { name: d, create: true }, { slug: b, name: 'ignored' }],
+        roleId,
+        permissions: [{ slug: b }, { id: cId }, { name: d, create: true }, { slug: b, name: 'ignored' }],
       });
       assert.equal(res.status, 200, res.body);
       const [bId, dId] = [await permissionIdOf(w, b), await permissionIdOf(w, d)];
-      assert.deepEqual(res.json, [{ id: bId, name: b }, { id: cId, name: c }, { id: dId, name: d }]);
-      assert.deepEqual((await w.get<RoleView>('/v1/permissions.getRole', { roleId })).json.permissions.map((p: { slug: string }) => p.slug), [b, c, d]);
+      assert.deepEqual(res.json, [
+        { id: bId, name: b },
+        { id: cId, name: c },
+        { id: dId, name: d },
+      ]);
+      assert.deepEqual(
+        (await w.get<RoleView>('/v1/permissions.getRole', { roleId })).json.permissions.map((p: { slug: string }) => p.slug),
+        [b, c, d],
+      );
       assert.deepEqual((await keyView(w, keyId)).permissions, [b, c, d]);
 
       assert.deepEqual(await auditOf(w, res, roleId), [
-        `authorization.connect_permission_and_role:${c}`, `authorization.connect_permission_and_role:${d}`,
-        `authorization.disconnect_permission_and_role:${a}`, 'role.update',
+        `authorization.connect_permission_and_role:${c}`,
+        `authorization.connect_permission_and_role:${d}`,
+        `authorization.disconnect_permission_and_role:${a}`,
+        'role.update',
       ]);
-      const update = await w.store.db.selectFrom('audit_logs').selectAll().where('target_id', '=', roleId).where('event', '=', 'role.update').execute();
+      const update = await w.store.db
+        .selectFrom('audit_logs')
+        .selectAll()
+        .where('target_id', '=', roleId)
+        .where('event', '=', 'role.update')
+        .execute();
       assert.equal(update.length, 1);
       assert.deepEqual(JSON.parse(update[0].diff!), { addedPermissions: [c, d], removedPermissions: [a] });
       assert.deepEqual(await auditEvents(w, dId), ['permission.create']);
@@ -210,13 +257,23 @@ for (const dialect of DIALECTS) {
       const roleId = await createRole(w, unique('atomic-role'), [keep]);
       const before = await snapshot(w, RBAC_TABLES);
       const res = await w.post('/v1/permissions.setRolePermissions', {
-        roleId, permissions: [{ slug: extra }, { id: 'perm_nope' }, { slug: 'ghost.one' }, { name: 'ghost.two' }, { slug: unique('new'), create: true }],
+        roleId,
+        permissions: [
+          { slug: extra },
+          { id: 'perm_nope' },
+          { slug: 'ghost.one' },
+          { name: 'ghost.two' },
+          { slug: unique('new'), create: true },
+        ],
       });
       assert.equal(res.status, 404, res.body);
       assert.equal(res.json.error.type, 'https://keyhold.dev/errors/data/permission-not-found');
       assert.equal(res.json.error.detail, 'permission ids not found: perm_nope; permissions not found: ghost.one, ghost.two');
       assert.deepEqual(await snapshot(w, RBAC_TABLES), before);
-      assert.deepEqual((await w.get<RoleView>('/v1/permissions.getRole', { roleId })).json.permissions.map((p: { slug: string }) => p.slug), [keep]);
+      assert.deepEqual(
+        (await w.get<RoleView>('/v1/permissions.getRole', { roleId })).json.permissions.map((p: { slug: string }) => p.slug),
+        [keep],
+      );
     });
 
     test('setRolePermissions: create without rbac.*.create_permission → 403 naming it; unchanged. Existing ones need only create_role', async () => {
@@ -225,13 +282,24 @@ for (const dialect of DIALECTS) {
       const roleId = await createRole(w, unique('guarded-role'), [keep]);
       const key = await w.rootKey(['rbac.*.create_role']);
       const before = await snapshot(w, RBAC_TABLES);
-      const res = await w.post('/v1/permissions.setRolePermissions', { roleId, permissions: [{ slug: other }, { slug: unique('brand-new'), create: true }] }, key);
+      const res = await w.post(
+        '/v1/permissions.setRolePermissions',
+        { roleId, permissions: [{ slug: other }, { slug: unique('brand-new'), create: true }] },
+        key,
+      );
       assert.equal(res.status, 403, res.body);
       assert.equal(res.json.error.detail, 'Missing permission: rbac.*.create_permission');
       assert.deepEqual(await snapshot(w, RBAC_TABLES), before);
-      const ok = await w.post<Array<{ id: string; name: string }>>('/v1/permissions.setRolePermissions', { roleId, permissions: [{ slug: other }] }, key);
+      const ok = await w.post<Array<{ id: string; name: string }>>(
+        '/v1/permissions.setRolePermissions',
+        { roleId, permissions: [{ slug: other }] },
+        key,
+      );
       assert.equal(ok.status, 200, ok.body);
-      assert.deepEqual(ok.json.map((p: { name: string }) => p.name), [other]);
+      assert.deepEqual(
+        ok.json.map((p: { name: string }) => p.name),
+        [other],
+      );
     });
 
     test('setRolePermissions: invalid items → 400 listing each; unknown or foreign role → 404; foreign permission id → 404', async () => {
@@ -239,9 +307,13 @@ for (const dialect of DIALECTS) {
       const neither = await w.post('/v1/permissions.setRolePermissions', { roleId, permissions: [{ slug: 'x' }, { create: true }, {}] });
       assert.equal(neither.status, 400, neither.body);
       assert.deepEqual(neither.json.error.errors, [
-        { path: '/permissions/1', message: 'must have id, slug or name' }, { path: '/permissions/2', message: 'must have id, slug or name' },
+        { path: '/permissions/1', message: 'must have id, slug or name' },
+        { path: '/permissions/2', message: 'must have id, slug or name' },
       ]);
-      assert.deepEqual(errorPaths(await w.post('/v1/permissions.setRolePermissions', { roleId: '', permissions: [{ slug: '' }] })), ['/permissions/0/slug', '/roleId']);
+      assert.deepEqual(errorPaths(await w.post('/v1/permissions.setRolePermissions', { roleId: '', permissions: [{ slug: '' }] })), [
+        '/permissions/0/slug',
+        '/roleId',
+      ]);
       assert.deepEqual(errorPaths(await w.post('/v1/permissions.setRolePermissions', { roleId })), ['/permissions']);
 
       const unknown = await w.post('/v1/permissions.setRolePermissions', { roleId: 'role_nope', permissions: [] });
@@ -268,7 +340,10 @@ for (const dialect of DIALECTS) {
         assert.equal(ra.status, 200, ra.body);
         assert.equal(rb.status, 200, rb.body);
         const got = (await w.get<RoleView>('/v1/permissions.getRole', { roleId })).json.permissions.map((p: { slug: string }) => p.slug);
-        assert.ok(JSON.stringify(got) === JSON.stringify(slugs.slice(0, 2)) || JSON.stringify(got) === JSON.stringify(slugs.slice(2)), `mixed set ${got.join()}`);
+        assert.ok(
+          JSON.stringify(got) === JSON.stringify(slugs.slice(0, 2)) || JSON.stringify(got) === JSON.stringify(slugs.slice(2)),
+          `mixed set ${got.join()}`,
+        );
       }
     });
 
@@ -277,7 +352,11 @@ for (const dialect of DIALECTS) {
       const reader = await w.rootKey(['rbac.*.read_role']);
       assert.equal((await w.get('/v1/permissions.getRole', { roleId }, reader)).status, 200);
       assert.equal((await w.get('/v1/permissions.listRoles', {}, reader)).status, 200);
-      const denied = await w.post('/v1/permissions.setRolePermissions', { roleId, permissions: [] }, await w.rootKey(['rbac.*.read_role', 'rbac.*.delete_role']));
+      const denied = await w.post(
+        '/v1/permissions.setRolePermissions',
+        { roleId, permissions: [] },
+        await w.rootKey(['rbac.*.read_role', 'rbac.*.delete_role']),
+      );
       assert.equal(denied.status, 403, denied.body);
       assert.equal(denied.json.error.detail, 'Missing permission: rbac.*.create_role');
       const wrong = await w.post('/v1/permissions.deleteRole', { roleId }, await w.rootKey(['rbac.*.create_role', 'rbac.*.read_role']));
@@ -296,7 +375,11 @@ for (const dialect of DIALECTS) {
       securityTests(() => w, {
         permission: 'rbac.*.read_role',
         request: async () => ({ method: 'GET', path: '/v1/permissions.getRole', query: { roleId: await createRole(w, unique('sec')) } }),
-        foreign: async (_w, other) => ({ method: 'GET', path: '/v1/permissions.getRole', query: { roleId: await createRole(w, unique('sec'), undefined, other.root) } }),
+        foreign: async (_w, other) => ({
+          method: 'GET',
+          path: '/v1/permissions.getRole',
+          query: { roleId: await createRole(w, unique('sec'), undefined, other.root) },
+        }),
       });
     });
     describe('security: listRoles', () => {
@@ -309,14 +392,26 @@ for (const dialect of DIALECTS) {
       securityTests(() => w, {
         permission: 'rbac.*.delete_role',
         request: async () => ({ method: 'POST', path: '/v1/permissions.deleteRole', body: { roleId: await createRole(w, unique('sec')) } }),
-        foreign: async (_w, other) => ({ method: 'POST', path: '/v1/permissions.deleteRole', body: { roleId: await createRole(w, unique('sec'), undefined, other.root) } }),
+        foreign: async (_w, other) => ({
+          method: 'POST',
+          path: '/v1/permissions.deleteRole',
+          body: { roleId: await createRole(w, unique('sec'), undefined, other.root) },
+        }),
       });
     });
     describe('security: setRolePermissions', () => {
       securityTests(() => w, {
         permission: 'rbac.*.create_role',
-        request: async () => ({ method: 'POST', path: '/v1/permissions.setRolePermissions', body: { roleId: await createRole(w, unique('sec')), permissions: [{ slug: unique('sec'), create: true }] } }),
-        foreign: async (_w, other) => ({ method: 'POST', path: '/v1/permissions.setRolePermissions', body: { roleId: await createRole(w, unique('sec'), undefined, other.root), permissions: [] } }),
+        request: async () => ({
+          method: 'POST',
+          path: '/v1/permissions.setRolePermissions',
+          body: { roleId: await createRole(w, unique('sec')), permissions: [{ slug: unique('sec'), create: true }] },
+        }),
+        foreign: async (_w, other) => ({
+          method: 'POST',
+          path: '/v1/permissions.setRolePermissions',
+          body: { roleId: await createRole(w, unique('sec'), undefined, other.root), permissions: [] },
+        }),
       });
     });
   });
