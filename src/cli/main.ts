@@ -9,7 +9,8 @@ import { createWorkspace } from '../services/workspaces/workspaces.ts';
 import { createRootKey, listRootKeys, revokeRootKey } from '../services/workspaces/root-keys.ts';
 import { listAuditLogs } from '../services/audit/list-audit-logs.ts';
 import { requireWorkspace } from '../services/lookups.ts';
-import { createMigration, getMigration, WORKER_TASKS } from '../services/migrations/key-migrations.ts';
+import { createMigration, getMigration } from '../services/migrations/migration-records.ts';
+import { WORKER_TASKS } from '../services/migrations/migration-import-task.ts';
 import { runWorkerUntilSignal } from '../jobs/worker.ts';
 
 const USAGE = `keyhold — operate a Keyhold installation (uses DATABASE_URL, like the server)

@@ -2,7 +2,8 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import pino from 'pino';
 import type { Store } from '../store/store.ts';
-import { JobQueue, jobEvents, type Job, type Outcome, type TaskRegistry } from './queue.ts';
+import { JobQueue, type Outcome } from './job-queue.ts';
+import { jobEvents, type Job, type TaskRegistry } from './queue.ts';
 
 /** The part of a pino logger the worker uses. */
 export interface WorkerLogger {

@@ -60,11 +60,10 @@ export async function insertRows<T extends keyof Database>(tx: Executor, table: 
     const shape = `${table}(${columns.join(',')})x${part.length}`;
     let text = texts.get(shape);
     if (text === undefined) {
-      // biome-ignore lint/suspicious/noExplicitAny: Kysely cannot type an insert into a table chosen by a type parameter.
-      text = tx
-        .insertInto(table)
-        .values(part as any)
-        .compile().sql;
+      // Kysely cannot type an insert into a table chosen by a type parameter.
+      // biome-ignore lint/suspicious/noExplicitAny: see above
+      const values = part as any;
+      text = tx.insertInto(table).values(values).compile().sql;
       if (texts.size >= MAX_INSERT_TEXTS) texts.delete(texts.keys().next().value!);
     } else {
       texts.delete(shape);

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Store } from '../../src/store/store.ts';
-import { WORKER_TASKS } from '../../src/services/migrations/key-migrations.ts';
-import { JobQueue } from '../../src/jobs/queue.ts';
+import { WORKER_TASKS } from '../../src/services/migrations/migration-import-task.ts';
+import { JobQueue } from '../../src/jobs/job-queue.ts';
 import { Worker } from '../../src/jobs/worker.ts';
 import { sha256b64 } from './hashes.ts';
 

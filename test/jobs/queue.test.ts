@@ -4,7 +4,8 @@ import { randomBytes } from 'node:crypto';
 import { DIALECTS, world, type World } from '../helpers/harness.ts';
 import { count } from '../helpers/rows.ts';
 import { openStore, type Store } from '../../src/store/store.ts';
-import { announceJobs, enqueue, JobQueue, PermanentJobError, type TaskDefinition, type TaskRegistry } from '../../src/jobs/queue.ts';
+import { announceJobs, enqueue, PermanentJobError, type TaskDefinition, type TaskRegistry } from '../../src/jobs/queue.ts';
+import { JobQueue } from '../../src/jobs/job-queue.ts';
 import { Worker } from '../../src/jobs/worker.ts';
 
 for (const dialect of DIALECTS) {

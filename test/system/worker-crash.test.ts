@@ -7,7 +7,7 @@ import { sha256b64 } from '../helpers/hashes.ts';
 import { hashOf } from '../helpers/migrations.ts';
 import { REPO_ROOT } from '../helpers/repo.ts';
 import { sleep } from '../helpers/timing.ts';
-import { createMigration } from '../../src/services/migrations/key-migrations.ts';
+import { createMigration } from '../../src/services/migrations/migration-records.ts';
 
 /**
  * SPEC §6: every enqueued item ends exactly once as migrated or failed, across crashes. A `keyhold worker`

@@ -1,6 +1,5 @@
 import type { Updateable } from 'kysely';
 import { invalid, type FieldProblem, notFound } from '../../domain/errors.ts';
-import { newId } from '../../domain/ids.ts';
 import { isObject, parseJson } from '../../domain/json.ts';
 import type { Db, Executor } from '../../store/store.ts';
 import type { KeyRow } from '../../store/schema.ts';
@@ -9,7 +8,14 @@ import { actorOf, requirePermissions, type Caller } from '../caller.ts';
 import { transact } from '../changes.ts';
 import { ensureIdentity } from '../identities/identities.ts';
 import { replaceLinks } from './key-links.ts';
-import { keyAttributeProblems, type RatelimitInput, type RefillInput } from './keys.ts';
+import {
+  defaultRatelimitRow,
+  keyAttributeProblems,
+  ratelimitType,
+  refillColumns,
+  type RatelimitInput,
+  type RefillInput,
+} from './key-attributes.ts';
 import { requireKey } from '../lookups.ts';
 import { permissionReference, referenceProblems, type PermissionItem, type Reference } from '../rbac/resolve-references.ts';
 
@@ -71,8 +77,6 @@ const refillOf = (r: Pick<KeyRow, 'refill_interval' | 'refill_amount' | 'refill_
   r.refill_interval !== null && r.refill_amount !== null
     ? { interval: r.refill_interval, amount: r.refill_amount, ...(r.refill_day !== null ? { refillDay: r.refill_day } : {}) }
     : null;
-
-const ratelimitType = (rl: RatelimitInput): 'fast' | 'consistent' => rl.type ?? (rl.async ? 'fast' : 'consistent');
 
 /**
  * keys.updateKey, in one transaction (all or nothing): the key row is written first — its row lock
@@ -189,17 +193,10 @@ function columnChanges(input: UpdateKeyInput, before: KeyRow, now: number): { se
     diff.remaining = { from: before.remaining, to: input.remaining };
   }
   if (input.refill !== undefined) {
-    const r = input.refill;
-    set.refill_interval = r?.interval ?? null;
-    set.refill_amount = r?.amount ?? null;
-    // Daily refills have no day (they stay daily); monthly ones default to the 1st.
-    set.refill_day = r?.interval === 'monthly' ? (r.refillDay ?? 1) : null;
     // A new schedule starts now: the first refill is its next due time, not one already past.
-    set.last_refill_at = r ? now : null;
-    diff.refill = {
-      from: refillOf(before),
-      to: r ? refillOf({ refill_interval: r.interval, refill_amount: r.amount, refill_day: set.refill_day }) : null,
-    };
+    const columns = refillColumns(input.refill, now);
+    Object.assign(set, columns);
+    diff.refill = { from: refillOf(before), to: input.refill ? refillOf(columns) : null };
   }
   if (input.enabled !== undefined) {
     set.enabled = input.enabled ? 1 : 0;
@@ -229,18 +226,13 @@ async function replaceDefaultRatelimit(
   if (rl === null) {
     await tx.deleteFrom('ratelimits').where('key_id', '=', keyId).where('name', '=', 'default').execute();
   } else {
-    // An absent type means consistent, as at creation.
-    const values = {
-      type: ratelimitType(rl),
-      limit: rl.limit,
-      duration: rl.duration ?? rl.refillInterval!,
-      auto_apply: 1,
-      updated_at: now,
-    };
+    // The object replaces the limit as a whole: an absent type means consistent, as at creation.
+    const row = defaultRatelimitRow(workspaceId, keyId, rl, now);
+    const { type, limit, duration, auto_apply, updated_at } = row;
     await tx
       .insertInto('ratelimits')
-      .values({ id: newId('rl'), workspace_id: workspaceId, key_id: keyId, identity_id: null, name: 'default', created_at: now, ...values })
-      .onConflict((oc) => oc.columns(['key_id', 'name']).doUpdateSet(values))
+      .values(row)
+      .onConflict((oc) => oc.columns(['key_id', 'name']).doUpdateSet({ type, limit, duration, auto_apply, updated_at }))
       .execute();
   }
   return {

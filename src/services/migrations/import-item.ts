@@ -1,6 +1,6 @@
 import { isObject } from '../../domain/json.ts';
 import type { FieldProblem } from '../../domain/errors.ts';
-import { keyAttributeProblems, type RatelimitInput, type RefillInput } from '../keys/keys.ts';
+import { keyAttributeProblems, type RatelimitInput, type RefillInput } from '../keys/key-attributes.ts';
 
 /**
  * One key to import (migrations.createKeys item; migrations.enqueueKeys items once their apiId is filled in).

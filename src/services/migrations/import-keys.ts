@@ -3,11 +3,12 @@ import { newId } from '../../domain/ids.ts';
 import { hashKey } from '../../crypto/keys.ts';
 import { requireVault, type Vault } from '../../crypto/vault.ts';
 import type { Db, Executor } from '../../store/store.ts';
-import { insertAll, insertRows, selectIn } from '../../store/bulk-statements.ts';
-import type { AuditLogRow, EncryptedKeyRow, IdentityRow, KeyPermissionRow, KeyRoleRow, KeyRow, RatelimitRow } from '../../store/schema.ts';
+import { insertAll, selectIn } from '../../store/bulk-statements.ts';
+import type { IdentityRow } from '../../store/schema.ts';
 import { isUniqueViolation } from '../../store/errors.ts';
 import { actorOf, requirePermissions, type Actor, type Caller } from '../caller.ts';
-import { importedStart, importProblems, type ImportKeyItem } from './import-item.ts';
+import { importProblems, type ImportKeyItem } from './import-item.ts';
+import { importRows, insertImportRows, sealed, type LinkIds } from './import-rows.ts';
 
 export interface ImportOptions {
   /** Who imports: recorded in every audit record. */
@@ -100,11 +101,6 @@ async function requireLiveApis(tx: Executor, workspaceId: string, items: readonl
   return apiIds;
 }
 
-interface LinkIds {
-  roleIds: Map<string, string>;
-  permissionIds: Map<string, string>;
-}
-
 /** 404 naming every role (by name) and permission (by slug) the items use that does not exist; an import never creates them. */
 async function requireRolesAndPermissions(tx: Executor, workspaceId: string, items: readonly ImportKeyItem[]): Promise<LinkIds> {
   const roleNames = [...new Set(items.flatMap((i) => i.roles ?? []))];
@@ -172,144 +168,6 @@ async function requireNewHashes(tx: Executor, items: readonly ImportKeyItem[]): 
     throw new AppError('data/conflict', detail, conflicts);
   }
   return hashes;
-}
-
-interface ImportRows {
-  keyIds: string[];
-  keys: KeyRow[];
-  ratelimits: RatelimitRow[];
-  keyRoles: KeyRoleRow[];
-  keyPermissions: KeyPermissionRow[];
-  secrets: EncryptedKeyRow[];
-  audit: AuditLogRow[];
-}
-
-interface RowContext {
-  workspaceId: string;
-  hashes: string[];
-  externalIds: Array<string | undefined>;
-  identityIds: Map<string, string>;
-  links: LinkIds;
-  opts: ImportOptions;
-  now: number;
-}
-
-const sealed = (e: { dataKeyId: string; ciphertext: string }) => ({ data_key_id: e.dataKeyId, ciphertext: e.ciphertext });
-
-/** Every row the items become (keys, rate limits, links, already encrypted plaintexts, audit records), without writing. */
-function importRows(items: readonly ImportKeyItem[], ctx: RowContext): ImportRows {
-  const { workspaceId, links, now } = ctx;
-  const rows: ImportRows = {
-    keyIds: items.map(() => newId('key')),
-    keys: [],
-    ratelimits: [],
-    keyRoles: [],
-    keyPermissions: [],
-    secrets: [],
-    audit: [],
-  };
-  items.forEach((item, i) => {
-    const id = rows.keyIds[i];
-    const key = keyRow(item, id, i, ctx);
-    rows.keys.push(key);
-    const rl = item.ratelimit;
-    if (rl) {
-      rows.ratelimits.push({
-        id: newId('rl'),
-        workspace_id: workspaceId,
-        key_id: id,
-        identity_id: null,
-        name: 'default',
-        type: rl.type ?? (rl.async ? 'fast' : 'consistent'),
-        limit: rl.limit,
-        duration: (rl.duration ?? rl.refillInterval)!,
-        auto_apply: 1,
-        created_at: now,
-        updated_at: now,
-      });
-    }
-    for (const name of new Set(item.roles))
-      rows.keyRoles.push({ key_id: id, role_id: links.roleIds.get(name)!, workspace_id: workspaceId, created_at: now });
-    for (const slug of new Set(item.permissions))
-      rows.keyPermissions.push({ key_id: id, permission_id: links.permissionIds.get(slug)!, workspace_id: workspaceId, created_at: now });
-    if (item.encrypted) rows.secrets.push({ key_id: id, workspace_id: workspaceId, ...sealed(item.encrypted), created_at: now });
-    rows.audit.push(auditRow(item, key, ctx));
-  });
-  return rows;
-}
-
-function keyRow(item: ImportKeyItem, id: string, index: number, ctx: RowContext): KeyRow {
-  const externalId = ctx.externalIds[index];
-  const { now } = ctx;
-  return {
-    id,
-    workspace_id: ctx.workspaceId,
-    api_id: item.apiId,
-    hash: ctx.hashes[index],
-    start: importedStart(item),
-    name: item.name ?? null,
-    identity_id: externalId !== undefined ? ctx.identityIds.get(externalId)! : null,
-    meta: item.meta !== undefined ? JSON.stringify(item.meta) : null,
-    enabled: item.enabled === false ? 0 : 1,
-    environment: item.environment ?? null,
-    expires_at: item.expires ?? null,
-    remaining: item.remaining ?? null,
-    refill_interval: item.refill?.interval ?? null,
-    refill_amount: item.refill?.amount ?? null,
-    refill_day: item.refill?.interval === 'monthly' ? (item.refill.refillDay ?? 1) : null,
-    last_refill_at: item.refill ? now : null,
-    migration_id: ctx.opts.migrationId ?? null,
-    created_at: now,
-    updated_at: now,
-    last_used_at: null,
-    deleted_at: null,
-  };
-}
-
-/** The `key.create` audit record of an imported key. */
-function auditRow(item: ImportKeyItem, key: KeyRow, ctx: RowContext): AuditLogRow {
-  const { opts } = ctx;
-  const diff: Record<string, unknown> = {
-    apiId: item.apiId,
-    start: key.start,
-    name: item.name ?? null,
-    externalId: item.externalId ?? item.ownerId ?? null,
-    enabled: item.enabled !== false,
-    source: 'migration',
-  };
-  if (opts.migrationId) diff.migrationId = opts.migrationId;
-  if (item.roles?.length) diff.roles = [...new Set(item.roles)];
-  if (item.permissions?.length) diff.permissions = [...new Set(item.permissions)];
-  return {
-    id: newId('log'),
-    workspace_id: ctx.workspaceId,
-    event: 'key.create',
-    actor_type: opts.actor.type,
-    actor_id: opts.actor.id,
-    target_type: 'key',
-    target_id: key.id,
-    request_id: opts.requestId ?? null,
-    description: null,
-    diff: JSON.stringify(diff),
-    created_at: ctx.now,
-  };
-}
-
-/** Writes the rows; keys first, in hash order, so concurrent imports that share hashes wait on each other (the later one gets its 409) instead of deadlocking on the unique index. */
-async function insertImportRows(tx: Executor, rows: ImportRows): Promise<void> {
-  const keys = [...rows.keys].sort((a, b) => (a.hash < b.hash ? -1 : a.hash > b.hash ? 1 : 0));
-  try {
-    await insertRows(tx, 'keys', keys);
-  } catch (err) {
-    // A concurrent import or createKey stored one of these hashes after the check above.
-    if (isUniqueViolation(err)) throw new AppError('data/conflict', 'a key with one of these hashes was created concurrently');
-    throw err;
-  }
-  await insertRows(tx, 'encrypted_keys', rows.secrets);
-  await insertRows(tx, 'ratelimits', rows.ratelimits);
-  await insertRows(tx, 'keys_roles', rows.keyRoles);
-  await insertRows(tx, 'keys_permissions', rows.keyPermissions);
-  await insertRows(tx, 'audit_logs', rows.audit);
 }
 
 /**

@@ -209,54 +209,59 @@ export async function setRolePermissions(db: Db, caller: Caller, roleId: string,
     await tx.updateTable('roles').set({ updated_at: now }).where('id', '=', roleId).execute();
 
     const listed = await resolveReferences(tx, caller, 'permission', refs, now);
-    const current = await tx
-      .selectFrom('roles_permissions')
-      .innerJoin('permissions', 'permissions.id', 'roles_permissions.permission_id')
-      .select(['permissions.id', 'permissions.slug as name'])
-      .where('roles_permissions.role_id', '=', roleId)
-      .execute();
-    const isListed = new Set(listed.map((p) => p.id));
-    const isCurrent = new Set(current.map((p) => p.id));
-    const toAdd = listed.filter((p) => !isCurrent.has(p.id));
-    const toRemove = current.filter((p) => !isListed.has(p.id));
-    if (toRemove.length) {
-      await tx
-        .deleteFrom('roles_permissions')
-        .where('role_id', '=', roleId)
-        .where(
-          'permission_id',
-          'in',
-          toRemove.map((p) => p.id),
-        )
-        .execute();
-    }
-    if (toAdd.length) {
-      await tx
-        .insertInto('roles_permissions')
-        .values(toAdd.map((p) => ({ role_id: roleId, permission_id: p.id, workspace_id: caller.workspaceId, created_at: now })))
-        .execute();
-    }
-    if (toAdd.length || toRemove.length) {
-      await recordAudit(
-        tx,
-        [
-          {
-            workspaceId: caller.workspaceId,
-            event: 'role.update',
-            actor: actorOf(caller),
-            target: { type: 'role', id: roleId },
-            requestId: caller.requestId,
-            diff: { addedPermissions: toAdd.map((p) => p.name), removedPermissions: toRemove.map((p) => p.name) },
-          },
-          ...toRemove.map((p) => connectAudit(caller, roleId, 'authorization.disconnect_permission_and_role', p)),
-          ...toAdd.map((p) => connectAudit(caller, roleId, 'authorization.connect_permission_and_role', p)),
-        ],
-        now,
-      );
-    }
+    await replaceRolePermissions(tx, caller, roleId, listed, now);
     return permissionNames(
       tx,
       listed.map((p) => p.id),
     );
   });
+}
+
+/** Makes the role's permissions exactly `listed`: removes the others, adds the missing, audits the difference. */
+async function replaceRolePermissions(tx: Executor, caller: Caller, roleId: string, listed: Named[], now: number): Promise<void> {
+  const current = await tx
+    .selectFrom('roles_permissions')
+    .innerJoin('permissions', 'permissions.id', 'roles_permissions.permission_id')
+    .select(['permissions.id', 'permissions.slug as name'])
+    .where('roles_permissions.role_id', '=', roleId)
+    .execute();
+  const isListed = new Set(listed.map((p) => p.id));
+  const isCurrent = new Set(current.map((p) => p.id));
+  const toAdd = listed.filter((p) => !isCurrent.has(p.id));
+  const toRemove = current.filter((p) => !isListed.has(p.id));
+  if (toRemove.length) {
+    await tx
+      .deleteFrom('roles_permissions')
+      .where('role_id', '=', roleId)
+      .where(
+        'permission_id',
+        'in',
+        toRemove.map((p) => p.id),
+      )
+      .execute();
+  }
+  if (toAdd.length) {
+    await tx
+      .insertInto('roles_permissions')
+      .values(toAdd.map((p) => ({ role_id: roleId, permission_id: p.id, workspace_id: caller.workspaceId, created_at: now })))
+      .execute();
+  }
+  if (toAdd.length || toRemove.length) {
+    await recordAudit(
+      tx,
+      [
+        {
+          workspaceId: caller.workspaceId,
+          event: 'role.update',
+          actor: actorOf(caller),
+          target: { type: 'role', id: roleId },
+          requestId: caller.requestId,
+          diff: { addedPermissions: toAdd.map((p) => p.name), removedPermissions: toRemove.map((p) => p.name) },
+        },
+        ...toRemove.map((p) => connectAudit(caller, roleId, 'authorization.disconnect_permission_and_role', p)),
+        ...toAdd.map((p) => connectAudit(caller, roleId, 'authorization.connect_permission_and_role', p)),
+      ],
+      now,
+    );
+  }
 }

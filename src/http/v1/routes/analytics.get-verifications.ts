@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { getApiVerifications, ORDER_FIELDS } from '../../../services/analytics/verification-queries.ts';
+import { getApiVerifications, ORDER_FIELDS } from '../../../services/analytics/api-verifications.ts';
 import type { App, Deps } from '../../types.ts';
 import { OneOf, requires, responses } from '../../schemas/common.ts';
 

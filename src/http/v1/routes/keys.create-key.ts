@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
-import { createKey, keyAttributeProblems } from '../../../services/keys/keys.ts';
+import { createKey } from '../../../services/keys/create-key.ts';
+import { keyAttributeProblems } from '../../../services/keys/key-attributes.ts';
 import type { App, Deps } from '../../types.ts';
 import { Body, Meta, requires, responses } from '../../schemas/common.ts';
 import { Ratelimit, Refill } from '../../schemas/keys.ts';

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { getKeyVerifications } from '../../../services/analytics/verification-queries.ts';
+import { getKeyVerifications } from '../../../services/analytics/key-verifications.ts';
 import type { App, Deps } from '../../types.ts';
 import { OneOf, requires, responses } from '../../schemas/common.ts';
 

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { enqueueItemProblems, enqueueKeys, MAX_ENQUEUE_ITEMS } from '../../../services/migrations/key-migrations.ts';
+import { enqueueItemProblems, enqueueKeys, MAX_ENQUEUE_ITEMS } from '../../../services/migrations/enqueue-keys.ts';
 import type { App, Deps } from '../../types.ts';
 import { requires, responses } from '../../schemas/common.ts';
 import { EnqueueItem } from '../../schemas/migrations.ts';

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { readMigration } from '../../../services/migrations/key-migrations.ts';
+import { readMigration } from '../../../services/migrations/migration-records.ts';
 import type { App, Deps } from '../../types.ts';
 import { OneOf, requires, responses } from '../../schemas/common.ts';
 

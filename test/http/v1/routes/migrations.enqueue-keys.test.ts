@@ -8,7 +8,7 @@ import { drain, hashOf, newPlain } from '../../../helpers/migrations.ts';
 import { count } from '../../../helpers/rows.ts';
 import { securityTests } from '../../../helpers/security.ts';
 import { buildApp } from '../../../../src/app.ts';
-import { createMigration } from '../../../../src/services/migrations/key-migrations.ts';
+import { createMigration } from '../../../../src/services/migrations/migration-records.ts';
 
 const PATH = '/v1/migrations.enqueueKeys';
 const STATUS = '/v1/migrations.getMigration';

@@ -1,0 +1,139 @@
+import { IN_LIST_CHUNK, type Db } from '../../store/store.ts';
+import { HOUR_MS } from '../verification/verification-recorder.ts';
+
+// Reads of `key_verifications_hourly`. The SQL only filters and sums hourly rows (the same statement on
+// every dialect); days and months are folded from hours here, in UTC.
+//
+// Windows: counts are stored per hour, so a window [start, end) is widened to whole buckets at both ends.
+// Every bucket (hour, or the day or month of the grouping; hour without a time grouping) that overlaps
+// [start, end) is counted whole. A window whose ends fall on bucket boundaries is therefore exact: 30
+// aligned hours are 30 hourly buckets (31 when both ends fall inside an hour).
+
+export type Granularity = 'hour' | 'day' | 'month';
+export type Grouping = Granularity | 'key' | 'identity';
+
+export const DAY_MS = 24 * HOUR_MS;
+/** Most buckets one time-grouped series may span (10 000 hours is about 14 months). */
+export const MAX_BUCKETS = 10_000;
+export function floorTo(t: number, g: Granularity): number {
+  if (g === 'hour') return t - (((t % HOUR_MS) + HOUR_MS) % HOUR_MS);
+  if (g === 'day') return t - (((t % DAY_MS) + DAY_MS) % DAY_MS);
+  const d = new Date(t);
+  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
+}
+
+export function nextBucket(b: number, g: Granularity): number {
+  if (g === 'hour') return b + HOUR_MS;
+  if (g === 'day') return b + DAY_MS;
+  const d = new Date(b);
+  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);
+}
+
+/** The whole buckets [from, to) that cover every bucket overlapping [start, end) (start < end). */
+export function widen(start: number, end: number, g: Granularity): { from: number; to: number } {
+  return { from: floorTo(start, g), to: nextBucket(floorTo(end - 1, g), g) };
+}
+
+/** Counts per outcome code, under the v1 analytics names. `notFound` and `unauthorized` are always 0: such verifications have no key. */
+export interface OutcomeCounts {
+  valid: number;
+  notFound: number;
+  forbidden: number;
+  usageExceeded: number;
+  rateLimited: number;
+  unauthorized: number;
+  disabled: number;
+  insufficientPermissions: number;
+  expired: number;
+  total: number;
+}
+
+const FIELD_OF: Readonly<Record<string, keyof OutcomeCounts>> = {
+  VALID: 'valid',
+  FORBIDDEN: 'forbidden',
+  USAGE_EXCEEDED: 'usageExceeded',
+  RATE_LIMITED: 'rateLimited',
+  DISABLED: 'disabled',
+  INSUFFICIENT_PERMISSIONS: 'insufficientPermissions',
+  EXPIRED: 'expired',
+};
+
+export const zero = (): OutcomeCounts => ({
+  valid: 0,
+  notFound: 0,
+  forbidden: 0,
+  usageExceeded: 0,
+  rateLimited: 0,
+  unauthorized: 0,
+  disabled: 0,
+  insufficientPermissions: 0,
+  expired: 0,
+  total: 0,
+});
+
+export interface HourlyFilter {
+  workspaceId: string;
+  from: number;
+  to: number;
+  apiId?: string;
+  keyIds?: string[];
+  identityId?: string;
+}
+export interface HourlySum {
+  hour?: number;
+  key_id?: string;
+  identity_id?: string | null;
+  outcome: string;
+  n: number;
+}
+
+/** Sums of hourly counts in [from, to), per outcome and per the requested columns. */
+export async function sumHourly(db: Db, f: HourlyFilter, by: { hour: boolean; key: boolean; identity: boolean }): Promise<HourlySum[]> {
+  const query = (keyIds?: string[]) =>
+    db
+      .selectFrom('key_verifications_hourly')
+      .select((eb) => ['outcome', eb.fn.sum<number | string>('count').as('n')])
+      .where('workspace_id', '=', f.workspaceId)
+      .where('hour', '>=', f.from)
+      .where('hour', '<', f.to)
+      .$if(f.apiId !== undefined, (qb) => qb.where('api_id', '=', f.apiId!))
+      .$if(keyIds !== undefined, (qb) => qb.where('key_id', 'in', keyIds!))
+      .$if(f.identityId !== undefined, (qb) => qb.where('identity_id', '=', f.identityId!))
+      .$if(by.hour, (qb) => qb.select('hour').groupBy('hour'))
+      .$if(by.key, (qb) => qb.select('key_id').groupBy('key_id'))
+      .$if(by.identity, (qb) => qb.select('identity_id').groupBy('identity_id').where('identity_id', 'is not', null))
+      .groupBy('outcome')
+      .execute();
+  const parts: Array<Awaited<ReturnType<typeof query>>> = [];
+  if (f.keyIds === undefined) parts.push(await query());
+  else for (let i = 0; i < f.keyIds.length; i += IN_LIST_CHUNK) parts.push(await query(f.keyIds.slice(i, i + IN_LIST_CHUNK)));
+  return parts.flat().map((r) => ({ ...r, n: Number(r.n) }));
+}
+
+export interface Group {
+  time?: number;
+  keyId?: string;
+  identityId?: string;
+  counts: OutcomeCounts;
+}
+
+/** Adds hourly sums into groups keyed by (bucket of `g`, key, identity); an absent dimension is left out. */
+export function fold(rows: HourlySum[], g: Granularity | undefined, into = new Map<string, Group>()): Map<string, Group> {
+  for (const r of rows) {
+    const field = FIELD_OF[r.outcome];
+    if (field === undefined) continue;
+    const time = g && r.hour !== undefined ? floorTo(Number(r.hour), g) : undefined;
+    const id = `${time ?? ''}\u0000${r.key_id ?? ''}\u0000${r.identity_id ?? ''}`;
+    let group = into.get(id);
+    if (!group) {
+      group = { time, keyId: r.key_id, identityId: r.identity_id ?? undefined, counts: zero() };
+      into.set(id, group);
+    }
+    group.counts[field] += r.n;
+    group.counts.total += r.n;
+  }
+  return into;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// keys.getVerifications

@@ -1,0 +1,71 @@
+import type { FieldProblem } from '../../domain/errors.ts';
+import { newId } from '../../domain/ids.ts';
+import { MAX_META_BYTES, isObject, jsonSize } from '../../domain/json.ts';
+import type { KeyRow, RatelimitRow } from '../../store/schema.ts';
+
+// A key's attributes as every way of writing one takes them (keys.createKey, keys.updateKey, migrations).
+
+export interface RefillInput {
+  interval: 'daily' | 'monthly';
+  amount: number;
+  refillDay?: number;
+}
+export interface RatelimitInput {
+  type?: 'fast' | 'consistent';
+  async?: boolean;
+  limit: number;
+  duration?: number;
+  refillRate?: number;
+  refillInterval?: number;
+}
+/**
+ * Rules across fields that a schema cannot state; every problem is reported at once. Safe on a body that
+ * failed schema validation (members of the wrong type are skipped), so both kinds of problem can be listed together.
+ */
+export function keyAttributeProblems(input: unknown): FieldProblem[] {
+  const problems: FieldProblem[] = [];
+  if (!isObject(input)) return problems;
+  if (input.meta !== undefined && jsonSize(input.meta) > MAX_META_BYTES) {
+    problems.push({ path: '/meta', message: `must be at most ${MAX_META_BYTES} bytes as JSON` });
+  }
+  const refill: unknown = input.refill;
+  if (isObject(refill) && input.remaining === undefined) problems.push({ path: '/refill', message: 'refill requires remaining to be set' });
+  if (isObject(refill) && refill.interval === 'daily' && refill.refillDay !== undefined) {
+    problems.push({ path: '/refill/refillDay', message: "refillDay is only allowed with interval 'monthly'" });
+  }
+  const ratelimit: unknown = input.ratelimit;
+  if (isObject(ratelimit) && ratelimit.duration === undefined && ratelimit.refillInterval === undefined) {
+    problems.push({ path: '/ratelimit/duration', message: 'duration (or refillInterval) is required' });
+  }
+  return problems;
+}
+
+/** The key columns of a refill schedule (or of none): monthly refills default to the 1st; a new schedule starts `now`. */
+export function refillColumns(refill: RefillInput | null | undefined, now: number) {
+  return {
+    refill_interval: refill?.interval ?? null,
+    refill_amount: refill?.amount ?? null,
+    refill_day: refill?.interval === 'monthly' ? (refill.refillDay ?? 1) : null,
+    last_refill_at: refill ? now : null,
+  } satisfies Partial<KeyRow>;
+}
+
+/** How a rate limit given without `type` is decided: `async: true` (deprecated) means fast, else consistent. */
+export const ratelimitType = (rl: RatelimitInput): 'fast' | 'consistent' => rl.type ?? (rl.async ? 'fast' : 'consistent');
+
+/** The row of a key's own rate limit, stored as its auto-applied limit named `default`. */
+export function defaultRatelimitRow(workspaceId: string, keyId: string, rl: RatelimitInput, now: number): RatelimitRow {
+  return {
+    id: newId('rl'),
+    workspace_id: workspaceId,
+    key_id: keyId,
+    identity_id: null,
+    name: 'default',
+    type: ratelimitType(rl),
+    limit: rl.limit,
+    duration: rl.duration ?? rl.refillInterval!,
+    auto_apply: 1,
+    created_at: now,
+    updated_at: now,
+  };
+}
