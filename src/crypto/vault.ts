@@ -5,9 +5,6 @@ import type { Db, Executor } from '../store/store.ts';
 import { KEY_BYTES, open, seal, sealAad, wrapAad } from './aead.ts';
 import type { MasterKey } from './master-keys.ts';
 
-export type { MasterKey } from './master-keys.ts';
-export { formatMasterKey, loadOrCreateMasterKeyFile, MASTER_KEY_FILE, MasterKeyFormatError, parseMasterKeys } from './master-keys.ts';
-
 /**
  * Envelope encryption of recoverable keys (README: Secrets at rest).
  *

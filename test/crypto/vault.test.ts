@@ -8,17 +8,14 @@ import { dirname, join } from 'node:path';
 import { DIALECTS, freshStore, OPERATOR } from '../helpers/harness.ts';
 import { runCli } from '../helpers/cli.ts';
 import { repoUrl } from '../helpers/repo.ts';
+import { createVault, VaultError, type Sealed, type Vault } from '../../src/crypto/vault.ts';
 import {
-  createVault,
   formatMasterKey,
   loadOrCreateMasterKeyFile,
   MasterKeyFormatError,
   parseMasterKeys,
-  VaultError,
   type MasterKey,
-  type Sealed,
-  type Vault,
-} from '../../src/crypto/vault.ts';
+} from '../../src/crypto/master-keys.ts';
 import { ConfigError, loadConfig, masterKeysFromConfig } from '../../src/config.ts';
 import { createWorkspace } from '../../src/services/workspaces/workspaces.ts';
 import { openStore, type Store } from '../../src/store/store.ts';
@@ -398,7 +395,7 @@ describe('master key file (embedded default)', () => {
 
   test('several processes starting at once agree on one key', async () => {
     const dataDir = join(dir, 'race');
-    const vaultModule = repoUrl('src/crypto/vault.ts').href;
+    const vaultModule = repoUrl('src/crypto/master-keys.ts').href;
     const script = `
       const { loadOrCreateMasterKeyFile, formatMasterKey } = await import(${JSON.stringify(vaultModule)});
       process.stdout.write(loadOrCreateMasterKeyFile(${JSON.stringify(dataDir)}, () => process.stderr.write('created\\n')).map(formatMasterKey).join(','));`;

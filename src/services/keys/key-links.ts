@@ -15,8 +15,6 @@ import {
 } from '../rbac/resolve-references.ts';
 import { transact } from '../changes.ts';
 
-export type { PermissionItem, Reference } from '../rbac/resolve-references.ts';
-
 /** A key holds at most this many roles, and at most this many direct permissions. */
 export const MAX_LINKS_PER_KEY = 1000;
 

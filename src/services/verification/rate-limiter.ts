@@ -7,9 +7,6 @@ import { FastCounters } from './rate-limit-fast-counters.ts';
 import { redisCounters } from './rate-limit-redis-counters.ts';
 import { storeCounters } from './rate-limit-store-counters.ts';
 
-export { CLOCK_SKEW_MS } from './rate-limit-counters.ts';
-export { REDIS_KEY_PREFIX } from './rate-limit-redis-counters.ts';
-
 /**
  * Fixed-window rate limiting for key verification.
  *

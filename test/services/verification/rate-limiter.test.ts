@@ -10,12 +10,12 @@ import {
   createRateLimiter,
   counterBucket,
   deleteExpiredRatelimitCounters,
-  CLOCK_SKEW_MS,
-  REDIS_KEY_PREFIX,
   type LimitRequest,
   type LimitResult,
   type SyncingRateLimiter,
 } from '../../../src/services/verification/rate-limiter.ts';
+import { CLOCK_SKEW_MS } from '../../../src/services/verification/rate-limit-counters.ts';
+import { REDIS_KEY_PREFIX } from '../../../src/services/verification/rate-limit-redis-counters.ts';
 
 const REDIS_URL = process.env.KEYHOLD_TEST_REDIS_URL;
 /** Long enough that no background sync runs during a test: tests sync explicitly. */
