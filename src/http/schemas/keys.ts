@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { Body, Meta, OneOf } from './common.ts';
+import { VERIFY_CODES } from '../../domain/verify-codes.ts';
 
 /** A role or permission name as given to keys.createKey and migrations: 1..512 characters. */
 export const LinkName = Type.String({ minLength: 1, maxLength: 512 });
@@ -70,16 +71,7 @@ export const KeyView = Type.Object({
 });
 
 /** A verification outcome. */
-const Code = OneOf([
-  'VALID',
-  'NOT_FOUND',
-  'FORBIDDEN',
-  'USAGE_EXCEEDED',
-  'RATE_LIMITED',
-  'DISABLED',
-  'INSUFFICIENT_PERMISSIONS',
-  'EXPIRED',
-] as const);
+const Code = OneOf(VERIFY_CODES);
 
 /** The request body of keys.verifyKey (also compiled by the verification lane, http/verify-lane.ts). */
 export const VerifyKeyBody = Body({

@@ -1,8 +1,8 @@
 import { AppError, notFound } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
 import type { Db } from '../../store/store.ts';
-import { recordAudit } from '../audit/record-audit.ts';
-import { actorOf, requirePermissions, type Caller } from '../caller.ts';
+import { recordAudit, callerAudit } from '../audit/record-audit.ts';
+import { requirePermissions, type Caller } from '../caller.ts';
 import { attachPlaintexts, loadKeyViews, type KeyView } from '../keys/key-view.ts';
 import { requireVault, type Vault } from '../../crypto/vault.ts';
 import { requireApi } from '../lookups.ts';
@@ -28,20 +28,7 @@ export async function createApi(db: Db, caller: Caller, input: { name: string })
         deleted_at: null,
       })
       .execute();
-    await recordAudit(
-      tx,
-      [
-        {
-          workspaceId: caller.workspaceId,
-          event: 'api.create',
-          actor: actorOf(caller),
-          target: { type: 'api', id: apiId },
-          requestId: caller.requestId,
-          diff: { name: input.name },
-        },
-      ],
-      now,
-    );
+    await recordAudit(tx, [callerAudit(caller, 'api.create', { type: 'api', id: apiId }, { diff: { name: input.name } })], now);
   });
   return { apiId, name: input.name };
 }
@@ -78,14 +65,12 @@ export async function deleteApi(db: Db, caller: Caller, apiId: string): Promise<
     await recordAudit(
       tx,
       [
-        {
-          workspaceId: caller.workspaceId,
-          event: 'api.delete',
-          actor: actorOf(caller),
-          target: { type: 'api', id: apiId },
-          requestId: caller.requestId,
-          diff: { name: api.name, deletedKeys: Number(keys.numUpdatedRows) },
-        },
+        callerAudit(
+          caller,
+          'api.delete',
+          { type: 'api', id: apiId },
+          { diff: { name: api.name, deletedKeys: Number(keys.numUpdatedRows) } },
+        ),
       ],
       now,
     );

@@ -1,6 +1,6 @@
 import { newId } from '../../domain/ids.ts';
 import type { Executor } from '../../store/store.ts';
-import type { Actor } from '../caller.ts';
+import { actorOf, type Actor, type Caller } from '../caller.ts';
 
 export interface AuditEntry {
   workspaceId: string;
@@ -12,6 +12,14 @@ export interface AuditEntry {
   /** What changed; never a secret. */
   diff?: Record<string, unknown>;
 }
+
+/** An audit entry of something the caller did: workspace, actor and request id come from the caller. */
+export const callerAudit = (
+  caller: Caller,
+  event: string,
+  target: AuditEntry['target'],
+  details: Pick<AuditEntry, 'description' | 'diff'> = {},
+): AuditEntry => ({ workspaceId: caller.workspaceId, event, actor: actorOf(caller), target, requestId: caller.requestId, ...details });
 
 /** Appends audit records; call it with the transaction of the change it describes so both commit together. */
 export async function recordAudit(db: Executor, entries: AuditEntry[], now = Date.now()): Promise<void> {

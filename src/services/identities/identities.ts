@@ -4,8 +4,8 @@ import { jsonSize, MAX_META_BYTES, parseJson } from '../../domain/json.ts';
 import type { Db, Executor } from '../../store/store.ts';
 import type { IdentityRow } from '../../store/schema.ts';
 import { isUniqueViolation } from '../../store/errors.ts';
-import { recordAudit } from '../audit/record-audit.ts';
-import { actorOf, requirePermissions, type Caller } from '../caller.ts';
+import { recordAudit, callerAudit } from '../audit/record-audit.ts';
+import { requirePermissions, type Caller } from '../caller.ts';
 import { splitPage } from '../pagination.ts';
 import { transact } from '../changes.ts';
 
@@ -164,14 +164,12 @@ export async function createIdentity(db: Db, caller: Caller, input: CreateIdenti
       await recordAudit(
         tx,
         [
-          {
-            workspaceId: caller.workspaceId,
-            event: 'identity.create',
-            actor: actorOf(caller),
-            target: { type: 'identity', id: identityId },
-            requestId: caller.requestId,
-            diff: { externalId: input.externalId, ratelimits: input.ratelimits ?? [] },
-          },
+          callerAudit(
+            caller,
+            'identity.create',
+            { type: 'identity', id: identityId },
+            { diff: { externalId: input.externalId, ratelimits: input.ratelimits ?? [] } },
+          ),
         ],
         now,
       );
@@ -251,17 +249,17 @@ export async function updateIdentity(db: Db, caller: Caller, input: UpdateIdenti
     await recordAudit(
       tx,
       [
-        {
-          workspaceId: caller.workspaceId,
-          event: 'identity.update',
-          actor: actorOf(caller),
-          target: { type: 'identity', id: row.id },
-          requestId: caller.requestId,
-          diff: {
-            ...(input.meta !== undefined ? { meta: input.meta } : {}),
-            ...(input.ratelimits !== undefined ? { ratelimits: input.ratelimits } : {}),
+        callerAudit(
+          caller,
+          'identity.update',
+          { type: 'identity', id: row.id },
+          {
+            diff: {
+              ...(input.meta !== undefined ? { meta: input.meta } : {}),
+              ...(input.ratelimits !== undefined ? { ratelimits: input.ratelimits } : {}),
+            },
           },
-        },
+        ),
       ],
       now,
     );
@@ -280,16 +278,7 @@ export async function deleteIdentity(db: Db, caller: Caller, identityId: string)
     await tx.deleteFrom('identities').where('id', '=', row.id).execute();
     await recordAudit(
       tx,
-      [
-        {
-          workspaceId: caller.workspaceId,
-          event: 'identity.delete',
-          actor: actorOf(caller),
-          target: { type: 'identity', id: row.id },
-          requestId: caller.requestId,
-          diff: { externalId: row.external_id },
-        },
-      ],
+      [callerAudit(caller, 'identity.delete', { type: 'identity', id: row.id }, { diff: { externalId: row.external_id } })],
       now,
     );
   });

@@ -3,30 +3,16 @@ import { newId } from '../../domain/ids.ts';
 import { generateKey, hashKey } from '../../crypto/keys.ts';
 import { requireVault, type Vault } from '../../crypto/vault.ts';
 import type { Db, Tx } from '../../store/store.ts';
-import { recordAudit, type AuditEntry } from '../audit/record-audit.ts';
-import { actorOf, requirePermissions, type Caller } from '../caller.ts';
+import { callerAudit, recordAudit, type AuditEntry } from '../audit/record-audit.ts';
+import { requirePermissions, type Caller } from '../caller.ts';
 import { ensureIdentity } from '../identities/identities.ts';
 import { requireApi } from '../lookups.ts';
 import { resolveOrCreateAll, type Named } from '../rbac/find-or-create-by-name.ts';
-import { defaultRatelimitRow, keyAttributeProblems, refillColumns, type RatelimitInput, type RefillInput } from './key-attributes.ts';
+import { defaultRatelimitRow, keyAttributeProblems, refillColumns, type KeyAttributes, type RatelimitInput } from './key-attributes.ts';
 
-export interface CreateKeyInput {
-  apiId: string;
-  prefix?: string;
-  name?: string;
+export interface CreateKeyInput extends KeyAttributes {
   byteLength?: number;
-  ownerId?: string;
-  externalId?: string;
-  meta?: Record<string, unknown>;
-  roles?: string[];
-  permissions?: string[];
-  expires?: number;
-  remaining?: number;
-  refill?: RefillInput;
-  ratelimit?: RatelimitInput;
-  enabled?: boolean;
   recoverable?: boolean;
-  environment?: string;
 }
 
 /**
@@ -143,14 +129,8 @@ function createAudit(
   links: Record<'role' | 'permission', Named[]>,
   recoverable: boolean,
 ): AuditEntry[] {
-  const entry = (event: string, diff: Record<string, unknown>): AuditEntry => ({
-    workspaceId: caller.workspaceId,
-    event,
-    actor: actorOf(caller),
-    target: { type: 'key', id: k.keyId },
-    requestId: caller.requestId,
-    diff,
-  });
+  const entry = (event: string, diff: Record<string, unknown>): AuditEntry =>
+    callerAudit(caller, event, { type: 'key', id: k.keyId }, { diff });
   return [
     entry('key.create', {
       apiId: k.apiId,

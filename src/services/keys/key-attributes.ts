@@ -18,6 +18,25 @@ export interface RatelimitInput {
   refillRate?: number;
   refillInterval?: number;
 }
+/** What a key is given however it is written (keys.createKey, migrations), besides its API and key material. */
+export interface KeyAttributes {
+  apiId: string;
+  prefix?: string;
+  name?: string;
+  /** Deprecated alias of externalId; externalId wins when both are given. */
+  ownerId?: string;
+  externalId?: string;
+  meta?: Record<string, unknown>;
+  roles?: string[];
+  permissions?: string[];
+  expires?: number;
+  remaining?: number;
+  refill?: RefillInput;
+  ratelimit?: RatelimitInput;
+  enabled?: boolean;
+  environment?: string;
+}
+
 /**
  * Rules across fields that a schema cannot state; every problem is reported at once. Safe on a body that
  * failed schema validation (members of the wrong type are skipped), so both kinds of problem can be listed together.

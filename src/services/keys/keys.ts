@@ -3,8 +3,8 @@ import { parseJson } from '../../domain/json.ts';
 import { hashKey } from '../../crypto/keys.ts';
 import { requireVault, type Vault } from '../../crypto/vault.ts';
 import type { Db } from '../../store/store.ts';
-import { recordAudit } from '../audit/record-audit.ts';
-import { actorOf, requirePermissions, type Caller } from '../caller.ts';
+import { recordAudit, callerAudit } from '../audit/record-audit.ts';
+import { requirePermissions, type Caller } from '../caller.ts';
 import { attachPlaintexts, loadKeyViews, type KeyView } from './key-view.ts';
 import { liveKeys, requireKey } from '../lookups.ts';
 import { transact } from '../changes.ts';
@@ -39,20 +39,7 @@ export async function deleteKey(db: Db, caller: Caller, keyId: string, permanent
             .executeTakeFirst()
         ).numUpdatedRows;
     if (Number(changed) === 0) throw notFound('key', keyId);
-    await recordAudit(
-      tx,
-      [
-        {
-          workspaceId: caller.workspaceId,
-          event: 'key.delete',
-          actor: actorOf(caller),
-          target: { type: 'key', id: keyId },
-          requestId: caller.requestId,
-          diff: { permanent },
-        },
-      ],
-      now,
-    );
+    await recordAudit(tx, [callerAudit(caller, 'key.delete', { type: 'key', id: keyId }, { diff: { permanent } })], now);
   });
 }
 

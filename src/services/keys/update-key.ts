@@ -3,8 +3,8 @@ import { invalid, type FieldProblem, notFound } from '../../domain/errors.ts';
 import { isObject, parseJson } from '../../domain/json.ts';
 import type { Db, Executor } from '../../store/store.ts';
 import type { KeyRow } from '../../store/schema.ts';
-import { recordAudit } from '../audit/record-audit.ts';
-import { actorOf, requirePermissions, type Caller } from '../caller.ts';
+import { recordAudit, callerAudit } from '../audit/record-audit.ts';
+import { requirePermissions, type Caller } from '../caller.ts';
 import { transact } from '../changes.ts';
 import { ensureIdentity } from '../identities/identities.ts';
 import { replaceLinks } from './key-links.ts';
@@ -114,20 +114,7 @@ export async function updateKey(db: Db, caller: Caller, input: UpdateKeyInput): 
     if (input.ratelimit !== undefined) diff.ratelimit = await replaceDefaultRatelimit(tx, caller.workspaceId, keyId, input.ratelimit, now);
     if (input.roles) await replaceLinks(tx, caller, 'role', keyId, input.roles, now);
     if (input.permissions) await replaceLinks(tx, caller, 'permission', keyId, input.permissions.map(permissionReference), now);
-    await recordAudit(
-      tx,
-      [
-        {
-          workspaceId: caller.workspaceId,
-          event: 'key.update',
-          actor: actorOf(caller),
-          target: { type: 'key', id: keyId },
-          requestId: caller.requestId,
-          diff,
-        },
-      ],
-      now,
-    );
+    await recordAudit(tx, [callerAudit(caller, 'key.update', { type: 'key', id: keyId }, { diff })], now);
   });
 }
 

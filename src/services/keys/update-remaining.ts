@@ -1,8 +1,8 @@
 import { type AppError, invalid, notFound, type FieldProblem } from '../../domain/errors.ts';
 import { isObject } from '../../domain/json.ts';
 import type { Db, Executor } from '../../store/store.ts';
-import { recordAudit } from '../audit/record-audit.ts';
-import { actorOf, requirePermissions, type Caller } from '../caller.ts';
+import { recordAudit, callerAudit } from '../audit/record-audit.ts';
+import { requirePermissions, type Caller } from '../caller.ts';
 import { transact } from '../changes.ts';
 import { requireKey } from '../lookups.ts';
 import { addCredits, MAX_REMAINING } from './credits.ts';
@@ -71,15 +71,12 @@ export async function updateRemaining(db: Db, caller: Caller, input: UpdateRemai
     await recordAudit(
       tx,
       [
-        {
-          workspaceId: caller.workspaceId,
-          event: 'key.update',
-          actor: actorOf(caller),
-          target: { type: 'key', id: keyId },
-          requestId: caller.requestId,
-          description: `${op} remaining by ${value}`,
-          diff: { remaining: { from, to }, op, value },
-        },
+        callerAudit(
+          caller,
+          'key.update',
+          { type: 'key', id: keyId },
+          { description: `${op} remaining by ${value}`, diff: { remaining: { from, to }, op, value } },
+        ),
       ],
       now,
     );

@@ -1,30 +1,16 @@
 import { isObject } from '../../domain/json.ts';
 import type { FieldProblem } from '../../domain/errors.ts';
-import { keyAttributeProblems, type RatelimitInput, type RefillInput } from '../keys/key-attributes.ts';
+import { keyAttributeProblems, type KeyAttributes } from '../keys/key-attributes.ts';
 
 /**
  * One key to import (migrations.createKeys item; migrations.enqueueKeys items once their apiId is filled in).
  * Exactly one of `hash` and `plaintext`. The rate limit takes either form: `{limit, duration}` or the
  * createKeys `{limit, refillInterval}` (refillRate is accepted and ignored, as in keys.createKey).
  */
-export interface ImportKeyItem {
-  apiId: string;
-  prefix?: string;
-  name?: string;
+export interface ImportKeyItem extends KeyAttributes {
   plaintext?: string;
   hash?: { value: string; variant: 'sha256_base64' };
   start?: string;
-  ownerId?: string;
-  externalId?: string;
-  meta?: Record<string, unknown>;
-  roles?: string[];
-  permissions?: string[];
-  expires?: number;
-  remaining?: number;
-  refill?: RefillInput;
-  ratelimit?: RatelimitInput;
-  enabled?: boolean;
-  environment?: string;
   /**
    * The plaintext, already encrypted by the vault (with `hash`, instead of `plaintext`): lets a caller that
    * must not hold plaintexts at rest (the migration queue) encrypt at enqueue time and import later.

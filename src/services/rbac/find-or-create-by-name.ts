@@ -1,7 +1,7 @@
 import { newId } from '../../domain/ids.ts';
 import type { Executor } from '../../store/store.ts';
-import { recordAudit, type AuditEntry } from '../audit/record-audit.ts';
-import { requirePermissions, actorOf, type Caller } from '../caller.ts';
+import { recordAudit, type AuditEntry, callerAudit } from '../audit/record-audit.ts';
+import { requirePermissions, type Caller } from '../caller.ts';
 
 export interface Named {
   id: string;
@@ -84,16 +84,7 @@ export async function resolveOrCreateAll(
       db,
       found[kind]
         .filter((r) => createdIds.has(r.id))
-        .map(
-          (r): AuditEntry => ({
-            workspaceId: caller.workspaceId,
-            event: `${kind}.create`,
-            actor: actorOf(caller),
-            target: { type: kind, id: r.id },
-            requestId: caller.requestId,
-            diff: { name: r.name },
-          }),
-        ),
+        .map((r): AuditEntry => callerAudit(caller, `${kind}.create`, { type: kind, id: r.id }, { diff: { name: r.name } })),
       now,
     );
   }

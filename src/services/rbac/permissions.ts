@@ -3,8 +3,8 @@ import { newId } from '../../domain/ids.ts';
 import { isUniqueViolation } from '../../store/errors.ts';
 import type { Db, Executor } from '../../store/store.ts';
 import type { PermissionRow } from '../../store/schema.ts';
-import { recordAudit } from '../audit/record-audit.ts';
-import { actorOf, requirePermissions, type Caller } from '../caller.ts';
+import { recordAudit, callerAudit } from '../audit/record-audit.ts';
+import { requirePermissions, type Caller } from '../caller.ts';
 import { DEFAULT_PAGE_SIZE, splitPage } from '../pagination.ts';
 import { transact } from '../changes.ts';
 
@@ -86,14 +86,12 @@ export async function createPermission(db: Db, caller: Caller, input: CreatePerm
       await recordAudit(
         tx,
         [
-          {
-            workspaceId: caller.workspaceId,
-            event: 'permission.create',
-            actor: actorOf(caller),
-            target: { type: 'permission', id: permissionId },
-            requestId: caller.requestId,
-            diff: { name: input.name, slug, description: input.description ?? null },
-          },
+          callerAudit(
+            caller,
+            'permission.create',
+            { type: 'permission', id: permissionId },
+            { diff: { name: input.name, slug, description: input.description ?? null } },
+          ),
         ],
         now,
       );
@@ -158,14 +156,12 @@ export async function deletePermission(db: Db, caller: Caller, permissionId: str
     await recordAudit(
       tx,
       [
-        {
-          workspaceId: caller.workspaceId,
-          event: 'permission.delete',
-          actor: actorOf(caller),
-          target: { type: 'permission', id: permissionId },
-          requestId: caller.requestId,
-          diff: { name: row.name, slug: row.slug, disconnectedKeys: Number(keys.n), disconnectedRoles: Number(roles.n) },
-        },
+        callerAudit(
+          caller,
+          'permission.delete',
+          { type: 'permission', id: permissionId },
+          { diff: { name: row.name, slug: row.slug, disconnectedKeys: Number(keys.n), disconnectedRoles: Number(roles.n) } },
+        ),
       ],
       now,
     );

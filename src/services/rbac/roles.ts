@@ -3,8 +3,8 @@ import { newId } from '../../domain/ids.ts';
 import { isUniqueViolation } from '../../store/errors.ts';
 import type { Db, Executor } from '../../store/store.ts';
 import type { RoleRow } from '../../store/schema.ts';
-import { recordAudit, type AuditEntry } from '../audit/record-audit.ts';
-import { actorOf, requirePermissions, type Caller } from '../caller.ts';
+import { recordAudit, type AuditEntry, callerAudit } from '../audit/record-audit.ts';
+import { requirePermissions, type Caller } from '../caller.ts';
 import { permissionView, type PageQuery, type PermissionView } from './permissions.ts';
 import { resolveOrCreate, type Named } from './find-or-create-by-name.ts';
 import { DEFAULT_PAGE_SIZE, splitPage } from '../pagination.ts';
@@ -60,14 +60,8 @@ async function roleViews(db: Executor, rows: RoleRow[]): Promise<RoleView[]> {
   }));
 }
 
-const connectAudit = (caller: Caller, roleId: string, event: string, p: Named): AuditEntry => ({
-  workspaceId: caller.workspaceId,
-  event,
-  actor: actorOf(caller),
-  target: { type: 'role', id: roleId },
-  requestId: caller.requestId,
-  diff: { permissionId: p.id, permission: p.name },
-});
+const connectAudit = (caller: Caller, roleId: string, event: string, p: Named): AuditEntry =>
+  callerAudit(caller, event, { type: 'role', id: roleId }, { diff: { permissionId: p.id, permission: p.name } });
 
 /**
  * permissions.createRole: a role named uniquely in the workspace (409 otherwise, also when two creators
@@ -108,14 +102,12 @@ export async function createRole(db: Db, caller: Caller, input: CreateRoleInput)
       await recordAudit(
         tx,
         [
-          {
-            workspaceId: caller.workspaceId,
-            event: 'role.create',
-            actor: actorOf(caller),
-            target: { type: 'role', id: roleId },
-            requestId: caller.requestId,
-            diff: { name: input.name, description: input.description ?? null },
-          },
+          callerAudit(
+            caller,
+            'role.create',
+            { type: 'role', id: roleId },
+            { diff: { name: input.name, description: input.description ?? null } },
+          ),
           ...permissions.map((p) => connectAudit(caller, roleId, 'authorization.connect_permission_and_role', p)),
         ],
         now,
@@ -174,16 +166,7 @@ export async function deleteRole(db: Db, caller: Caller, roleId: string): Promis
     const now = Date.now();
     await recordAudit(
       tx,
-      [
-        {
-          workspaceId: caller.workspaceId,
-          event: 'role.delete',
-          actor: actorOf(caller),
-          target: { type: 'role', id: roleId },
-          requestId: caller.requestId,
-          diff: { name: row.name, disconnectedKeys: Number(keys.n) },
-        },
-      ],
+      [callerAudit(caller, 'role.delete', { type: 'role', id: roleId }, { diff: { name: row.name, disconnectedKeys: Number(keys.n) } })],
       now,
     );
   });
@@ -250,14 +233,12 @@ async function replaceRolePermissions(tx: Executor, caller: Caller, roleId: stri
     await recordAudit(
       tx,
       [
-        {
-          workspaceId: caller.workspaceId,
-          event: 'role.update',
-          actor: actorOf(caller),
-          target: { type: 'role', id: roleId },
-          requestId: caller.requestId,
-          diff: { addedPermissions: toAdd.map((p) => p.name), removedPermissions: toRemove.map((p) => p.name) },
-        },
+        callerAudit(
+          caller,
+          'role.update',
+          { type: 'role', id: roleId },
+          { diff: { addedPermissions: toAdd.map((p) => p.name), removedPermissions: toRemove.map((p) => p.name) } },
+        ),
         ...toRemove.map((p) => connectAudit(caller, roleId, 'authorization.disconnect_permission_and_role', p)),
         ...toAdd.map((p) => connectAudit(caller, roleId, 'authorization.connect_permission_and_role', p)),
       ],

@@ -1,17 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database, KeyVerificationHourlyRow } from '../../store/schema.ts';
 import { IN_LIST_CHUNK } from '../../store/store.ts';
-
-/** The outcome of one keys.verifyKey call (README: Key verification). */
-export type VerifyCode =
-  | 'VALID'
-  | 'NOT_FOUND'
-  | 'FORBIDDEN'
-  | 'USAGE_EXCEEDED'
-  | 'RATE_LIMITED'
-  | 'DISABLED'
-  | 'INSUFFICIENT_PERMISSIONS'
-  | 'EXPIRED';
+import { VERIFY_CODES, type VerifyCode } from '../../domain/verify-codes.ts';
 
 /** One verification of a known key, as the verification path reports it. */
 export interface VerificationEvent {
@@ -30,15 +20,7 @@ export const HOUR_MS = 3_600_000;
  * verification has no key to count it against. A buffered (key, hour) keeps one count per code, at the
  * code's index here.
  */
-export const RECORDED_CODES = [
-  'VALID',
-  'FORBIDDEN',
-  'USAGE_EXCEEDED',
-  'RATE_LIMITED',
-  'DISABLED',
-  'INSUFFICIENT_PERMISSIONS',
-  'EXPIRED',
-] as const;
+export const RECORDED_CODES = VERIFY_CODES.filter((c): c is Exclude<VerifyCode, 'NOT_FOUND'> => c !== 'NOT_FOUND');
 export type RecordedCode = (typeof RECORDED_CODES)[number];
 
 const CODE_INDEX: Readonly<Record<VerifyCode, number>> = {

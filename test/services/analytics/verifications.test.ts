@@ -4,7 +4,8 @@ import { sql } from 'kysely';
 import { DIALECTS, freshStore, world, type Response, type World } from '../../helpers/harness.ts';
 import type { Answer, Loose } from '../../helpers/json.ts';
 import { securityTests } from '../../helpers/security.ts';
-import { VerificationRecorder, HOUR_MS, type VerifyCode } from '../../../src/services/verification/verification-recorder.ts';
+import { VerificationRecorder, HOUR_MS } from '../../../src/services/verification/verification-recorder.ts';
+import type { VerifyCode } from '../../../src/domain/verify-codes.ts';
 
 const DAY_MS = 24 * HOUR_MS;
 /** A fixed, hour-aligned origin: 2025-01-30T00:00Z (the month ends two days later). */
