@@ -7,6 +7,7 @@ import { refillDueKeys } from '../keys/credits.ts';
 import { createRateLimiter, type RateLimiter } from './rate-limiter.ts';
 import { VerificationRecorder } from './verification-recorder.ts';
 import { KeyCache } from './key-cache.ts';
+import { DependencyHealth } from '../dependency-health.ts';
 import { Verifier } from './verifier.ts';
 
 export interface RuntimeOptions {
@@ -24,6 +25,8 @@ export interface Runtime {
   cache: KeyCache;
   limiter: RateLimiter;
   recorder: VerificationRecorder;
+  /** Whether the store and Redis answered this process' last calls (for /metrics and readiness). */
+  health: DependencyHealth;
   close(): Promise<void>;
 }
 
@@ -39,6 +42,7 @@ export async function createRuntime(store: Store, opts: RuntimeOptions = {}): Pr
     redis = openRedis(opts.redisUrl);
     redis.on('error', (err: Error) => opts.logger?.warn({ err: err.message }, 'redis error'));
   }
+  const health = new DependencyHealth();
   const cache = new KeyCache();
   // Every cache of store state in this process: each change, from any source below, reaches all of them.
   const CACHES: ChangeListener[] = [cache];
@@ -64,6 +68,7 @@ export async function createRuntime(store: Store, opts: RuntimeOptions = {}): Pr
     cache,
     limiter,
     recorder,
+    health,
     async close() {
       clearInterval(sweep);
       changeBus.off('committed', invalidate);
