@@ -1,3 +1,4 @@
+import { MAX_QUERY_ITEMS } from './bounds.ts';
 import type { FieldProblem } from './errors.ts';
 
 /** keys.verifyKey `authorization.permissions`: a permission, or `{and: […]}` / `{or: […]}` of queries, nested. */
@@ -18,6 +19,7 @@ export function permissionQueryProblems(q: unknown, path: string, depth = 0): Fi
   const op = keys[0];
   const children = (q as Record<string, unknown>)[op];
   if (!Array.isArray(children) || children.length === 0) return [{ path: `${path}/${op}`, message: 'must be a non-empty array' }];
+  if (children.length > MAX_QUERY_ITEMS) return [{ path: `${path}/${op}`, message: `must hold at most ${MAX_QUERY_ITEMS} queries` }];
   return children.flatMap((c, i) => permissionQueryProblems(c, `${path}/${op}/${i}`, depth + 1));
 }
 

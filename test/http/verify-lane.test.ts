@@ -215,7 +215,8 @@ for (const dialect of DIALECTS) {
       const cases: Array<[string, () => Promise<Reply>, number, string | undefined]> = [
         ['a query string', () => overHttp(body, JSON_TYPE, `${VERIFY_PATH}?trace=1`), 200, 'VALID'],
         ['a chunked body', () => overHttp(body, { ...JSON_TYPE, 'transfer-encoding': 'chunked' }), 200, 'VALID'],
-        ['a body over LANE_MAX_BODY', () => overHttp(JSON.stringify({ key, padding: 'x'.repeat(LANE_MAX_BODY) })), 200, 'VALID'],
+        // Over the operation's body limit: Fastify's route answers it, with the 413 every path gives.
+        ['a body over LANE_MAX_BODY', () => overHttp(JSON.stringify({ key, padding: 'x'.repeat(LANE_MAX_BODY) })), 413, undefined],
         ['Content-Type text/plain', () => overHttp(body, { 'content-type': 'text/plain' }), 415, undefined],
         ['no Content-Type', () => overHttp(body, {}), 415, undefined],
         ['GET', () => send(base, 'GET', VERIFY_PATH, undefined, {}), 405, undefined],

@@ -1,4 +1,5 @@
 import { Type, type Static, type TProperties, type TSchema } from '@sinclair/typebox';
+import { BOUNDS, type NumericDomain } from '../../domain/bounds.ts';
 
 /** A request body object: members not declared are dropped before the handler sees them (older clients send deprecated fields). */
 export const Body = <T extends TProperties>(props: T, description?: string) =>
@@ -60,3 +61,11 @@ export const PageQuery = Type.Object({
 
 /** `{id, name}` items sorted by name. */
 export const NamedList = (description: string) => Type.Array(Type.Object({ id: Type.String(), name: Type.String() }), { description });
+
+/**
+ * An integer of one numeric domain (domain/bounds.ts): every number a request carries is one of these, so
+ * both dialects store it exactly and no computation on it overflows. `minimum` narrows the domain (credits
+ * given at creation start at 1).
+ */
+export const Bounded = (domain: NumericDomain, options: { minimum?: number; description?: string; default?: number } = {}) =>
+  Type.Integer({ ...BOUNDS[domain], ...options });

@@ -1,13 +1,13 @@
 import { Type } from '@sinclair/typebox';
-import { Meta } from './common.ts';
+import { Meta, Bounded } from './common.ts';
 
 /** The identity rate limits of identities.createIdentity and updateIdentity: named, shared by the identity's keys. */
 export const IdentityRatelimits = Type.Array(
   Type.Object(
     {
       name: Type.String({ minLength: 1, maxLength: 256 }),
-      limit: Type.Integer({ minimum: 1 }),
-      duration: Type.Integer({ minimum: 1000, description: 'Window in milliseconds.' }),
+      limit: Bounded('limit', { minimum: 1 }),
+      duration: Bounded('duration', { description: 'Window in milliseconds.' }),
     },
     { additionalProperties: false },
   ),

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { Body, Meta, OneOf } from './common.ts';
+import { Body, Meta, OneOf, Bounded } from './common.ts';
 import { VERIFY_CODES } from '../../domain/verify-codes.ts';
 
 /** A role or permission name as given to keys.createKey and migrations: 1..512 characters. */
@@ -8,7 +8,7 @@ export const LinkName = Type.String({ minLength: 1, maxLength: 512 });
 export const Refill = Type.Object(
   {
     interval: OneOf(['daily', 'monthly'] as const),
-    amount: Type.Integer({ minimum: 1 }),
+    amount: Bounded('count', { minimum: 1 }),
     refillDay: Type.Optional(
       Type.Integer({ minimum: 1, maximum: 31, description: "Monthly only; default 1. Past the month's end, the last day." }),
     ),
@@ -21,10 +21,10 @@ export const Ratelimit = Type.Object(
   {
     type: Type.Optional(OneOf(['fast', 'consistent'] as const)),
     async: Type.Optional(Type.Boolean({ description: 'Deprecated: true means type fast.' })),
-    limit: Type.Integer({ minimum: 1 }),
-    duration: Type.Optional(Type.Integer({ minimum: 1000, description: 'Window in milliseconds.' })),
-    refillRate: Type.Optional(Type.Integer({ minimum: 1, description: 'Deprecated.' })),
-    refillInterval: Type.Optional(Type.Integer({ minimum: 1000, description: 'Deprecated alias of duration.' })),
+    limit: Bounded('limit', { minimum: 1 }),
+    duration: Type.Optional(Bounded('duration', { description: 'Window in milliseconds.' })),
+    refillRate: Type.Optional(Bounded('limit', { minimum: 1, description: 'Deprecated.' })),
+    refillInterval: Type.Optional(Bounded('duration', { description: 'Deprecated alias of duration.' })),
   },
   { additionalProperties: false },
 );
@@ -85,15 +85,15 @@ export const VerifyKeyBody = Body({
       { additionalProperties: false },
     ),
   ),
-  remaining: Type.Optional(Type.Object({ cost: Type.Optional(Type.Integer({ minimum: 0, default: 1 })) }, { additionalProperties: false })),
+  remaining: Type.Optional(Type.Object({ cost: Type.Optional(Bounded('cost', { default: 1 })) }, { additionalProperties: false })),
   ratelimits: Type.Optional(
     Type.Array(
       Type.Object(
         {
           name: Type.String({ minLength: 1 }),
-          cost: Type.Optional(Type.Integer({ minimum: 0, default: 1 })),
-          limit: Type.Optional(Type.Integer({ minimum: 0 })),
-          duration: Type.Optional(Type.Integer({ minimum: 1000, description: 'Window in milliseconds.' })),
+          cost: Type.Optional(Bounded('cost', { default: 1 })),
+          limit: Type.Optional(Bounded('limit')),
+          duration: Type.Optional(Bounded('duration', { description: 'Window in milliseconds.' })),
         },
         { additionalProperties: false },
       ),

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { Meta, OneOf } from './common.ts';
+import { Meta, OneOf, Bounded } from './common.ts';
 import { LinkName, Refill } from './keys.ts';
 
 /** The createKeys form of a key's rate limit, stored as its auto-applied limit `default`: `limit` requests per `refillInterval` ms. */
@@ -7,11 +7,11 @@ export const MigrationRatelimit = Type.Object(
   {
     type: Type.Optional(OneOf(['fast', 'consistent'] as const)),
     async: Type.Optional(Type.Boolean({ description: 'Deprecated: true means type fast.' })),
-    limit: Type.Integer({ minimum: 1 }),
+    limit: Bounded('limit', { minimum: 1 }),
     refillRate: Type.Optional(
-      Type.Integer({ minimum: 1, description: 'Deprecated; accepted and ignored (the window holds `limit` requests).' }),
+      Bounded('limit', { minimum: 1, description: 'Deprecated; accepted and ignored (the window holds `limit` requests).' }),
     ),
-    refillInterval: Type.Integer({ minimum: 1000, description: 'Window in milliseconds.' }),
+    refillInterval: Bounded('duration', { description: 'Window in milliseconds.' }),
   },
   { additionalProperties: false },
 );
@@ -49,8 +49,8 @@ export const ImportItem = Type.Object(
     meta: Type.Optional(Meta),
     roles: Type.Optional(Type.Array(LinkName, { maxItems: 1000, description: 'Role names; each must exist.' })),
     permissions: Type.Optional(Type.Array(LinkName, { maxItems: 1000, description: 'Permission slugs; each must exist.' })),
-    expires: Type.Optional(Type.Integer({ minimum: 0, description: 'Epoch milliseconds.' })),
-    remaining: Type.Optional(Type.Integer({ minimum: 1 })),
+    expires: Type.Optional(Bounded('timestamp', { description: 'Epoch milliseconds.' })),
+    remaining: Type.Optional(Bounded('count', { minimum: 1 })),
     refill: Type.Optional(Refill),
     ratelimit: Type.Optional(MigrationRatelimit),
     enabled: Type.Optional(Type.Boolean()),
@@ -64,8 +64,8 @@ export const EnqueueRatelimit = Type.Object(
   {
     type: Type.Optional(OneOf(['fast', 'consistent'] as const)),
     async: Type.Optional(Type.Boolean({ description: 'Deprecated: true means type fast.' })),
-    limit: Type.Integer({ minimum: 1 }),
-    duration: Type.Integer({ minimum: 1000, description: 'Window in milliseconds.' }),
+    limit: Bounded('limit', { minimum: 1 }),
+    duration: Bounded('duration', { description: 'Window in milliseconds.' }),
   },
   { additionalProperties: false },
 );

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { getApiVerifications, ORDER_FIELDS } from '../../../services/analytics/api-verifications.ts';
 import type { App, Deps } from '../../types.ts';
-import { OneOf, requires, responses } from '../../schemas/common.ts';
+import { OneOf, requires, responses, Bounded } from '../../schemas/common.ts';
 
 const Grouping = OneOf(['hour', 'day', 'month', 'key', 'identity'] as const);
 const KeyId = Type.String({ minLength: 1 });
@@ -15,9 +15,9 @@ export default function analyticsGetVerifications(app: App, deps: Deps) {
         ...requires("Verification counts of an API's keys, grouped by time, key or identity", '`api.<apiId>.read_analytics`'),
         querystring: Type.Object({
           apiId: Type.String({ minLength: 1 }),
-          start: Type.Integer({ minimum: 0, description: 'Epoch ms. Widened to the start of its bucket.' }),
+          start: Bounded('timestamp', { description: 'Epoch ms. Widened to the start of its bucket.' }),
           end: Type.Optional(
-            Type.Integer({ minimum: 1, description: 'Epoch ms, exclusive; default now. Widened to the end of its bucket.' }),
+            Bounded('timestamp', { minimum: 1, description: 'Epoch ms, exclusive; default now. Widened to the end of its bucket.' }),
           ),
           keyId: Type.Optional(
             Type.Union([KeyId, Type.Array(KeyId, { minItems: 1, maxItems: 100 })], { description: 'Only these keys; repeat for several.' }),
@@ -28,7 +28,7 @@ export default function analyticsGetVerifications(app: App, deps: Deps) {
               description: 'Repeat to combine; at most one of hour, day, month. Grouped by time alone, the series is zero-filled.',
             }),
           ),
-          limit: Type.Optional(Type.Integer({ minimum: 1 })),
+          limit: Type.Optional(Bounded('count', { minimum: 1 })),
           orderBy: Type.Optional(OneOf(ORDER_FIELDS)),
           order: Type.Optional(OneOf(['asc', 'desc'] as const)),
         }),

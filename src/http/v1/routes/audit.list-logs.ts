@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { listAuditLogsFor } from '../../../services/audit/list-audit-logs.ts';
 import type { App, Deps } from '../../types.ts';
-import { Meta, requires, responses } from '../../schemas/common.ts';
+import { Meta, requires, responses, Bounded } from '../../schemas/common.ts';
 
 export default function auditListLogs(app: App, deps: Deps) {
   app.get(
@@ -14,8 +14,8 @@ export default function auditListLogs(app: App, deps: Deps) {
           cursor: Type.Optional(Type.String({ minLength: 1, description: 'The `cursor` of the previous page.' })),
           event: Type.Optional(Type.String({ minLength: 1, description: 'Only this event, e.g. key.create.' })),
           targetId: Type.Optional(Type.String({ minLength: 1, description: 'Only records about this resource id.' })),
-          since: Type.Optional(Type.Integer({ minimum: 0, description: 'Epoch ms, inclusive.' })),
-          until: Type.Optional(Type.Integer({ minimum: 0, description: 'Epoch ms, exclusive.' })),
+          since: Type.Optional(Bounded('timestamp', { description: 'Epoch ms, inclusive.' })),
+          until: Type.Optional(Bounded('timestamp', { description: 'Epoch ms, exclusive.' })),
         }),
         response: responses(
           Type.Object({

@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import { createKey } from '../../../services/keys/create-key.ts';
 import { keyAttributeProblems } from '../../../services/keys/key-attributes.ts';
 import type { App, Deps } from '../../types.ts';
-import { Body, Meta, requires, responses } from '../../schemas/common.ts';
+import { Body, Meta, requires, responses, Bounded } from '../../schemas/common.ts';
 import { Ratelimit, Refill } from '../../schemas/keys.ts';
 
 const Name = Type.String({ minLength: 1, maxLength: 512 });
@@ -29,8 +29,8 @@ export default function keysCreateKey(app: App, deps: Deps) {
           meta: Type.Optional(Meta),
           roles: Type.Optional(Type.Array(Name, { maxItems: 1000 })),
           permissions: Type.Optional(Type.Array(Name, { maxItems: 1000 })),
-          expires: Type.Optional(Type.Integer({ minimum: 0, description: 'Epoch milliseconds.' })),
-          remaining: Type.Optional(Type.Integer({ minimum: 1 })),
+          expires: Type.Optional(Bounded('timestamp', { description: 'Epoch milliseconds.' })),
+          remaining: Type.Optional(Bounded('count', { minimum: 1 })),
           refill: Type.Optional(Refill),
           ratelimit: Type.Optional(Ratelimit),
           enabled: Type.Optional(Type.Boolean()),

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { getKeyVerifications } from '../../../services/analytics/key-verifications.ts';
 import type { App, Deps } from '../../types.ts';
-import { OneOf, requires, responses } from '../../schemas/common.ts';
+import { OneOf, requires, responses, Bounded } from '../../schemas/common.ts';
 
 const Count = Type.Integer({ minimum: 0 });
 
@@ -23,10 +23,10 @@ export default function keysGetVerifications(app: App, deps: Deps) {
             }),
           ),
           start: Type.Optional(
-            Type.Integer({ minimum: 0, description: 'Epoch ms; default 24 h before end. Widened to the start of its bucket.' }),
+            Bounded('timestamp', { description: 'Epoch ms; default 24 h before end. Widened to the start of its bucket.' }),
           ),
           end: Type.Optional(
-            Type.Integer({ minimum: 1, description: 'Epoch ms, exclusive; default now. Widened to the end of its bucket.' }),
+            Bounded('timestamp', { minimum: 1, description: 'Epoch ms, exclusive; default now. Widened to the end of its bucket.' }),
           ),
           granularity: Type.Optional(OneOf(['day', 'hour'] as const)),
         }),

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { updateKey, updateKeyProblems } from '../../../services/keys/update-key.ts';
 import type { App, Deps } from '../../types.ts';
-import { Body, Meta, Nullable, requires, responses } from '../../schemas/common.ts';
+import { Body, Meta, Nullable, requires, responses, Bounded } from '../../schemas/common.ts';
 import { Ratelimit, Refill } from '../../schemas/keys.ts';
 import { PermissionItem, RoleItem } from '../../schemas/permissions.ts';
 
@@ -33,12 +33,8 @@ export default function keysUpdateKey(app: App, deps: Deps) {
             ),
           ),
           meta: Type.Optional(Nullable(Meta)),
-          expires: Type.Optional(Nullable(Type.Integer({ minimum: 0, description: 'Epoch milliseconds; null: never expires.' }))),
-          remaining: Type.Optional(
-            Nullable(
-              Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: 'Credits left; 0 allowed; null: unlimited.' }),
-            ),
-          ),
+          expires: Type.Optional(Nullable(Bounded('timestamp', { description: 'Epoch milliseconds; null: never expires.' }))),
+          remaining: Type.Optional(Nullable(Bounded('count', { description: 'Credits left; 0 allowed; null: unlimited.' }))),
           refill: Type.Optional(Nullable(Refill)),
           ratelimit: Type.Optional(Nullable(Ratelimit)),
           enabled: Type.Optional(Type.Boolean()),

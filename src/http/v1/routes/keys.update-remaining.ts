@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { updateRemaining, updateRemainingProblems } from '../../../services/keys/update-remaining.ts';
 import type { App, Deps } from '../../types.ts';
-import { Body, Nullable, requires, responses } from '../../schemas/common.ts';
+import { Body, Nullable, requires, responses, Bounded } from '../../schemas/common.ts';
 
 export default function keysUpdateRemaining(app: App, deps: Deps) {
   app.post(
@@ -17,11 +17,7 @@ export default function keysUpdateRemaining(app: App, deps: Deps) {
           keyId: Type.String({ minLength: 1 }),
           op: Type.Unsafe<'increment' | 'decrement' | 'set'>({ type: 'string', enum: ['increment', 'decrement', 'set'] }),
           value: Nullable(
-            Type.Integer({
-              minimum: 0,
-              maximum: Number.MAX_SAFE_INTEGER,
-              description: 'Credits to add, take or set; null only with set (the key becomes unlimited).',
-            }),
+            Bounded('count', { description: 'Credits to add, take or set; null only with set (the key becomes unlimited).' }),
           ),
         }),
         response: responses(

@@ -5,6 +5,9 @@ import { VerifyKeyBody, VerifyKeyResult } from '../../schemas/keys.ts';
 
 export const VERIFY_PATH = '/v1/keys.verifyKey';
 
+/** A verification is small: larger bodies are a 413 on every path (the lane's and this route's). */
+export const VERIFY_BODY_LIMIT = 64 * 1024;
+
 /** What keys.verifyKey answers with a valid body, on either path (this route or the verification lane). */
 export async function answerVerifyKey(verifier: Verifier, body: VerifyRequest, requestId: string) {
   return { ...(await verifier.verify(body)), requestId };
@@ -15,6 +18,7 @@ export default function keysVerifyKey(app: App, deps: Deps) {
     VERIFY_PATH,
     {
       config: { public: true },
+      bodyLimit: VERIFY_BODY_LIMIT,
       schema: {
         summary: 'Verify a key',
         description:

@@ -1,0 +1,33 @@
+/**
+ * The bounds of every number and structure a request may carry, one definition per domain. Each numeric
+ * bound is an integer that JSON, JavaScript (≤ 2^53 − 1), SQLite INTEGER and PostgreSQL BIGINT all hold
+ * exactly, and small enough that the arithmetic done on it cannot overflow: window ends (`(⌊now / duration⌋
+ * + 1) · duration`), refill dates, `expires` comparisons, `remaining − cost`, and a rate-limit counter plus
+ * a cost (Redis counts in Lua doubles, exact to 2^53). README: HTTP conventions lists them.
+ */
+export const BOUNDS = {
+  /** An instant, epoch milliseconds: 1970-01-01 to 9999-12-31T23:59:59.999Z (what an ISO date can show). */
+  timestamp: { minimum: 0, maximum: 253_402_300_799_999 },
+  /** A rate-limit window in milliseconds: one second to 366 days (a yearly quota). */
+  duration: { minimum: 1_000, maximum: 31_622_400_000 },
+  /** Credits a key holds or receives (remaining, refill amount, updateRemaining values). */
+  count: { minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
+  /** Requests a rate limit admits per window. */
+  limit: { minimum: 0, maximum: 1_000_000_000_000 },
+  /** What one verification spends: credits, or units of a rate limit. */
+  cost: { minimum: 0, maximum: 1_000_000_000_000 },
+} as const;
+
+export type NumericDomain = keyof typeof BOUNDS;
+
+/** How deeply a request body (meta included) may nest objects and arrays. */
+export const MAX_BODY_DEPTH = 32;
+
+/** How many problems a 400 lists in `errors` (its `detail` gives their count). */
+export const MAX_LISTED_PROBLEMS = 100;
+
+/** How many queries one `and` / `or` of a permission query may hold. */
+export const MAX_QUERY_ITEMS = 100;
+
+/** Whether a string can be stored and compared the same on both dialects: no NUL, no lone UTF-16 surrogate. */
+export const isStorableText = (s: string): boolean => !s.includes('\0') && s.isWellFormed();
