@@ -1,10 +1,13 @@
-import Fastify, { LogController, type FastifyBaseLogger } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyBodyParser } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Ajv } from 'ajv';
 import { newId } from './domain/ids.ts';
 import { errorHandler, sendError } from './http/errors.ts';
 import { createMetrics } from './http/metrics.ts';
+import { jobQueueStats } from './jobs/queue.ts';
 import { installHooks } from './http/hooks.ts';
+import { guardedJsonParser, guardedValidator } from './http/input-guards.ts';
+import { answerClientError } from './http/connection-errors.ts';
 import { registerDocs, registerOpenApiRoute } from './http/docs.ts';
 import { ErrorEnvelope } from './http/schemas/common.ts';
 import { ROUTES } from './http/v1/operations.ts';
@@ -24,14 +27,33 @@ export interface AppOptions {
   processMetrics?: boolean;
   /** Envelope encryption of recoverable keys; without it, recoverable/plaintext/decrypt requests are a 412. */
   vault?: Vault;
+  /** One log line per request (KEYHOLD_ACCESS_LOG), through `logger`; off by default. */
+  accessLog?: boolean;
+  /** Failed root-key authentications per client address and minute before 429 (KEYHOLD_AUTH_FAILURE_LIMIT; 0: no limit). Default 100. */
+  authFailureLimit?: number;
 }
 
 export const BODY_LIMIT = 5 * 1024 * 1024;
 
 // Bodies are validated exactly as sent (a string is never coerced to a number); query strings are
 // coerced, since every query value arrives as a string. Every problem is reported, not only the first.
-const bodyAjv = new Ajv({ allErrors: true, coerceTypes: false, useDefaults: true, removeAdditional: true, strict: false });
-const queryAjv = new Ajv({ allErrors: true, coerceTypes: true, useDefaults: true, removeAdditional: true, strict: false });
+// strictNumbers: Infinity and NaN (what 1e400 parses to) are not numbers of any schema.
+const bodyAjv = new Ajv({
+  allErrors: true,
+  coerceTypes: false,
+  useDefaults: true,
+  removeAdditional: true,
+  strict: false,
+  strictNumbers: true,
+});
+const queryAjv = new Ajv({
+  allErrors: true,
+  coerceTypes: true,
+  useDefaults: true,
+  removeAdditional: true,
+  strict: false,
+  strictNumbers: true,
+});
 
 /** Builds the HTTP application (never listens): hooks, error envelope, docs, metrics and every route. */
 export async function buildApp({ store }: { store: Store }, options: AppOptions = {}): Promise<App> {
@@ -39,45 +61,30 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
   // app.inject() always goes through Fastify's route. The lane runs none of the hooks (http/hooks.ts): what a
   // hook adds to every response must be added to the lane too.
   let lane: VerifyLane | undefined;
-  const app = Fastify({
-    serverFactory: (handler, opts) => createLaneServer(handler, () => lane, opts),
-    ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
-    // No log line per request (a large share of a fast route's cost): errors are logged, the rest counted in /metrics.
-    logController: new LogController({ disableRequestLogging: true }),
-    bodyLimit: BODY_LIMIT,
-    genReqId: () => newId('req'),
-    requestTimeout: 30_000,
-    connectionTimeout: 60_000,
-    return503OnClosing: true,
-    // Failures Fastify meets before routing (a path that is not valid percent-encoding) get the envelope
-    // and the request id too, instead of Fastify's own body.
-    frameworkErrors: (err, request, reply) => {
-      reply.header('X-Request-Id', request.id);
-      if (err.code === 'FST_ERR_BAD_URL') return sendError(request, reply, 'request/invalid-body', 'The request path is not a valid URL');
-      return errorHandler(err, request, reply);
-    },
-  }).withTypeProvider<TypeBoxTypeProvider>() as App;
+  const app = createFastify(options.logger, () => lane);
 
-  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : queryAjv).compile(schema));
-  app.removeContentTypeParser('text/plain');
+  const parseJson = installInputChecks(app);
   app.setErrorHandler(errorHandler);
   app.addSchema(ErrorEnvelope);
   app.decorateRequest('caller', null as never);
 
   const metrics = createMetrics(options.processMetrics ?? false);
-  installHooks(app, store, metrics);
+  const accessLog = installHooks(app, store, metrics, options);
   await registerDocs(app);
 
   const runtime = await createRuntime(store, { redisUrl: options.redisUrl, logger: options.logger });
   app.addHook('onClose', () => runtime.close());
-  const deps: Deps = { store, vault: options.vault, verifier: runtime.verifier, limiter: runtime.limiter, cache: runtime.cache };
+  const { verifier, limiter, cache, readiness } = runtime;
+  const deps: Deps = { store, vault: options.vault, verifier, limiter, cache, readiness };
   for (const register of ROUTES) register(app, deps);
+  metrics.watch({ verifier, cache, health: runtime.health, jobs: () => jobQueueStats(store.db) });
   lane = createVerifyLane({
     verifier: runtime.verifier,
-    validate: bodyAjv.compile(VerifyKeyBody),
-    parseJson: app.getDefaultJsonParser(app.initialConfig.onProtoPoisoning ?? 'error', app.initialConfig.onConstructorPoisoning ?? 'error'),
+    validate: guardedValidator(bodyAjv, VerifyKeyBody, 'body'),
+    parseJson,
     metrics,
     logger: options.logger,
+    accessLog,
   });
   app.addHook('preClose', (done) => {
     lane?.close();
@@ -90,4 +97,46 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
     return metrics.registry.metrics();
   });
   return app;
+}
+
+/**
+ * How bodies and queries are read and checked: only JSON bodies, through Fastify's own parser guarded by
+ * http/input-guards.ts, and validators that run the input guards before the schema. Returns the JSON parser,
+ * which the verification lane uses too.
+ */
+function installInputChecks(app: App): FastifyBodyParser<string> {
+  app.setValidatorCompiler(({ schema, httpPart }) =>
+    httpPart === 'body' ? guardedValidator(bodyAjv, schema, 'body') : guardedValidator(queryAjv, schema, 'query'),
+  );
+  app.removeContentTypeParser('text/plain');
+  const parseJson = guardedJsonParser(
+    app.getDefaultJsonParser(app.initialConfig.onProtoPoisoning ?? 'error', app.initialConfig.onConstructorPoisoning ?? 'error'),
+  );
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, parseJson);
+  return parseJson;
+}
+
+/** The Fastify instance: its server (the verification lane in front), limits, timeouts and the envelope for what fails before routing. */
+function createFastify(logger: FastifyBaseLogger | undefined, lane: () => VerifyLane | undefined): App {
+  return Fastify({
+    serverFactory: (handler, opts) => createLaneServer(handler, lane, opts),
+    ...(logger ? { loggerInstance: logger } : { logger: false }),
+    // No log line per request (a large share of a fast route's cost): errors are logged, the rest counted in /metrics.
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: BODY_LIMIT,
+    genReqId: () => newId('req'),
+    requestTimeout: 30_000,
+    connectionTimeout: 60_000,
+    // While closing, the server answers every request itself (a 503 in the envelope: http/connection-errors.ts).
+    return503OnClosing: false,
+    clientErrorHandler: answerClientError,
+    // Failures Fastify meets before routing (a path that is not valid percent-encoding) get the envelope
+    // and the request id too, instead of Fastify's own body.
+    frameworkErrors: (err, request, reply) => {
+      reply.header('X-Request-Id', request.id);
+      if (err.code === 'FST_ERR_BAD_URL') return sendError(request, reply, 'request/invalid-body', 'The request path is not a valid URL');
+      return errorHandler(err, request, reply);
+    },
+  }).withTypeProvider<TypeBoxTypeProvider>() as App;
 }

@@ -1,4 +1,4 @@
-import { dirname, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { isWellFormedRootKey } from './crypto/keys.ts';
 import { loadOrCreateMasterKeyFile, MasterKeyFormatError, parseMasterKeys, type MasterKey } from './crypto/master-keys.ts';
 
@@ -15,6 +15,12 @@ export interface Config {
   masterKeys?: MasterKey[];
   /** KEYHOLD_WORKERS: background jobs (key migrations) this server runs at once; 0: none (run `keyhold worker`). */
   workers: number;
+  /** KEYHOLD_ACCESS_LOG: one log line per request; unset, on when LOG_LEVEL is debug or trace. */
+  accessLog: boolean;
+  /** KEYHOLD_AUTH_FAILURE_LIMIT: failed root-key authentications per client address and minute before 429; 0: no limit. */
+  authFailureLimit: number;
+  /** KEYHOLD_BOOTSTRAP_KEY_FILE: where a generated bootstrap root key is written when stdout is not a terminal. */
+  bootstrapKeyFile: string;
 }
 
 export const DEFAULT_DATABASE_URL = 'sqlite:./data/keyhold.db';
@@ -30,7 +36,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!LEVELS.includes(logLevel)) problems.push(`LOG_LEVEL must be one of ${LEVELS.join(', ')}, got "${env.LOG_LEVEL}"`);
   const databaseUrl = databaseUrlFrom(env, problems);
   const redisUrl = env.REDIS_URL || undefined;
-  if (redisUrl && !/^rediss?:\/\//.test(redisUrl)) problems.push('REDIS_URL must start with redis:// or rediss://');
+  if (redisUrl && !(/^rediss?:\/\//.test(redisUrl) && URL.canParse(redisUrl))) {
+    problems.push('REDIS_URL must be a URL redis://[user:password@]host[:port][/db] or rediss://…');
+  }
   const bootstrapRootKey = env.KEYHOLD_BOOTSTRAP_ROOT_KEY || undefined;
   // Never echo the value: it is a secret.
   if (bootstrapRootKey !== undefined && !isWellFormedRootKey(bootstrapRootKey)) {
@@ -38,6 +46,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const masterKeys = masterKeysFrom(env, problems);
   const workers = workersFrom(env, problems);
+  const accessLog = booleanFrom(env, 'KEYHOLD_ACCESS_LOG', logLevel === 'debug' || logLevel === 'trace', problems);
+  const authFailureLimit = authFailureLimitFrom(env, problems);
   if (problems.length) throw new ConfigError(`Invalid configuration:\n- ${problems.join('\n- ')}`);
   return {
     host: env.HOST || '127.0.0.1',
@@ -48,7 +58,44 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     bootstrapRootKey,
     masterKeys,
     workers,
+    accessLog,
+    authFailureLimit,
+    bootstrapKeyFile: resolve(env.KEYHOLD_BOOTSTRAP_KEY_FILE || join(sqliteDataDirectory(databaseUrl) ?? 'data', 'bootstrap-root-key')),
   };
+}
+
+/** `true`/`false` (any case, also `1`/`0`); unset or empty: `fallback`. */
+function booleanFrom(env: NodeJS.ProcessEnv, name: string, fallback: boolean, problems: string[]): boolean {
+  const value = (env[name] ?? '').trim().toLowerCase();
+  if (value === '') return fallback;
+  if (value === 'true' || value === '1') return true;
+  if (value === 'false' || value === '0') return false;
+  problems.push(`${name} must be true or false, got "${env[name]}"`);
+  return fallback;
+}
+
+export const DEFAULT_AUTH_FAILURE_LIMIT = 100;
+
+function authFailureLimitFrom(env: NodeJS.ProcessEnv, problems: string[]): number {
+  const value = (env.KEYHOLD_AUTH_FAILURE_LIMIT ?? '').trim();
+  if (value === '') return DEFAULT_AUTH_FAILURE_LIMIT;
+  if (!/^\d{1,9}$/.test(value)) {
+    problems.push(
+      `KEYHOLD_AUTH_FAILURE_LIMIT must be the failed authentications allowed per client address and minute (0: no limit), got "${value}"`,
+    );
+    return DEFAULT_AUTH_FAILURE_LIMIT;
+  }
+  return Number(value);
+}
+
+/**
+ * The data directory of a SQLite DATABASE_URL: the database file's directory (`./data` for `:memory:`),
+ * where master.key and the bootstrap root key file live. Undefined for PostgreSQL.
+ */
+export function sqliteDataDirectory(databaseUrl: string): string | undefined {
+  if (!databaseUrl.startsWith('sqlite:')) return undefined;
+  const path = databaseUrl.slice('sqlite:'.length);
+  return path === ':memory:' ? resolve('data') : dirname(resolve(path));
 }
 
 export const DEFAULT_WORKERS = 4;
@@ -89,9 +136,8 @@ export function masterKeysFromConfig(
   warn: (msg: string) => void,
 ): MasterKey[] | undefined {
   if (config.masterKeys) return config.masterKeys;
-  if (!config.databaseUrl.startsWith('sqlite:')) return undefined;
-  const path = config.databaseUrl.slice('sqlite:'.length);
-  const dataDir = path === ':memory:' ? resolve('data') : dirname(resolve(path));
+  const dataDir = sqliteDataDirectory(config.databaseUrl);
+  if (!dataDir) return undefined;
   try {
     return loadOrCreateMasterKeyFile(dataDir, warn);
   } catch (err) {

@@ -1,3 +1,5 @@
+import { MAX_LISTED_PROBLEMS } from './bounds.ts';
+
 /**
  * The one catalog of error kinds. Every non-2xx response is rendered from an entry here:
  * `type` is `https://keyhold.dev/errors/<kind>` and never changes meaning once released.
@@ -40,14 +42,35 @@ export const ERROR_CATALOG = {
     description: "The operation is not possible in the resource's current state or configuration.",
   },
   'state/delete-protected': { status: 412, code: 'DELETE_PROTECTED', description: 'The API is protected from deletion.' },
-  'request/body-too-large': { status: 413, code: 'PAYLOAD_TOO_LARGE', description: 'The body is larger than 5 MiB.' },
+  'request/timeout': { status: 408, code: 'REQUEST_TIMEOUT', description: 'The request did not arrive completely in time.' },
+  'request/body-too-large': {
+    status: 413,
+    code: 'PAYLOAD_TOO_LARGE',
+    description: 'The body is larger than the operation accepts: 5 MiB, 64 KiB for keys.verifyKey.',
+  },
   'request/unsupported-media-type': {
     status: 415,
     code: 'UNSUPPORTED_MEDIA_TYPE',
     description: 'A body was sent without `Content-Type: application/json`.',
   },
+  'request/headers-too-large': {
+    status: 431,
+    code: 'REQUEST_HEADER_FIELDS_TOO_LARGE',
+    description: 'The request line and headers (a query string included) are larger than 16 KiB.',
+  },
   'limit/rate-limited': { status: 429, code: 'RATE_LIMITED', description: 'A limit on the caller was hit.' },
+  'request/malformed': { status: 400, code: 'BAD_REQUEST', description: 'The request is not valid HTTP/1.1.' },
   internal: { status: 500, code: 'INTERNAL_SERVER_ERROR', description: 'An unexpected failure; it is logged with the request id.' },
+  'server/shutting-down': {
+    status: 503,
+    code: 'SERVICE_UNAVAILABLE',
+    description: 'This server is shutting down; send the request again (another node answers it).',
+  },
+  'store/unavailable': {
+    status: 503,
+    code: 'SERVICE_UNAVAILABLE',
+    description: 'The database did not answer in time (unreachable, restarting or overloaded); retry the request as it is.',
+  },
 } as const satisfies Record<string, { status: number; code: string; description: string }>;
 
 export type ErrorKind = keyof typeof ERROR_CATALOG;
@@ -58,12 +81,15 @@ export const STATUS_TITLES: Record<number, string> = {
   403: 'Forbidden',
   404: 'Not Found',
   405: 'Method Not Allowed',
+  408: 'Request Timeout',
   409: 'Conflict',
   412: 'Precondition Failed',
   413: 'Content Too Large',
   415: 'Unsupported Media Type',
   429: 'Too Many Requests',
+  431: 'Request Header Fields Too Large',
   500: 'Internal Server Error',
+  503: 'Service Unavailable',
 };
 
 export const errorTypeUri = (kind: ErrorKind): string => `https://keyhold.dev/errors/${kind}`;
@@ -107,14 +133,15 @@ export const notFound = (resource: keyof typeof NOT_FOUND, id: string): AppError
 /** Values for a message, each JSON-quoted: `"a", "b"`. */
 export const quoted = (values: readonly string[]): string => values.map((v) => JSON.stringify(v)).join(', ');
 
-/** How many problems a 400's `detail` names; `errors` lists every one. */
+/** How many problems a 400's `detail` names (`errors` lists up to MAX_LISTED_PROBLEMS). */
 export const DETAIL_PROBLEMS = 10;
 
 const byPath = (a: FieldProblem, b: FieldProblem): number => a.path.localeCompare(b.path, 'en', { numeric: true });
 
 /**
- * The one 400 for invalid input: every problem in `errors`, sorted by path (numerically, so `/2` comes before
- * `/10`), and the first DETAIL_PROBLEMS of them in `detail` with the count of the rest.
+ * The one 400 for invalid input: the problems in `errors`, sorted by path (numerically, so `/2` comes before
+ * `/10`) and cut to MAX_LISTED_PROBLEMS, and the first DETAIL_PROBLEMS of them in `detail` with the count of
+ * the rest, so no 400 grows with the request that caused it.
  */
 export function invalid(problems: FieldProblem[], where: 'body' | 'query' = 'body'): AppError {
   const sorted = problems.map((p) => ({ path: p.path || '/', message: p.message })).sort(byPath);
@@ -123,5 +150,5 @@ export function invalid(problems: FieldProblem[], where: 'body' | 'query' = 'bod
     .map((p) => `${p.path} ${p.message}`)
     .join('; ');
   const more = sorted.length > DETAIL_PROBLEMS ? `; … and ${sorted.length - DETAIL_PROBLEMS} more` : '';
-  return new AppError('request/invalid-body', `The request ${where} is invalid: ${named}${more}`, sorted);
+  return new AppError('request/invalid-body', `The request ${where} is invalid: ${named}${more}`, sorted.slice(0, MAX_LISTED_PROBLEMS));
 }

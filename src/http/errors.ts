@@ -1,7 +1,8 @@
 import type { FastifyBaseLogger, FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, ERROR_CATALOG, STATUS_TITLES, errorTypeUri, invalid, type ErrorKind } from '../domain/errors.ts';
-import { isForeignKeyViolation } from '../store/errors.ts';
+import { isForeignKeyViolation, isStoreUnavailable } from '../store/errors.ts';
 import { validationProblems, type AjvIssue } from './validation.ts';
+import { discardRequestBody } from './connection-errors.ts';
 
 /** Maps anything thrown during a request to a catalog kind. */
 function classify(err: unknown): AppError {
@@ -16,11 +17,13 @@ function classify(err: unknown): AppError {
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return new AppError('request/invalid-json', 'The body is empty but Content-Type is application/json');
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new AppError('request/body-too-large', 'The body is larger than 5 MiB');
+      return new AppError('request/body-too-large', 'The body is larger than this operation accepts (5 MiB; 64 KiB for keys.verifyKey)');
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return new AppError('request/unsupported-media-type', 'Bodies must be sent with Content-Type: application/json');
   }
   if (e.statusCode === 400) return new AppError('request/invalid-body', e.message);
+  // Not logged per request: the runtime logs each outage once, when it starts and when it ends.
+  if (isStoreUnavailable(err)) return new AppError('store/unavailable', 'The store did not answer in time; retry the request shortly');
   if (isForeignKeyViolation(err)) {
     return new AppError('data/conflict', 'A resource this request refers to was deleted while the request ran; nothing was changed');
   }
@@ -54,7 +57,10 @@ export function errorResponse(err: unknown, requestId: string, url: string, log:
   return { status: appErr.status, body: envelope(requestId, appErr) };
 }
 
-export function errorHandler(err: FastifyError | AppError, request: FastifyRequest, reply: FastifyReply) {
+export async function errorHandler(err: FastifyError | AppError, request: FastifyRequest, reply: FastifyReply) {
   const { status, body } = errorResponse(err, request.id, request.url, request.log);
+  // A body too large was not read: read and discard it first, so the client, still sending, gets the 413
+  // instead of a connection reset when the connection closes.
+  if (status === 413) await discardRequestBody(request.raw);
   return reply.code(status).send(body);
 }

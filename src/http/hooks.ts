@@ -1,17 +1,33 @@
-import { authenticateRootKey } from '../services/workspaces/root-keys.ts';
+import { AppError } from '../domain/errors.ts';
+import { RootKeyGuard } from '../services/workspaces/root-key-guard.ts';
 import type { Store } from '../store/store.ts';
+import type { FastifyBaseLogger } from 'fastify';
+import { createAccessLog, type AccessLog } from './access-log.ts';
 import { sendError } from './errors.ts';
 import type { Metrics } from './metrics.ts';
 import type { App } from './types.ts';
 import { installBodyRules } from './validation.ts';
 
+export interface HookOptions {
+  /** Where the access log goes. */
+  logger?: FastifyBaseLogger;
+  /** One log line per answered request; off by default. */
+  accessLog?: boolean;
+  /** Failed root-key authentications per client address and minute before 429 (RootKeyGuard; 0: no limit). */
+  authFailureLimit?: number;
+}
+
 /**
- * What runs around every route of every API version: the request id header, root-key authentication,
- * the validation path of routes with body rules, metrics, and the envelope for unknown paths and methods.
+ * What runs around every route of every API version: the request id header, root-key authentication
+ * (through a RootKeyGuard: unknown keys remembered, failures limited per client address), the validation
+ * path of routes with body rules, metrics and the access log, and the envelope for unknown paths and methods.
  * The verification lane (verify-lane.ts) runs none of these: what a hook here adds to every response, the
- * lane adds too (a test compares their headers).
+ * lane adds too (a test compares their headers). Returns the access log (undefined when off), for the lane.
  */
-export function installHooks(app: App, store: Store, metrics: Metrics): void {
+export function installHooks(app: App, store: Store, metrics: Metrics, options: HookOptions = {}): AccessLog | undefined {
+  const guard = new RootKeyGuard(store.db, { failureLimit: options.authFailureLimit });
+  app.addHook('onClose', async () => guard.close());
+  metrics.watch({ rootKeys: guard.stats });
   const methodsByPath = new Map<string, string[]>();
   app.addHook('onRoute', (route) => {
     installBodyRules(route);
@@ -24,11 +40,25 @@ export function installHooks(app: App, store: Store, metrics: Metrics): void {
     const url = request.routeOptions.url;
     // Authentication comes first: before the body is read or validated, and before any lookup.
     if (url?.startsWith('/v1/') && !request.routeOptions.config.public) {
-      request.caller = await authenticateRootKey(store.db, request.headers.authorization, request.id);
+      try {
+        request.caller = await guard.authenticate(request.headers.authorization, request.id, request.ip);
+      } catch (err) {
+        if (err instanceof AppError && err.kind === 'limit/rate-limited') reply.header('Retry-After', String(guard.retryAfterSeconds()));
+        throw err;
+      }
     }
   });
+  const accessLog = createAccessLog(options.logger, options.accessLog ?? false);
   app.addHook('onResponse', async (request, reply) => {
-    metrics.observe(request.routeOptions.url ?? 'unknown', reply.statusCode, reply.elapsedTime / 1000);
+    const route = request.routeOptions.url;
+    metrics.observe(route ?? 'unknown', reply.statusCode, reply.elapsedTime / 1000);
+    accessLog?.({
+      requestId: request.id,
+      method: request.method,
+      route: route ?? 'unknown',
+      status: reply.statusCode,
+      ms: reply.elapsedTime,
+    });
   });
 
   app.setNotFoundHandler((request, reply) => {
@@ -45,4 +75,5 @@ export function installHooks(app: App, store: Store, metrics: Metrics): void {
     }
     return sendError(request, reply, 'request/route-not-found', `No operation at ${request.method} ${path}`);
   });
+  return accessLog;
 }

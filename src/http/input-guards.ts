@@ -119,6 +119,19 @@ function queryTextIssues(query: unknown): Issue[] {
 }
 
 /**
+ * Query values Ajv coerced to Infinity ("Infinity", "1e400"): its coercion passes them without the bounds
+ * checks a parsed number gets, so they are refused here.
+ */
+function nonFiniteNumbers(query: unknown): Issue[] {
+  if (!isObject(query)) return [];
+  return Object.entries(query).flatMap(([name, v]) =>
+    [v].flat().some((n) => typeof n === 'number' && !Number.isFinite(n))
+      ? [{ instancePath: `/${name}`, schemaPath: '', keyword: 'type', params: {}, message: 'must be a finite number' }]
+      : [],
+  );
+}
+
+/**
  * The validator of a body or query schema: array sizes (and query text) first, then the schema itself.
  * Ajv's context argument is passed through (with `schemaEnv`, Fastify gives it the parent of the validated
  * part, so defaults and coercions may replace the root value).
@@ -130,7 +143,9 @@ export function guardedValidator(ajv: Ajv, schema: object, part: 'body' | 'query
     oversizedArrays(schema as SchemaNode, data, '', early);
     if (early.length) return { error: early };
     // biome-ignore lint/suspicious/noExplicitAny: Ajv's context type is internal to it
-    return validate(data, context as any) ? (true as const) : { error: (validate.errors ?? []) as Issue[] };
+    if (!validate(data, context as any)) return { error: (validate.errors ?? []) as Issue[] };
+    const coercedToInfinity = part === 'query' ? nonFiniteNumbers(data) : [];
+    return coercedToInfinity.length ? { error: coercedToInfinity } : (true as const);
   };
   return Object.assign(guarded, { schemaEnv: validate.schemaEnv });
 }

@@ -1,4 +1,22 @@
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { JobQueueStats } from '../jobs/queue.ts';
+import type { DependencyHealth } from '../services/dependency-health.ts';
+import type { KeyCacheStats } from '../services/verification/key-cache.ts';
+import type { VerifierStats } from '../services/verification/verifier.ts';
+import type { RootKeyGuardStats } from '../services/workspaces/root-key-guard.ts';
+
+/**
+ * What /metrics reads at scrape time, each added once it exists (`watch`). The hot path only increments
+ * plain counters in these objects; prom-client's `collect` callbacks copy them into metrics per scrape.
+ */
+export interface MetricSources {
+  verifier?: { stats: VerifierStats };
+  cache?: { stats: KeyCacheStats; size: number };
+  health?: Pick<DependencyHealth, 'snapshot'>;
+  /** Reads the job queue (a store query per scrape). */
+  jobs?: () => Promise<JobQueueStats>;
+  rootKeys?: RootKeyGuardStats;
+}
 
 /** Prometheus metrics of one app instance (its own registry, so several apps can live in one process). */
 export function createMetrics(withProcessMetrics: boolean) {
@@ -22,6 +40,137 @@ export function createMetrics(withProcessMetrics: boolean) {
     requests.inc({ route, status: String(status) });
     duration.observe({ route }, seconds);
   };
-  return { registry, observe };
+  const sources: MetricSources = {};
+  registerVerificationMetrics(registry, sources);
+  registerJobMetrics(registry, sources);
+  registerHealthMetrics(registry, sources);
+  /** Adds sources for the metrics computed at scrape time. */
+  const watch = (more: MetricSources): void => {
+    Object.assign(sources, more);
+  };
+  return { registry, observe, watch };
 }
 export type Metrics = ReturnType<typeof createMetrics>;
+
+/** A counter whose value is copied from a plain counter at each scrape. */
+function mirroredCounter<L extends string>(
+  registry: Registry,
+  name: string,
+  help: string,
+  labelNames: L[],
+  read: (set: (labels: Record<L, string>, value: number) => void) => void,
+) {
+  return new Counter({
+    name,
+    help,
+    labelNames,
+    registers: [registry],
+    collect() {
+      this.reset();
+      read((labels, value) => this.inc(labels as never, value));
+    },
+  });
+}
+
+/** Verification outcomes (lane and route alike: both call the verifier), key cache, rate-limit decisions. */
+function registerVerificationMetrics(registry: Registry, sources: MetricSources): void {
+  mirroredCounter(registry, 'keyhold_verifications_total', 'keys.verifyKey outcomes by code', ['code'], (set) => {
+    for (const [code, n] of Object.entries(sources.verifier?.stats.outcomes ?? {})) set({ code }, n);
+  });
+  mirroredCounter(
+    registry,
+    'keyhold_ratelimit_decisions_total',
+    'Rate-limit decisions of verifications, by limit type',
+    ['type', 'decision'],
+    (set) => {
+      for (const [type, d] of Object.entries(sources.verifier?.stats.rateLimits ?? {})) {
+        set({ type, decision: 'passed' }, d.passed);
+        set({ type, decision: 'denied' }, d.denied);
+      }
+    },
+  );
+  const cache = (name: string, help: string, read: (s: KeyCacheStats) => number) =>
+    mirroredCounter(registry, name, help, [], (set) => {
+      if (sources.cache) set({}, read(sources.cache.stats));
+    });
+  cache('keyhold_key_cache_hits_total', 'Verifications that found their key in the key cache', (s) => s.hits);
+  cache('keyhold_key_cache_misses_total', 'Verifications that read their key from the store', (s) => s.misses);
+  cache('keyhold_key_cache_evictions_total', 'Cached keys dropped to make room (the cache was full)', (s) => s.evictions);
+  new Gauge({
+    name: 'keyhold_key_cache_entries',
+    help: 'Keys in the key cache',
+    registers: [registry],
+    collect() {
+      this.set(sources.cache?.size ?? 0);
+    },
+  });
+}
+
+/** The job queue's depth and the age of its oldest pending job. */
+function registerJobMetrics(registry: Registry, sources: MetricSources): void {
+  // Both job gauges come from one read of the queue per scrape: they are collected together, so the read in
+  // flight is shared. A store that does not answer leaves them out of the scrape; keyhold_dependency_up says why.
+  let reading: Promise<JobQueueStats | undefined> | undefined;
+  const readJobs = (): Promise<JobQueueStats | undefined> => {
+    if (!sources.jobs) return Promise.resolve(undefined);
+    if (!reading) {
+      reading = sources.jobs().catch(() => undefined);
+      void reading.finally(() => {
+        reading = undefined;
+      });
+    }
+    return reading;
+  };
+  new Gauge({
+    name: 'keyhold_jobs',
+    help: 'Jobs in the queue by status',
+    labelNames: ['status'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const stats = await readJobs();
+      if (stats) for (const status of ['pending', 'running', 'failed'] as const) this.set({ status }, stats[status]);
+    },
+  });
+  new Gauge({
+    name: 'keyhold_jobs_oldest_pending_age_seconds',
+    help: 'Age of the oldest pending job (0 when none is pending)',
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const stats = await readJobs();
+      if (stats) this.set(stats.oldestPendingCreatedAt === null ? 0 : Math.max(0, Date.now() - stats.oldestPendingCreatedAt) / 1000);
+    },
+  });
+}
+
+/** Dependency health, root-key authentication failures. */
+function registerHealthMetrics(registry: Registry, sources: MetricSources): void {
+  new Gauge({
+    name: 'keyhold_dependency_up',
+    help: "1 when the dependency's last call succeeded, else 0",
+    labelNames: ['dependency'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [dependency, s] of Object.entries(sources.health?.snapshot() ?? {})) this.set({ dependency }, s.up ? 1 : 0);
+    },
+  });
+  const health = (name: string, help: string, read: (s: { errors: number; outages: number }) => number) =>
+    mirroredCounter(registry, name, help, ['dependency'], (set) => {
+      for (const [dependency, s] of Object.entries(sources.health?.snapshot() ?? {})) set({ dependency }, read(s));
+    });
+  health('keyhold_dependency_errors_total', 'Failed calls to a dependency (store, redis)', (s) => s.errors);
+  health('keyhold_dependency_outages_total', 'Times a dependency went from up to down', (s) => s.outages);
+  const auth = (name: string, help: string, read: (s: RootKeyGuardStats) => number) =>
+    mirroredCounter(registry, name, help, [], (set) => {
+      if (sources.rootKeys) set({}, read(sources.rootKeys));
+    });
+  auth('keyhold_root_key_auth_failures_total', 'Root-key authentications refused with 401 (unknown, revoked, expired)', (s) => s.failures);
+  auth(
+    'keyhold_root_key_auth_limited_total',
+    'Requests refused with 429: their address had too many failed authentications',
+    (s) => s.limited,
+  );
+  auth('keyhold_root_key_unknown_hits_total', 'Unknown root keys answered from memory, without a store read', (s) => s.unknownHits);
+}

@@ -1,36 +1,42 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import fastJsonStringify from 'fast-json-stringify';
-import type { ValidateFunction } from 'ajv';
-import type { FastifyBaseLogger, FastifyBodyParser, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyBodyParser } from 'fastify';
 import { newId } from '../domain/ids.ts';
 import type { Verifier, VerifyRequest } from '../services/verification/verifier.ts';
 import { errorResponse } from './errors.ts';
+import { answerShuttingDown } from './connection-errors.ts';
 import { invalid } from '../domain/errors.ts';
 import { validationProblems } from './validation.ts';
+import { parseWith, type Validate } from './input-guards.ts';
 import type { Metrics } from './metrics.ts';
+import type { AccessLog } from './access-log.ts';
 import { ErrorEnvelope } from './schemas/common.ts';
 import { VerifyKeyResult } from './schemas/keys.ts';
-import { answerVerifyKey, VERIFY_PATH } from './v1/routes/keys.verify-key.ts';
+import { answerVerifyKey, VERIFY_BODY_LIMIT, VERIFY_PATH } from './v1/routes/keys.verify-key.ts';
 
-/** Larger bodies are no verification anyone sends; Fastify's route takes them (up to BODY_LIMIT). */
-export const LANE_MAX_BODY = 64 * 1024;
+/** The lane takes bodies up to the operation's limit; Fastify's route answers larger ones with a 413. */
+export const LANE_MAX_BODY = VERIFY_BODY_LIMIT;
 
 export interface VerifyLaneDeps {
   verifier: Verifier;
-  /** The route's body schema, compiled by the Ajv that validates every body. */
-  validate: ValidateFunction;
-  /** Fastify's own application/json parser (`app.getDefaultJsonParser` with the app's poisoning settings): same rules, same errors. */
+  /** The route's body schema, compiled as every body's is (http/input-guards.ts). */
+  validate: Validate;
+  /** The app's application/json parser (Fastify's own, guarded as in http/input-guards.ts): same rules, same errors. */
   parseJson: FastifyBodyParser<string>;
   metrics: Metrics;
   logger?: FastifyBaseLogger;
+  /** The access log, when it is on: one line per answered request, as the Fastify routes' (hooks.ts). */
+  accessLog?: AccessLog;
 }
 
 export interface VerifyLane {
   /** Answers the request and returns true, or returns false and leaves it untouched for Fastify. */
   take(req: IncomingMessage, res: ServerResponse): boolean;
-  /** From now on every request goes to Fastify (which answers 503 while the server closes). */
+  /** From now on the server answers every request with a 503 in the envelope (the server is closing). */
   close(): void;
+  /** Whether close() was called. */
+  readonly closing: boolean;
 }
 
 /**
@@ -44,7 +50,7 @@ export interface VerifyLane {
  * X-Request-Id and the same metrics. Requests it does not take go to Fastify, whose route answers them:
  * any other method or path (a query string included), a Content-Type other than `application/json`
  * (optionally with `charset=utf-8`), a body without Content-Length (chunked) or larger than
- * LANE_MAX_BODY, and every request once the server is closing.
+ * LANE_MAX_BODY. Once the server is closing, every request gets the 503 of connection-errors.ts.
  *
  * A request is answered in the event loop's check phase (setImmediate), after every request that arrived
  * in the same poll phase has been read: under load the responses then leave in bursts, and the server and
@@ -82,24 +88,17 @@ export function createVerifyLane(deps: VerifyLaneDeps): VerifyLane {
     close() {
       closing = true;
     },
+    get closing() {
+      return closing;
+    },
   };
 }
 
 /** Answers one body the lane read, as the route would: parse, validate, verify, serialize, count in the metrics. */
-function createAnswer({ verifier, validate, parseJson, metrics, logger }: VerifyLaneDeps) {
+function createAnswer({ verifier, validate, parseJson, metrics, logger, accessLog }: VerifyLaneDeps) {
   const serializeResult = fastJsonStringify(VerifyKeyResult);
   const serializeError = fastJsonStringify(ErrorEnvelope);
-  const parse = (text: string): unknown => {
-    let failure: Error | null = null;
-    let body: unknown;
-    // The parser calls back synchronously and never looks at its request argument.
-    parseJson(undefined as unknown as FastifyRequest, text, (err, parsed) => {
-      failure = err;
-      body = parsed;
-    });
-    if (failure) throw failure;
-    return body;
-  };
+  const parse = (text: string): unknown => parseWith(parseJson, text);
 
   return async function answer(res: ServerResponse, requestId: string, started: number, text: string): Promise<void> {
     let status = 200;
@@ -113,7 +112,8 @@ function createAnswer({ verifier, validate, parseJson, metrics, logger }: Verify
         headers.connection = 'close'; // as Fastify does after a body it could not parse
         throw err;
       }
-      if (!validate(body)) throw invalid(validationProblems(validate.errors ?? []));
+      const checked = validate(body);
+      if (checked !== true) throw invalid(validationProblems(checked.error));
       payload = serializeResult(await answerVerifyKey(verifier, body as VerifyRequest, requestId));
     } catch (err) {
       const failed = errorResponse(err, requestId, VERIFY_PATH, logger);
@@ -123,7 +123,9 @@ function createAnswer({ verifier, validate, parseJson, metrics, logger }: Verify
     headers['content-length'] = Buffer.byteLength(payload);
     res.writeHead(status, headers);
     res.end(payload);
-    metrics.observe(VERIFY_PATH, status, (performance.now() - started) / 1000);
+    const ms = performance.now() - started;
+    metrics.observe(VERIFY_PATH, status, ms / 1000);
+    accessLog?.({ requestId, method: 'POST', route: VERIFY_PATH, status, ms });
   };
 }
 
@@ -150,7 +152,9 @@ export function createLaneServer(
   timeouts: ServerTimeouts,
 ): Server {
   const server = createServer((req, res) => {
-    if (!lane()?.take(req, res)) fastify(req, res);
+    const current = lane();
+    if (current?.closing) answerShuttingDown(res);
+    else if (!current?.take(req, res)) fastify(req, res);
   });
   if (timeouts.requestTimeout !== undefined) server.requestTimeout = timeouts.requestTimeout;
   if (timeouts.keepAliveTimeout !== undefined) server.keepAliveTimeout = timeouts.keepAliveTimeout;

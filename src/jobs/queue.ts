@@ -158,3 +158,27 @@ export function toJob(row: JobRow): Job {
     ...(payloadError ? { payloadError } : {}),
   };
 }
+
+/** How many jobs wait, run and have failed for good, and since when the oldest pending one waits (for /metrics). */
+export interface JobQueueStats {
+  pending: number;
+  running: number;
+  failed: number;
+  /** When the oldest pending job was enqueued (epoch ms), or null when none is pending. */
+  oldestPendingCreatedAt: number | null;
+}
+
+/** The queue's depth by status, in one grouped read of the `jobs` table (completed jobs are deleted, so it stays small). */
+export async function jobQueueStats(db: Executor): Promise<JobQueueStats> {
+  const rows = await db
+    .selectFrom('jobs')
+    .select(['status', (eb) => eb.fn.countAll<number | string>().as('n'), (eb) => eb.fn.min('created_at').as('oldest')])
+    .groupBy('status')
+    .execute();
+  const stats: JobQueueStats = { pending: 0, running: 0, failed: 0, oldestPendingCreatedAt: null };
+  for (const row of rows) {
+    if (row.status === 'pending' || row.status === 'running' || row.status === 'failed') stats[row.status] = Number(row.n);
+    if (row.status === 'pending' && row.oldest !== null) stats.oldestPendingCreatedAt = Number(row.oldest);
+  }
+  return stats;
+}

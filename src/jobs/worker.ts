@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import pino from 'pino';
 import type { Store } from '../store/store.ts';
+import { isStoreUnavailable } from '../store/errors.ts';
 import { JobQueue, type Outcome } from './job-queue.ts';
 import { jobEvents, type Job, type TaskRegistry } from './queue.ts';
 
@@ -45,6 +46,8 @@ export class Worker {
   #stopping = false;
   #wake: () => void = () => {};
   #lastRecovery = -Infinity;
+  /** The store was unavailable at the last poll (logged once per outage, not once per poll). */
+  #storeDown = false;
   readonly #onEnqueued = () => this.wake();
 
   constructor(queue: JobQueue, opts: WorkerOptions = {}) {
@@ -105,9 +108,10 @@ export class Worker {
           const jobs = await this.#queue.claim(this.id, free);
           for (const job of jobs) this.#track(this.#execute(job));
           claimedAll = jobs.length === free;
+          this.#polled();
         }
       } catch (err) {
-        this.#logger?.warn({ err: (err as Error).message, worker: this.id }, 'job queue poll failed; retrying');
+        this.#polled(err);
       }
       if (this.#stopping) break;
       // Full claim: more may be ready, go again as soon as a slot is free. Otherwise sleep until polled or woken.
@@ -115,6 +119,19 @@ export class Worker {
       await this.#sleep(claimedAll);
     }
     await Promise.all(this.#inflight);
+  }
+
+  /** Logs a failed poll, but a store outage only when it starts and when it ends: the loop polls on through it. */
+  #polled(err?: unknown): void {
+    const down = err !== undefined && isStoreUnavailable(err);
+    if (down) {
+      if (!this.#storeDown)
+        this.#logger?.warn({ err: (err as Error).message, worker: this.id }, 'store unavailable; polling on until it returns');
+    } else {
+      if (this.#storeDown) this.#logger?.info({ worker: this.id }, 'store available again; jobs resume');
+      if (err !== undefined) this.#logger?.warn({ err: (err as Error).message, worker: this.id }, 'job queue poll failed; retrying');
+    }
+    this.#storeDown = down;
   }
 
   #sleep(untilSlotFree: boolean): Promise<void> {

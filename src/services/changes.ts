@@ -69,6 +69,22 @@ export async function transact<T>(db: Db, fn: (tx: Tx, changes: ChangeSet) => Pr
     }
     return value;
   });
-  if (changes.items.length) changeBus.emit('committed', changes.items);
+  if (changes.items.length) announce(changes.items);
   return result;
+}
+
+/**
+ * Hands committed changes to every `committed` listener. The transaction has committed: a listener that
+ * throws must neither fail the request that made the change (its caller would be told it failed) nor keep
+ * the listeners after it from hearing of it. What it missed still reaches it through the change feed, which
+ * every node polls, its own changes included.
+ */
+function announce(items: Change[]): void {
+  for (const listener of changeBus.rawListeners('committed')) {
+    try {
+      (listener as (changes: Change[]) => void)(items);
+    } catch {
+      /* the change feed carries the change */
+    }
+  }
 }

@@ -1,8 +1,12 @@
-import { Kysely, Migrator, sql, type Migration, type MigrationResultSet, type Transaction } from 'kysely';
+import { Kysely, Migrator, sql, type Dialect, type Migration, type MigrationResultSet, type Transaction } from 'kysely';
 import type { Database } from './schema.ts';
-import { sqliteDialect } from './dialects/sqlite.ts';
-import { postgresDialect } from './dialects/postgres.ts';
+import { SQLITE_BUSY_TIMEOUT_MS, sqliteDialect } from './dialects/sqlite.ts';
+import { NO_POSTGRES_TIMEOUTS, POSTGRES_TIMEOUTS, postgresDialect, type PostgresTimeouts } from './dialects/postgres.ts';
+import { AvailabilityListeners, observedDialect, type AvailabilityListener } from './availability.ts';
+import { StoreUnavailableError } from './errors.ts';
+import { withDeadline } from './deadline.ts';
 import * as initial from './schema-migrations/0001-initial.ts';
+import * as clampOutOfRange from './schema-migrations/0002-clamp-out-of-range-numbers.ts';
 
 export type Db = Kysely<Database>;
 export type Tx = Transaction<Database>;
@@ -22,7 +26,22 @@ export interface Store {
   /** Where the data lives, for logs (never includes a password). */
   describe: string;
   migrate(): Promise<string[]>;
+  /** Runs a trivial statement; rejects (a StoreUnavailableError after `timeoutMs`) when the store does not answer. */
+  ping(timeoutMs: number): Promise<void>;
+  /**
+   * Tells `listener` the outcome of every call to the database from now on (`up()`: it answered, `down(err)`:
+   * it was unavailable, see isStoreUnavailable); returns what stops it.
+   */
+  onAvailability(listener: AvailabilityListener): () => void;
   close(): Promise<void>;
+}
+
+/** How long the store may take before a call fails as unavailable; the defaults suit a server. */
+export interface StoreOptions {
+  /** PostgreSQL (default POSTGRES_TIMEOUTS). */
+  postgres?: Partial<PostgresTimeouts>;
+  /** SQLite: how long a write waits for another connection's lock (default SQLITE_BUSY_TIMEOUT_MS). */
+  sqliteBusyTimeoutMs?: number;
 }
 
 /**
@@ -33,54 +52,78 @@ export interface Store {
 export const MAX_PARAMS = 16_000;
 export const IN_LIST_CHUNK = 500;
 
-const MIGRATIONS: Record<string, Migration> = { '0001-initial': initial };
+const MIGRATIONS: Record<string, Migration> = { '0001-initial': initial, '0002-clamp-out-of-range-numbers': clampOutOfRange };
 
 /**
  * Opens the store named by a DATABASE_URL: `sqlite:<path>` (or a bare path) or `postgres://…`.
  * A `schema` query parameter on a PostgreSQL URL selects the schema (default `public`).
  */
-export function openStore(url: string): Store {
-  let db: Db;
+export function openStore(url: string, options: StoreOptions = {}): Store {
+  const listeners = new AvailabilityListeners();
+  let dialect: Dialect;
   let caps: Capabilities;
   let describe: string;
+  /** PostgreSQL: a database without statement timeouts, for migrations (their statements and lock waits may take long). */
+  let openUnlimited: (() => Db) | undefined;
   let schema: string | undefined;
   if (/^postgres(ql)?:\/\//.test(url)) {
     const parsed = new URL(url);
-    schema = parsed.searchParams.get('schema') ?? 'public';
-    if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(schema)) throw new Error(`invalid PostgreSQL schema name "${schema}"`);
+    const name = parsed.searchParams.get('schema') ?? 'public';
+    if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(name)) throw new Error(`invalid PostgreSQL schema name "${name}"`);
+    schema = name;
     parsed.searchParams.delete('schema');
-    const { dialect } = postgresDialect(parsed.toString(), schema);
-    db = new Kysely<Database>({ dialect });
+    const connectionString = parsed.toString();
+    dialect = postgresDialect(connectionString, name, { ...POSTGRES_TIMEOUTS, ...options.postgres }).dialect;
+    openUnlimited = () => new Kysely<Database>({ dialect: postgresDialect(connectionString, name, NO_POSTGRES_TIMEOUTS, 2).dialect });
     caps = { dialect: 'postgres', skipLocked: true };
     parsed.password = '';
     describe = `${parsed.toString()} (schema ${schema})`;
   } else {
     const path = url.replace(/^sqlite:/, '');
-    db = new Kysely<Database>({ dialect: sqliteDialect(path) });
+    dialect = sqliteDialect(path, options.sqliteBusyTimeoutMs ?? SQLITE_BUSY_TIMEOUT_MS);
     caps = { dialect: 'sqlite', skipLocked: false };
     describe = `sqlite:${path}`;
   }
+  const db = new Kysely<Database>({ dialect: observedDialect(dialect, listeners) });
   return {
     db,
     caps,
     describe,
     async migrate() {
-      if (schema) await sql`create schema if not exists ${sql.id(schema)}`.execute(db);
-      const migrator = new Migrator({
-        db,
-        provider: { getMigrations: async () => MIGRATIONS },
-        ...(schema ? { migrationTableSchema: schema } : {}),
-      });
-      // Kysely's introspection looks at every schema of the database; one dropped meanwhile (another
-      // process' test schema) fails it with invalid_schema_name. That is transient: try again.
-      let result: MigrationResultSet;
-      for (let attempt = 1; ; attempt++) {
-        result = await migrator.migrateToLatest();
-        if (!result.error || (result.error as { code?: string }).code !== '3F000' || attempt === 5) break;
+      const target = openUnlimited?.() ?? db;
+      try {
+        return await migrateToLatest(target, schema);
+      } finally {
+        if (target !== db) await target.destroy();
       }
-      if (result.error) throw result.error;
-      return (result.results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
     },
+    ping: (timeoutMs) =>
+      withDeadline(
+        sql`select 1`.execute(db).then(() => {}),
+        timeoutMs,
+        () => new StoreUnavailableError(`the store did not answer within ${timeoutMs} ms`),
+      ),
+    onAvailability: (listener) => listeners.add(listener),
     close: () => db.destroy(),
   };
+}
+
+/** Applies the pending schema migrations; returns their names. */
+async function migrateToLatest(db: Db, schema: string | undefined): Promise<string[]> {
+  if (schema) await sql`create schema if not exists ${sql.id(schema)}`.execute(db);
+  const migrator = new Migrator({
+    db,
+    provider: { getMigrations: async () => MIGRATIONS },
+    ...(schema ? { migrationTableSchema: schema } : {}),
+  });
+  // Kysely's introspection looks at every schema and table of the database; one dropped meanwhile (another
+  // process' test schema) fails it with invalid_schema_name or undefined_table. That is transient: try again.
+  const TRANSIENT = new Set(['3F000', '42P01']);
+  let result: MigrationResultSet;
+  for (let attempt = 1; ; attempt++) {
+    result = await migrator.migrateToLatest();
+    if (!result.error || !TRANSIENT.has((result.error as { code?: string }).code ?? '') || attempt === 5) break;
+  }
+  if (result.error) throw result.error;
+  return (result.results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }

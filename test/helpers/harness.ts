@@ -44,10 +44,16 @@ export function scratchDatabase(dialect: 'sqlite' | 'postgres'): { url: string; 
   };
 }
 
-/** A fresh, migrated store in a scratch database; `close` closes it and removes the database. */
-export async function freshStore(dialect: 'sqlite' | 'postgres'): Promise<{ store: Store; url: string; close(): Promise<void> }> {
+/**
+ * A fresh, migrated store in a scratch database; `close` closes it and removes the database. `open` opens the
+ * store on the scratch database's URL (default `openStore`; test/helpers/faults.ts opens one that fails on demand).
+ */
+export async function freshStore(
+  dialect: 'sqlite' | 'postgres',
+  open: (url: string) => Store = openStore,
+): Promise<{ store: Store; url: string; close(): Promise<void> }> {
   const { url, cleanup } = scratchDatabase(dialect);
-  const store = openStore(url);
+  const store = open(url);
   await store.migrate();
   return {
     store,
@@ -107,8 +113,13 @@ function parsedBody<T = Answer>(res: { json<U>(): U }): T {
   }
 }
 
-export async function world(dialect: 'sqlite' | 'postgres'): Promise<World> {
-  const { store, url, close } = await freshStore(dialect);
+export interface WorldOptions {
+  /** Opens the world's store (default `openStore`): the app, the helpers and the test all use that one store. */
+  openStore?: (url: string) => Store;
+}
+
+export async function world(dialect: 'sqlite' | 'postgres', options: WorldOptions = {}): Promise<World> {
+  const { store, url, close } = await freshStore(dialect, options.openStore);
   // A fixed test master key, so recoverable keys work in every route test.
   const app = await buildApp({ store }, { vault: createVault([{ id: 'test', key: Buffer.alloc(32, 7) }]) });
   const { workspaceId } = await createWorkspace(store.db, 'test', OPERATOR);

@@ -8,7 +8,16 @@ import { BOUNDS, MAX_BODY_DEPTH, MAX_LISTED_PROBLEMS } from '../../src/domain/bo
 // can be stored alike on both dialects, nesting and array sizes are bounded before any work is done, and
 // every rejection is a small 400 (or 413) in the envelope that writes nothing.
 
-const TABLES = ['keys', 'ratelimits', 'identities', 'audit_logs', 'change_feed', 'encrypted_keys', 'keys_roles', 'keys_permissions'] as const;
+const TABLES = [
+  'keys',
+  'ratelimits',
+  'identities',
+  'audit_logs',
+  'change_feed',
+  'encrypted_keys',
+  'keys_roles',
+  'keys_permissions',
+] as const;
 
 /** A JSON text with `value` spliced in raw, so numbers JSON.stringify cannot write (2^53 + 1, 1e400) reach the server as sent. */
 const raw = (template: Record<string, unknown>, member: string, value: string) =>
@@ -20,7 +29,11 @@ function assertBadRequest(res: Response, path?: string) {
   assert.equal(res.status, 400, res.body);
   assert.equal(res.json.error.type, 'https://keyhold.dev/errors/request/invalid-body', res.body);
   assert.ok(res.body.length < 16 * 1024, `a 400 stays small (${res.body.length} bytes)`);
-  if (path) assert.ok((res.json.error.errors as unknown as Array<{ path: string }>).some((e) => e.path === path), `${path} in ${res.body}`);
+  if (path)
+    assert.ok(
+      (res.json.error.errors as unknown as Array<{ path: string }>).some((e) => e.path === path),
+      `${path} in ${res.body}`,
+    );
 }
 
 for (const dialect of DIALECTS) {
@@ -51,14 +64,29 @@ for (const dialect of DIALECTS) {
       for (const value of huge) {
         await rejected('/v1/keys.createKey', raw({ apiId, remaining: '@' }, 'remaining', value), '/remaining');
         await rejected('/v1/keys.createKey', raw({ apiId, expires: '@' }, 'expires', value), '/expires');
-        await rejected('/v1/keys.createKey', raw({ apiId, remaining: 5, refill: { interval: 'daily', amount: '@' } }, 'amount', value), '/refill/amount');
+        await rejected(
+          '/v1/keys.createKey',
+          raw({ apiId, remaining: 5, refill: { interval: 'daily', amount: '@' } }, 'amount', value),
+          '/refill/amount',
+        );
         await rejected('/v1/keys.createKey', raw({ apiId, ratelimit: { limit: '@', duration: 1000 } }, 'limit', value), '/ratelimit/limit');
-        await rejected('/v1/keys.createKey', raw({ apiId, ratelimit: { limit: 1, duration: '@' } }, 'duration', value), '/ratelimit/duration');
+        await rejected(
+          '/v1/keys.createKey',
+          raw({ apiId, ratelimit: { limit: 1, duration: '@' } }, 'duration', value),
+          '/ratelimit/duration',
+        );
         await rejected('/v1/keys.updateKey', raw({ keyId, remaining: '@' }, 'remaining', value), '/remaining');
         await rejected('/v1/keys.updateKey', raw({ keyId, expires: '@' }, 'expires', value), '/expires');
         await rejected('/v1/keys.updateRemaining', raw({ keyId, op: 'set', value: '@' }, 'value', value), '/value');
-        await rejected('/v1/migrations.createKeys', `[${raw({ apiId, plaintext: 'guards_aaaaaaaaaaaa', expires: '@' }, 'expires', value)}]`, '/0/expires');
-        await rejected('/v1/identities.createIdentity', raw({ externalId: 'x', ratelimits: [{ name: 'r', limit: '@', duration: 1000 }] }, 'limit', value));
+        await rejected(
+          '/v1/migrations.createKeys',
+          `[${raw({ apiId, plaintext: 'guards_aaaaaaaaaaaa', expires: '@' }, 'expires', value)}]`,
+          '/0/expires',
+        );
+        await rejected(
+          '/v1/identities.createIdentity',
+          raw({ externalId: 'x', ratelimits: [{ name: 'r', limit: '@', duration: 1000 }] }, 'limit', value),
+        );
       }
       const res = await rejected('/v1/keys.createKey', raw({ apiId, remaining: '@' }, 'remaining', '9007199254740993'));
       assert.match(res.json.error.detail as unknown as string, new RegExp(`/remaining must be <= ${BOUNDS.count.maximum}`));
@@ -124,14 +152,28 @@ for (const dialect of DIALECTS) {
       assert.equal(ok.status, 200, 'nesting up to the limit is accepted');
     });
 
+    test('query numbers that coerce to Infinity ("Infinity", "1e400") are a 400, never a 500', async () => {
+      for (const [path, query, member] of [
+        ['/v1/permissions.listRoles', { limit: 'Infinity' }, '/limit'],
+        ['/v1/permissions.listPermissions', { limit: '1e400' }, '/limit'],
+        ['/v1/apis.listKeys', { apiId, limit: 'Infinity' }, '/limit'],
+        ['/v1/audit.listLogs', { since: 'Infinity' }, '/since'],
+      ] as const) {
+        const res = await w.get(path, query);
+        assertBadRequest(res, member);
+      }
+    });
+
     test('strings holding NUL or a lone surrogate are a 400 on both dialects, in bodies, member names and queries', async () => {
       await rejected('/v1/apis.createApi', { name: 'a\u0000b' }, '/name');
       await rejected('/v1/apis.createApi', '{"name":"a\\ud800b"}', '/name');
       await rejected('/v1/keys.createKey', `{"apiId":"${apiId}","meta":{"a\\u0000":1}}`, '/meta/a\u0000');
       await rejected('/v1/keys.createKey', `{"apiId":"${apiId}","meta":{"deep":["\\udfff"]}}`, '/meta/deep/0');
       await rejected('/v1/identities.createIdentity', { externalId: 'nul\u0000' }, '/externalId');
-      for (const query of [{ keyId: 'key_\u0000' }, { apiId: '\u0000' }]) {
-        const path = 'keyId' in query ? '/v1/keys.getKey' : '/v1/apis.getApi';
+      for (const [path, query] of [
+        ['/v1/keys.getKey', { keyId: 'key_\u0000' }],
+        ['/v1/apis.getApi', { apiId: '\u0000' }],
+      ] as const) {
         const res = await w.get(path, query);
         assert.equal(res.status, 400, res.body);
         assert.equal(res.json.error.type, 'https://keyhold.dev/errors/request/invalid-body');

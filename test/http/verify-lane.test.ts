@@ -8,6 +8,7 @@ import { REQUEST_ID } from '../helpers/formats.ts';
 import type { Answer } from '../helpers/json.ts';
 import { buildApp } from '../../src/app.ts';
 import { createVerifyLane, LANE_MAX_BODY } from '../../src/http/verify-lane.ts';
+import { guardedValidator } from '../../src/http/input-guards.ts';
 import { VERIFY_PATH } from '../../src/http/v1/routes/keys.verify-key.ts';
 import { createMetrics } from '../../src/http/metrics.ts';
 import type { Verifier } from '../../src/services/verification/verifier.ts';
@@ -272,7 +273,7 @@ describe('verification lane: what it takes', () => {
   const lane = () =>
     createVerifyLane({
       verifier: { verify: async () => ({ valid: false, code: 'NOT_FOUND' }) } as unknown as Verifier,
-      validate: new Ajv().compile({ type: 'object' }),
+      validate: guardedValidator(new Ajv(), { type: 'object' }, 'body'),
       parseJson: (_req, body, done) => done(null, JSON.parse(body as string)),
       metrics: createMetrics(false),
     });

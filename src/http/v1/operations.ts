@@ -1,5 +1,6 @@
 import type { App, Deps } from '../types.ts';
 import liveness from './routes/liveness.ts';
+import readiness from './routes/readiness.ts';
 import apisCreateApi from './routes/apis.create-api.ts';
 import apisGetApi from './routes/apis.get-api.ts';
 import apisListKeys from './routes/apis.list-keys.ts';
@@ -41,6 +42,7 @@ import migrationsGetMigration from './routes/migrations.get-migration.ts';
 /** Every operation, registered in this order. */
 export const ROUTES: Array<(app: App, deps: Deps) => void> = [
   liveness,
+  readiness,
   keysVerifyKey,
   apisCreateApi,
   apisGetApi,

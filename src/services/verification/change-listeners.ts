@@ -92,11 +92,14 @@ export class ChangeFeedPoller {
 }
 
 const CHANNEL = 'keyhold:changes';
+/** How long `start()` waits for the subscription; a Redis that is down does not hold up a server's start. */
+const SUBSCRIBE_WAIT_MS = 1_000;
 
 /**
  * Carries changes between nodes through Redis pub/sub, in milliseconds rather than a poll interval:
  * publishes what this process commits, and hands what other processes publish to the listener.
- * The change feed stays the guarantee; this is the fast path.
+ * The change feed stays the guarantee; this is the fast path. While Redis is down nothing is carried (the
+ * feed is); its subscriber reconnects by itself and subscribes again when Redis returns.
  */
 export class RedisChangeBridge {
   readonly #origin = randomUUID();
@@ -110,7 +113,11 @@ export class RedisChangeBridge {
 
   constructor(redis: Redis, onChanges: OnChanges) {
     this.#publisher = redis;
-    this.#subscriber = redis.duplicate();
+    // No command timeout and no retry limit: SUBSCRIBE waits, queued, for Redis to be there.
+    this.#subscriber = redis.duplicate({ commandTimeout: undefined, maxRetriesPerRequest: null });
+    this.#subscriber.on('error', () => {
+      /* the publisher's connection reports Redis' health; this one just reconnects */
+    });
     this.#subscriber.on('message', (_channel: string, message: string) => {
       try {
         const { origin, changes } = JSON.parse(message) as { origin: string; changes: Change[] };
@@ -121,9 +128,15 @@ export class RedisChangeBridge {
     });
   }
 
+  /** Subscribes: resolves once subscribed, or after SUBSCRIBE_WAIT_MS with the subscription still pending (Redis down). */
   async start(): Promise<void> {
-    await this.#subscriber.subscribe(CHANNEL);
     changeBus.on('committed', this.#publish);
+    const subscribed = this.#subscriber.subscribe(CHANNEL).catch(() => {
+      /* stopped before Redis came back */
+    });
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([subscribed, new Promise<void>((resolve) => (timer = setTimeout(resolve, SUBSCRIBE_WAIT_MS)))]);
+    clearTimeout(timer);
   }
 
   async stop(): Promise<void> {

@@ -8,6 +8,16 @@ const STALE: Record<Exclude<ChangeKind, 'key'>, (record: KeyRecord, id: string) 
   workspace: (record, id) => record.workspaceId === id,
 };
 
+/** What the cache did since it was made (plain counters, read by /metrics). */
+export interface KeyCacheStats {
+  /** `get` calls that found a live entry. */
+  hits: number;
+  /** `get` calls that found none (absent or expired). */
+  misses: number;
+  /** Entries dropped by `set` to stay within `maxEntries`. */
+  evictions: number;
+}
+
 /**
  * Verified keys by hash, in memory. A hit costs no store read. Entries are dropped by changes (see
  * services/changes.ts) as soon as this node learns of them, and expire after `ttlMs` as a safety net.
@@ -20,6 +30,7 @@ export class KeyCache implements ChangeListener {
   readonly #maxEntries: number;
   readonly #ttlMs: number;
   #generation = 0;
+  readonly stats: KeyCacheStats = { hits: 0, misses: 0, evictions: 0 };
 
   constructor(opts: { maxEntries?: number; ttlMs?: number } = {}) {
     this.#maxEntries = opts.maxEntries ?? 100_000;
@@ -36,18 +47,26 @@ export class KeyCache implements ChangeListener {
 
   get(hash: string, now = Date.now()): KeyRecord | undefined {
     const entry = this.#entries.get(hash);
-    if (!entry) return undefined;
-    if (entry.expiresAt <= now) {
-      this.#delete(hash);
+    if (!entry) {
+      this.stats.misses++;
       return undefined;
     }
+    if (entry.expiresAt <= now) {
+      this.#delete(hash);
+      this.stats.misses++;
+      return undefined;
+    }
+    this.stats.hits++;
     return entry.record;
   }
 
   /** Caches a record loaded when `generation` was current; ignored if anything was invalidated since. */
   set(record: KeyRecord, generation: number, now = Date.now()): void {
     if (generation !== this.#generation) return;
-    if (this.#entries.size >= this.#maxEntries) this.#delete(this.#entries.keys().next().value!);
+    if (this.#entries.size >= this.#maxEntries) {
+      this.#delete(this.#entries.keys().next().value!);
+      this.stats.evictions++;
+    }
     this.#entries.set(record.hash, { record, expiresAt: now + this.#ttlMs });
     this.#hashById.set(record.id, record.hash);
   }

@@ -6,6 +6,8 @@ import { CLOCK_SKEW_MS, type Counters } from './rate-limit-counters.ts';
 import { FastCounters } from './rate-limit-fast-counters.ts';
 import { redisCounters } from './rate-limit-redis-counters.ts';
 import { storeCounters } from './rate-limit-store-counters.ts';
+import { withStoreFallback } from './rate-limit-failover.ts';
+import type { AvailabilityListener } from '../../store/availability.ts';
 
 /**
  * Fixed-window rate limiting for key verification.
@@ -28,8 +30,10 @@ import { storeCounters } from './rate-limit-store-counters.ts';
  *   (CoalescedCounter). Exact under any concurrency and any number of processes: in one window the costs
  *   of passed requests never sum to more than `limit` (unless `fast` checks of the same limit add to the
  *   same counter), and a request is rejected only if `count + cost > limit` when it is decided; N
- *   concurrent cost-1 requests on a fresh window pass exactly min(N, limit) times. Errors (store/Redis
- *   down) reject the `check` promise: callers fail closed.
+ *   concurrent cost-1 requests on a fresh window pass exactly min(N, limit) times. While Redis is
+ *   unavailable, decisions are made on the store's counters instead (rate-limit-failover.ts: a window
+ *   spanning the switch may admit up to twice its limit). Store errors reject the `check` promise: callers
+ *   fail closed.
  * - `fast`: decided on this node with no I/O on the request path, from
  *   `last known shared count + increments not yet synced`. Every `syncIntervalMs` (default 250) the node
  *   adds its pending increments to the shared counter (unconditionally) and reads back the totals of the
@@ -85,6 +89,8 @@ export interface RateLimiterOptions {
   redis?: Redis;
   /** How often fast-mode counts are synced with the shared counter (ms, default 250). */
   syncIntervalMs?: number;
+  /** Told the outcome of every Redis call of a consistent decision (for the process' dependency health). */
+  redisAvailability?: AvailabilityListener;
   /** Background failures (sync, expired-counter cleanup); they are retried, never thrown. */
   onError?: (err: unknown) => void;
 }
@@ -113,8 +119,9 @@ export async function deleteExpiredRatelimitCounters(db: Kysely<Database>, befor
  */
 export function createRateLimiter(opts: RateLimiterOptions): SyncingRateLimiter {
   const counters = opts.redis ? redisCounters(opts.redis) : storeCounters(opts.db);
+  const failover = opts.redis ? withStoreFallback(opts.redis, counters, storeCounters(opts.db), opts.redisAvailability) : undefined;
   const fast = new FastCounters(counters);
-  const decideConsistent = consistentDecider(counters);
+  const decideConsistent = consistentDecider(failover ?? counters);
   const onError = opts.onError ?? (() => {});
   const syncIntervalMs = opts.syncIntervalMs ?? 250;
   if (!(syncIntervalMs > 0)) throw new RangeError(`syncIntervalMs must be > 0, got ${syncIntervalMs}`);
@@ -144,6 +151,7 @@ export function createRateLimiter(opts: RateLimiterOptions): SyncingRateLimiter 
       if (closed) return;
       closed = true;
       stopTimers();
+      failover?.close();
       await fast.sync();
     },
   };
@@ -156,7 +164,9 @@ type Decision = { passed: boolean; count: number };
  * and a cost above the limit can never fit: neither changes the counter, so neither waits to be batched
  * (their `remaining` may then be from before the changes batched in the same turn).
  */
-function consistentDecider(counters: Counters): (bucket: string, cost: number, limit: number, reset: number) => Promise<Decision> {
+function consistentDecider(
+  counters: Pick<Counters, 'addIfFits'>,
+): (bucket: string, cost: number, limit: number, reset: number) => Promise<Decision> {
   const consistent = new CoalescedCounter<number>(1);
   return async (bucket, cost, limit, reset) => {
     if (cost === 0 || cost > limit) return counters.addIfFits(bucket, cost, limit, reset);

@@ -1,19 +1,28 @@
 import type { Redis } from 'ioredis';
 import type { Store } from '../../store/store.ts';
 import { openRedis } from '../../store/redis.ts';
+import { isStoreUnavailable } from '../../store/errors.ts';
+import type { AvailabilityListener } from '../../store/availability.ts';
 import { changeBus, type Change, type ChangeListener } from '../changes.ts';
 import { ChangeFeedPoller, RedisChangeBridge } from './change-listeners.ts';
 import { refillDueKeys } from '../keys/credits.ts';
 import { createRateLimiter, type RateLimiter } from './rate-limiter.ts';
 import { VerificationRecorder } from './verification-recorder.ts';
 import { KeyCache } from './key-cache.ts';
-import { DependencyHealth } from '../dependency-health.ts';
+import { DependencyHealth, type Dependency } from '../dependency-health.ts';
+import { checkReadiness, type ReadinessReport } from '../readiness.ts';
 import { Verifier } from './verifier.ts';
+
+/** The part of a pino logger the runtime uses. */
+export interface RuntimeLogger {
+  warn(obj: object, msg: string): void;
+  info(obj: object, msg: string): void;
+}
 
 export interface RuntimeOptions {
   redisUrl?: string;
-  /** Where background failures (Redis, analytics flushes, refill sweeps) are reported: the part of a pino logger used. */
-  logger?: { warn(obj: object, msg: string): void };
+  /** Where dependency outages (one line when one starts, one when it ends) and other background failures are reported. */
+  logger?: RuntimeLogger;
   /** How often the change feed is polled (ms). */
   changePollMs?: number;
   /** How often due refills are swept (ms). */
@@ -25,24 +34,86 @@ export interface Runtime {
   cache: KeyCache;
   limiter: RateLimiter;
   recorder: VerificationRecorder;
-  /** Whether the store and Redis answered this process' last calls (for /metrics and readiness). */
+  /**
+   * Whether the store and Redis answered this process' last calls (for /metrics and readiness): every call to
+   * the store, from requests and background loops alike, and every Redis call and connection event.
+   */
   health: DependencyHealth;
+  /** Checks the store and Redis now (GET /v1/readiness); throws 503 `store/unavailable` when the store does not answer. */
+  readiness(): Promise<ReadinessReport>;
   close(): Promise<void>;
+}
+
+/** What each dependency's outage means for this server, for the one log line that says it started. */
+const OUTAGE_EFFECT: Record<Dependency, string> = {
+  store: 'requests that need it are answered 503 store/unavailable until it returns',
+  redis: "consistent rate limits decide on the store's counters and cache invalidation relies on the change feed until it returns",
+};
+
+/**
+ * How long a dependency must go without a failed call before a successful one ends its outage. Without it, a
+ * store that answers reads but not writes (SQLite locked by another process, a lock timeout) would start and
+ * end an "outage" with every failed write. A success within that time ends the outage once it has passed.
+ */
+export const RECOVERY_QUIET_MS = 1_000;
+
+/** Records a dependency's call outcomes in `health`, logging once when an outage starts and once when it ends. */
+function availabilityReporter(health: DependencyHealth, dependency: Dependency, logger?: RuntimeLogger): AvailabilityListener {
+  let lastFailure = Number.NEGATIVE_INFINITY;
+  let deferred: NodeJS.Timeout | undefined;
+  const up = (): void => {
+    const now = Date.now();
+    const quietFor = lastFailure + RECOVERY_QUIET_MS - now;
+    if (quietFor > 0) {
+      deferred ??= setTimeout(() => {
+        deferred = undefined;
+        up();
+      }, quietFor).unref();
+      return;
+    }
+    if (health.recordSuccess(dependency, now)) logger?.info({ dependency }, `${dependency} is available again`);
+  };
+  return {
+    up,
+    down(err) {
+      lastFailure = Date.now();
+      clearTimeout(deferred);
+      deferred = undefined;
+      if (health.recordError(dependency, lastFailure)) {
+        logger?.warn(
+          { dependency, err: (err as Error)?.message ?? String(err) },
+          `${dependency} is unavailable: ${OUTAGE_EFFECT[dependency]}`,
+        );
+      }
+    },
+  };
 }
 
 /**
  * The verification machinery of one server: key cache and its invalidation (this process' commits at
  * once; other processes' through Redis pub/sub when configured and the store's change feed always),
- * rate limiter, analytics recorder and the refill sweep.
+ * rate limiter, analytics recorder and the refill sweep; and what the process knows of its dependencies.
+ * Every loop here survives outages of the store and Redis and resumes when they return.
  */
 export async function createRuntime(store: Store, opts: RuntimeOptions = {}): Promise<Runtime> {
   const { db } = store;
-  let redis: Redis | undefined;
-  if (opts.redisUrl) {
-    redis = openRedis(opts.redisUrl);
-    redis.on('error', (err: Error) => opts.logger?.warn({ err: err.message }, 'redis error'));
-  }
+  const { logger } = opts;
   const health = new DependencyHealth();
+  const stopObservingStore = store.onAvailability(availabilityReporter(health, 'store', logger));
+  const warn = (msg: string) => (err: unknown) => logger?.warn({ err: (err as Error)?.message ?? String(err) }, msg);
+  // Failures of the background loops while the store is unavailable are that outage's, logged once above.
+  const warnUnlessOutage = (msg: string) => (err: unknown) => {
+    if (!isStoreUnavailable(err)) warn(msg)(err);
+  };
+  let redis: Redis | undefined;
+  let redisReport: AvailabilityListener | undefined;
+  if (opts.redisUrl) {
+    const report = availabilityReporter(health, 'redis', logger);
+    redis = openRedis(opts.redisUrl);
+    redis.on('error', (err: Error) => report.down(err));
+    redis.on('ready', () => report.up());
+    redisReport = report;
+  }
   const cache = new KeyCache();
   // Every cache of store state in this process: each change, from any source below, reaches all of them.
   const CACHES: ChangeListener[] = [cache];
@@ -54,13 +125,12 @@ export async function createRuntime(store: Store, opts: RuntimeOptions = {}): Pr
   poller.start();
   const bridge = redis ? new RedisChangeBridge(redis, invalidate) : undefined;
   await bridge?.start();
-  const limiter = createRateLimiter({ db, redis });
-  const recorder = new VerificationRecorder(db, {
-    onError: (err) => opts.logger?.warn({ err: (err as Error).message }, 'analytics flush failed; counts kept for the next flush'),
-  });
+  const limiter = createRateLimiter({ db, redis, redisAvailability: redisReport });
+  const recorder = new VerificationRecorder(db, { onError: warnUnlessOutage('analytics flush failed; counts kept for the next flush') });
   recorder.start();
+  const sweepFailed = warnUnlessOutage('refill sweep failed');
   const sweep = setInterval(() => {
-    refillDueKeys(db, Date.now()).catch((err: Error) => opts.logger?.warn({ err: err.message }, 'refill sweep failed'));
+    refillDueKeys(db, Date.now()).catch(sweepFailed);
   }, opts.refillSweepMs ?? 60_000).unref();
 
   return {
@@ -69,13 +139,16 @@ export async function createRuntime(store: Store, opts: RuntimeOptions = {}): Pr
     limiter,
     recorder,
     health,
+    readiness: () => checkReadiness(store, redis, redisReport),
     async close() {
       clearInterval(sweep);
       changeBus.off('committed', invalidate);
       await poller.stop();
       await bridge?.stop();
-      await limiter.close();
-      await recorder.close();
+      // The last flushes fail when a dependency is down: say what is lost, and close the rest anyway.
+      await limiter.close().catch(warn('could not flush fast rate-limit counts on close; they are lost'));
+      await recorder.close().catch(warn('could not flush analytics on close; they are lost'));
+      stopObservingStore();
       redis?.disconnect();
     },
   };

@@ -6,7 +6,7 @@ import type { Db } from '../../store/store.ts';
 import { currentRemaining, decrementCreditsIfEnough, refillIfDue } from '../keys/credits.ts';
 import type { LimitRequest, LimitResult, RateLimiter } from './rate-limiter.ts';
 import type { VerificationRecorder } from './verification-recorder.ts';
-import type { VerifyCode } from '../../domain/verify-codes.ts';
+import { VERIFY_CODES, type VerifyCode } from '../../domain/verify-codes.ts';
 import type { KeyCache } from './key-cache.ts';
 import { CoalescedCounter, type GuardedOutcome } from './coalesced-counter.ts';
 import { loadKeyRecord, type KeyRecord } from './key-record.ts';
@@ -38,6 +38,14 @@ export interface VerifyResponse {
   identity?: { id: string; externalId: string; meta: Record<string, unknown> };
 }
 
+/** What the verifier decided since it was made (plain counters, read by /metrics). */
+export interface VerifierStats {
+  /** Verifications by outcome. */
+  outcomes: Record<VerifyCode, number>;
+  /** Rate-limit decisions by limit type. */
+  rateLimits: Record<LimitRequest['type'], { passed: number; denied: number }>;
+}
+
 export interface VerifierDeps {
   db: Db;
   cache: KeyCache;
@@ -56,6 +64,10 @@ export class Verifier {
   readonly #deps: VerifierDeps;
   /** Credits taken per key, concurrent spends of one key in one statement. */
   readonly #credits = new CoalescedCounter<undefined>(-1);
+  readonly stats: VerifierStats = {
+    outcomes: Object.fromEntries(VERIFY_CODES.map((code) => [code, 0])) as Record<VerifyCode, number>,
+    rateLimits: { fast: { passed: 0, denied: 0 }, consistent: { passed: 0, denied: 0 } },
+  };
   constructor(deps: VerifierDeps) {
     this.#deps = deps;
   }
@@ -67,11 +79,15 @@ export class Verifier {
       if (problems.length) throw invalid(problems);
     }
     const record = await this.#record(hashKey(req.key), now);
-    if (!record) return { valid: false, code: 'NOT_FOUND' };
-    if (req.apiId !== undefined && req.apiId !== record.apiId && !(await this.#sameWorkspaceApi(req.apiId, record.workspaceId))) {
+    if (
+      !record ||
+      (req.apiId !== undefined && req.apiId !== record.apiId && !(await this.#sameWorkspaceApi(req.apiId, record.workspaceId)))
+    ) {
+      this.stats.outcomes.NOT_FOUND++;
       return { valid: false, code: 'NOT_FOUND' };
     }
     const result = await this.#check(record, req, query as PermissionQuery | undefined, now);
+    this.stats.outcomes[result.code]++;
     this.#deps.recorder?.record({
       keyId: record.id,
       workspaceId: record.workspaceId,
@@ -117,6 +133,7 @@ export class Verifier {
     let ratelimit: VerifyResponse['ratelimit'];
     if (limits.length) {
       const results = await this.#deps.limiter.check(limits, now);
+      for (let i = 0; i < results.length; i++) this.stats.rateLimits[limits[i].type][results[i].passed ? 'passed' : 'denied']++;
       const shown = pickShownLimit(limits, results);
       ratelimit = { limit: shown.limit, remaining: shown.remaining, reset: shown.reset };
       if (results.some((r) => !r.passed)) return withCredits('RATE_LIMITED', { ratelimit });

@@ -1,3 +1,4 @@
+import { EventEmitter } from 'node:events';
 import { AppError, invalid, notFound } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
 import { permissionProblem } from '../../domain/permissions.ts';
@@ -6,6 +7,13 @@ import type { Db, Executor } from '../../store/store.ts';
 import { recordAudit } from '../audit/record-audit.ts';
 import type { Actor, Caller } from '../caller.ts';
 import { requireWorkspace } from '../lookups.ts';
+
+/**
+ * Process-wide: `created` (with the new key's hash) is emitted once a root key is written, so that every
+ * RootKeyGuard of this process forgets that hash as unknown at once (other processes: within the guard's TTL).
+ */
+export const rootKeyEvents = new EventEmitter<{ created: [hash: string] }>();
+rootKeyEvents.setMaxListeners(0);
 
 export interface NewRootKey {
   workspaceId: string;
@@ -34,6 +42,7 @@ export async function insertRootKey(
     problems.push({ path: '/expiresAt', message: 'must be epoch milliseconds' });
   if (problems.length) throw invalid(problems);
   const rootKey = input.rootKey ?? generateRootKey();
+  const hash = hashKey(rootKey);
   const rootKeyId = newId('rk');
   const permissions = [...new Set(input.permissions)].sort();
   const write = async (tx: Executor): Promise<void> => {
@@ -43,7 +52,7 @@ export async function insertRootKey(
         id: rootKeyId,
         workspace_id: input.workspaceId,
         name: input.name ?? null,
-        hash: hashKey(rootKey),
+        hash,
         start: keyStart(rootKey, 'kh_root'),
         permissions: JSON.stringify(permissions),
         created_at: now,
@@ -67,14 +76,19 @@ export async function insertRootKey(
     );
   };
   // The key and its audit record commit together: in the caller's transaction, or in one of our own.
+  // In the caller's transaction the event comes before its commit: a lookup in between could remember the
+  // key as unknown again, for at most the guard's TTL (the only such caller, the first-start bootstrap,
+  // runs before the server listens).
   if (db.isTransaction) await write(db);
   else await db.transaction().execute(write);
+  rootKeyEvents.emit('created', hash);
   return { rootKeyId, rootKey };
 }
 
 export async function createRootKey(db: Db, input: NewRootKey, actor: Actor): Promise<{ rootKeyId: string; rootKey: string }> {
   await requireWorkspace(db, input.workspaceId);
-  return db.transaction().execute((tx) => insertRootKey(tx, input, actor));
+  // Not in a transaction of ours: insertRootKey commits its own, and announces the key after that commit.
+  return insertRootKey(db, input, actor);
 }
 
 export async function revokeRootKey(db: Db, rootKeyId: string, actor: Actor): Promise<{ rootKeyId: string; revokedAt: number }> {
@@ -120,14 +134,35 @@ export async function listRootKeys(db: Db, workspaceId: string): Promise<RootKey
 /**
  * Resolves an `Authorization` header to a caller, or throws 401: missing header, not `Bearer kh_root_…`,
  * unknown, revoked, expired, or its workspace deleted. The store is read on every call, so a revocation
- * made by any process is refused on the very next request.
+ * made by any process is refused on the very next request. (The HTTP server goes through RootKeyGuard,
+ * root-key-guard.ts, which adds a negative cache and a limit on failures per client address.)
  */
 export async function authenticateRootKey(db: Db, header: string | undefined, requestId: string, now = Date.now()): Promise<Caller> {
+  return callerOf(await findRootKey(db, rootKeyHashOf(header)), requestId, now);
+}
+
+/** The SHA-256 hash of the root key in an `Authorization` header; throws 401 `auth/missing` or `auth/malformed`. */
+export function rootKeyHashOf(header: string | undefined): string {
   if (header === undefined || header.trim() === '')
     throw new AppError('auth/missing', 'Authorization header with a root key is required: "Authorization: Bearer <root key>"');
   const match = /^Bearer (\S+)$/.exec(header.trim());
   if (!match || !isWellFormedRootKey(match[1])) throw new AppError('auth/malformed', 'Authorization header must be "Bearer kh_root_…"');
-  const row = await db
+  return hashKey(match[1]);
+}
+
+/** A root key as authentication reads it, with its workspace's deletion time. */
+export interface RootKeyRow {
+  id: string;
+  workspace_id: string;
+  permissions: string;
+  expires_at: number | null;
+  revoked_at: number | null;
+  deleted_at: number | null;
+}
+
+/** The root key with this hash (one indexed read), or undefined when there is none. */
+export function findRootKey(db: Db, hash: string): Promise<RootKeyRow | undefined> {
+  return db
     .selectFrom('root_keys')
     .innerJoin('workspaces', 'workspaces.id', 'root_keys.workspace_id')
     .select([
@@ -138,8 +173,12 @@ export async function authenticateRootKey(db: Db, header: string | undefined, re
       'root_keys.revoked_at',
       'workspaces.deleted_at',
     ])
-    .where('root_keys.hash', '=', hashKey(match[1]))
+    .where('root_keys.hash', '=', hash)
     .executeTakeFirst();
+}
+
+/** The caller a found root key makes, or 401: unknown (no row, or its workspace deleted), revoked or expired. */
+export function callerOf(row: RootKeyRow | undefined, requestId: string, now: number): Caller {
   if (!row || row.deleted_at !== null) throw new AppError('auth/invalid', 'The root key is not valid');
   if (row.revoked_at !== null) throw new AppError('auth/revoked', 'The root key has been revoked');
   if (row.expires_at !== null && row.expires_at <= now)

@@ -14,6 +14,9 @@ import {
   type TransactionSettings,
 } from 'kysely';
 
+/** How long a statement waits for another connection's write lock: as long as PostgreSQL's statement timeout. */
+export const SQLITE_BUSY_TIMEOUT_MS = 5_000;
+
 /**
  * A Kysely dialect over Node's built-in `node:sqlite`. One connection per store, used by one query
  * or transaction at a time (a mutex), in WAL mode so other connections can read while one writes.
@@ -25,9 +28,10 @@ import {
  * process (it can only release the lock on a later tick) that wait ends in SQLITE_BUSY after the full
  * timeout. Instead SQLite's busy timeout is 0 and a statement that gets SQLITE_BUSY while it is not
  * inside a transaction (`BEGIN IMMEDIATE` itself, or an autocommit write) is retried with backoff on
- * timers until `busyTimeoutMs` has passed.
+ * timers until `busyTimeoutMs` has passed; then it fails with SQLITE_BUSY, which is answered as 503
+ * `store/unavailable` (see isStoreUnavailable).
  */
-export function sqliteDialect(path: string, busyTimeoutMs = 10_000): Dialect {
+export function sqliteDialect(path: string, busyTimeoutMs = SQLITE_BUSY_TIMEOUT_MS): Dialect {
   return {
     createAdapter: () => new SqliteAdapter(),
     createDriver: () => new NodeSqliteDriver(path, busyTimeoutMs),
@@ -81,13 +85,16 @@ class NodeSqliteDriver implements Driver {
 
   async beginTransaction(connection: DatabaseConnection, _settings: TransactionSettings): Promise<void> {
     await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+    (connection as NodeSqliteConnection).transactionOpen = true;
   }
 
   async commitTransaction(connection: DatabaseConnection): Promise<void> {
     await connection.executeQuery(CompiledQuery.raw('commit'));
+    (connection as NodeSqliteConnection).transactionOpen = false;
   }
 
   async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    (connection as NodeSqliteConnection).transactionOpen = false;
     // SQLite rolls back by itself on some errors (SQLITE_FULL, SQLITE_IOERR…); a second rollback would
     // replace the original error with "no transaction is active".
     if ((connection as NodeSqliteConnection).inTransaction) await connection.executeQuery(CompiledQuery.raw('rollback'));
@@ -118,8 +125,15 @@ async function retryWhileBusy<T>(fn: () => T, timeoutMs: number, canRetry: () =>
   }
 }
 
+/**
+ * A parameter as node:sqlite binds it. A number that is not finite is refused: every numeric column is an
+ * INTEGER, which SQLite's type affinity would let hold Infinity as a REAL (and NaN as NULL) without an error,
+ * so the transaction would commit a value nothing can answer with (the JSON serializer refuses it) — where
+ * PostgreSQL refuses the statement and the transaction rolls back.
+ */
 const toSqlite = (v: unknown): SQLInputValue => {
   if (v === undefined || v === null) return null;
+  if (typeof v === 'number' && !Number.isFinite(v)) throw new RangeError(`SQLite does not store the number ${v}: columns hold integers`);
   if (typeof v === 'boolean') return v ? 1 : 0;
   if (typeof v === 'object' && !(v instanceof Uint8Array)) return JSON.stringify(v);
   return v as SQLInputValue;
@@ -144,6 +158,12 @@ class NodeSqliteConnection implements DatabaseConnection {
     this.#busyTimeoutMs = busyTimeoutMs;
   }
 
+  /**
+   * Whether Kysely's transaction is open on this connection (set by the driver), which SQLite may have ended
+   * on its own (see executeQuery).
+   */
+  transactionOpen = false;
+
   /** Whether a transaction is open on this connection. */
   get inTransaction(): boolean {
     return this.#db.isTransaction;
@@ -160,6 +180,12 @@ class NodeSqliteConnection implements DatabaseConnection {
   }
 
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
+    // SQLite rolls the whole transaction back by itself on some errors (SQLITE_FULL, SQLITE_IOERR, a trigger's
+    // RAISE(ROLLBACK)…). A statement of that transaction issued after it (one already queued by Promise.all,
+    // or after a caught error) would run in autocommit mode and commit on its own: refuse it instead.
+    if (this.transactionOpen && !this.#db.isTransaction) {
+      throw new Error('SQLite rolled this transaction back after an error; its later statements are refused');
+    }
     const statement = this.#prepare(query.sql);
     const params = query.parameters.map(toSqlite);
     // Inside a transaction we already hold the write lock (BEGIN IMMEDIATE), so SQLITE_BUSY there is

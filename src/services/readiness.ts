@@ -1,0 +1,52 @@
+import type { Redis } from 'ioredis';
+import { AppError } from '../domain/errors.ts';
+import type { Store } from '../store/store.ts';
+import type { AvailabilityListener } from '../store/availability.ts';
+import { pingRedis } from '../store/redis.ts';
+
+/** How long readiness waits for each dependency. */
+export const READINESS_TIMEOUT_MS = 1_000;
+
+/** What GET /v1/readiness answers when the server can serve. */
+export interface ReadinessReport {
+  /** `ready`: every dependency answered; `degraded`: Redis did not, and the server works on without it. */
+  status: 'ready' | 'degraded';
+  /** `redis` only when REDIS_URL is set. */
+  checks: { store: 'up'; redis?: 'up' | 'down' };
+}
+
+/**
+ * Asks the store (a trivial statement) and Redis when there is one (PING), at once, each within
+ * READINESS_TIMEOUT_MS. A store that does not answer throws 503 `store/unavailable`, naming what is down:
+ * nothing but cached verifications works without it. Redis down is `degraded`, not unready: every server
+ * of a cluster shares one Redis, and taking them all out of a load balancer for it would turn a degraded
+ * service (consistent rate limits on the store's counters, invalidation through the change feed) into none.
+ */
+export async function checkReadiness(store: Store, redis?: Redis, redisReport?: AvailabilityListener): Promise<ReadinessReport> {
+  const [storeUp, redisUp] = await Promise.all([
+    store.ping(READINESS_TIMEOUT_MS).then(
+      () => true,
+      () => false,
+    ),
+    redis &&
+      pingRedis(redis, READINESS_TIMEOUT_MS).then(
+        () => {
+          redisReport?.up();
+          return true;
+        },
+        (err: unknown) => {
+          redisReport?.down(err);
+          return false;
+        },
+      ),
+  ]);
+  const redisState = redisUp === undefined ? undefined : redisUp ? 'up' : 'down';
+  if (!storeUp) {
+    const others = redisState ? ` (redis: ${redisState})` : '';
+    throw new AppError('store/unavailable', `Not ready: the store did not answer within ${READINESS_TIMEOUT_MS} ms${others}`);
+  }
+  return {
+    status: redisState === 'down' ? 'degraded' : 'ready',
+    checks: redisState ? { store: 'up', redis: redisState } : { store: 'up' },
+  };
+}

@@ -1,0 +1,167 @@
+import { AppError } from '../../domain/errors.ts';
+import type { Db } from '../../store/store.ts';
+import type { Caller } from '../caller.ts';
+import { callerOf, findRootKey, rootKeyEvents, rootKeyHashOf } from './root-keys.ts';
+
+export interface RootKeyGuardOptions {
+  /** Failed authentications allowed per client address and window; the next ones are 429. 0: no limit. Default 100. */
+  failureLimit?: number;
+  /** The failure window (ms, fixed windows). Default 60 s. */
+  windowMs?: number;
+  /**
+   * How long a hash the store did not know is answered as unknown without a read (ms). Default 1 s: a root
+   * key created by another process (the CLI) is accepted within that bound, as every CLI change must be.
+   */
+  unknownTtlMs?: number;
+  /** How long a hash that authenticated keeps passing an over-limit address (ms; it is still read every time). Default 10 min. */
+  trustedTtlMs?: number;
+  /** Entries each memory (unknown hashes, trusted hashes, addresses) holds at most; the oldest goes first. Default 10,000. */
+  maxEntries?: number;
+}
+
+/** What the guard did since it was made (plain counters, read by /metrics). */
+export interface RootKeyGuardStats {
+  /** Authentications refused with 401 (unknown, revoked, expired) after a lookup or from the unknown-hash memory. */
+  failures: number;
+  /** Requests refused with 429 because their address was over its failure limit. */
+  limited: number;
+  /** Unknown hashes answered from memory, without a store read. */
+  unknownHits: number;
+}
+
+/**
+ * Root-key authentication for the HTTP server: authenticateRootKey (root-keys.ts) made cheap to fail.
+ *
+ * - A hash the store did not know is remembered for `unknownTtlMs`: the same unknown key again costs no
+ *   store read. A root key created in this process is forgotten as unknown at once (rootKeyEvents, plus a
+ *   generation check so a lookup that raced with the creation does not remember it); one created by
+ *   another process is accepted once the entry expires. Generated root keys carry 128+ random bits, so
+ *   nobody presents one before it exists; only a given key (KEYHOLD_BOOTSTRAP_ROOT_KEY) can be presented
+ *   early, and the first start bootstraps before the server listens.
+ * - Failures (unknown, revoked, expired; not a missing or malformed header, which cost nothing) are counted
+ *   per client address in fixed windows. An address over `failureLimit` is answered 429 `limit/rate-limited`
+ *   before any lookup, except with a key that authenticated recently (it is then read as usual, so a
+ *   revocation still applies at once): successful callers behind the same address are not refused, and
+ *   every other address is unaffected. Successes cost nothing more than before: no I/O is added.
+ * - Found keys are never cached: every request reads the key, so revocations and expiries apply at once.
+ */
+export class RootKeyGuard {
+  readonly stats: RootKeyGuardStats = { failures: 0, limited: 0, unknownHits: 0 };
+  readonly #db: Db;
+  readonly #failureLimit: number;
+  readonly #windowMs: number;
+  readonly #unknown: ExpiringSet;
+  readonly #trusted: ExpiringSet;
+  readonly #maxAddresses: number;
+  readonly #failuresByAddress = new Map<string, { window: number; count: number }>();
+  /** Changes with every root key created in this process. */
+  #generation = 0;
+  readonly #forget = (hash: string): void => {
+    this.#generation++;
+    this.#unknown.delete(hash);
+  };
+
+  constructor(db: Db, opts: RootKeyGuardOptions = {}) {
+    this.#db = db;
+    this.#failureLimit = opts.failureLimit ?? 100;
+    this.#windowMs = opts.windowMs ?? 60_000;
+    const maxEntries = opts.maxEntries ?? 10_000;
+    this.#unknown = new ExpiringSet(opts.unknownTtlMs ?? 1000, maxEntries);
+    this.#trusted = new ExpiringSet(opts.trustedTtlMs ?? 600_000, maxEntries);
+    this.#maxAddresses = maxEntries;
+    rootKeyEvents.on('created', this.#forget);
+  }
+
+  /** The caller of an `Authorization` header sent from `address`, or 401 (as authenticateRootKey) or 429. */
+  async authenticate(header: string | undefined, requestId: string, address: string, now = Date.now()): Promise<Caller> {
+    const hash = rootKeyHashOf(header);
+    if (this.#overLimit(address, now) && !this.#trusted.has(hash, now)) {
+      this.stats.limited++;
+      throw new AppError(
+        'limit/rate-limited',
+        `Too many failed root-key authentications from ${address}; retry in ${this.retryAfterSeconds(now)} s`,
+      );
+    }
+    const row = await this.#find(hash, now);
+    try {
+      const caller = callerOf(row, requestId, now);
+      this.#trusted.add(hash, now);
+      return caller;
+    } catch (err) {
+      this.#trusted.delete(hash);
+      this.#countFailure(address, now);
+      throw err;
+    }
+  }
+
+  /** Seconds until the current failure window ends (the Retry-After of a 429). */
+  retryAfterSeconds(now = Date.now()): number {
+    return Math.max(1, Math.ceil((this.#windowMs - (now % this.#windowMs)) / 1000));
+  }
+
+  /** Stops listening for root keys created in this process. */
+  close(): void {
+    rootKeyEvents.off('created', this.#forget);
+  }
+
+  async #find(hash: string, now: number) {
+    if (this.#unknown.has(hash, now)) {
+      this.stats.unknownHits++;
+      return undefined;
+    }
+    const generation = this.#generation;
+    const row = await findRootKey(this.#db, hash);
+    if (!row && generation === this.#generation) this.#unknown.add(hash, now);
+    return row;
+  }
+
+  #overLimit(address: string, now: number): boolean {
+    if (this.#failureLimit === 0) return false;
+    const entry = this.#failuresByAddress.get(address);
+    return entry !== undefined && entry.window === Math.floor(now / this.#windowMs) && entry.count >= this.#failureLimit;
+  }
+
+  #countFailure(address: string, now: number): void {
+    this.stats.failures++;
+    if (this.#failureLimit === 0) return;
+    const window = Math.floor(now / this.#windowMs);
+    const entry = this.#failuresByAddress.get(address);
+    if (entry && entry.window === window) {
+      entry.count++;
+      return;
+    }
+    this.#failuresByAddress.delete(address);
+    if (this.#failuresByAddress.size >= this.#maxAddresses) this.#failuresByAddress.delete(this.#failuresByAddress.keys().next().value!);
+    this.#failuresByAddress.set(address, { window, count: 1 });
+  }
+}
+
+/** Strings remembered for a while, at most `max` of them (the oldest added is dropped first). */
+class ExpiringSet {
+  readonly #expiries = new Map<string, number>();
+  readonly #ttlMs: number;
+  readonly #max: number;
+
+  constructor(ttlMs: number, max: number) {
+    this.#ttlMs = ttlMs;
+    this.#max = max;
+  }
+
+  has(value: string, now: number): boolean {
+    const expiresAt = this.#expiries.get(value);
+    if (expiresAt === undefined) return false;
+    if (expiresAt > now) return true;
+    this.#expiries.delete(value);
+    return false;
+  }
+
+  add(value: string, now: number): void {
+    this.#expiries.delete(value); // re-added values move to the end: the oldest stays first
+    if (this.#expiries.size >= this.#max) this.#expiries.delete(this.#expiries.keys().next().value!);
+    this.#expiries.set(value, now + this.#ttlMs);
+  }
+
+  delete(value: string): void {
+    this.#expiries.delete(value);
+  }
+}

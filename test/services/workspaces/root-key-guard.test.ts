@@ -1,0 +1,134 @@
+import { describe, test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import type { KyselyPlugin } from 'kysely';
+import { DIALECTS, freshStore, OPERATOR } from '../../helpers/harness.ts';
+import { expectKind } from '../../helpers/errors.ts';
+import type { Db, Store } from '../../../src/store/store.ts';
+import { generateRootKey, hashKey, keyStart } from '../../../src/crypto/keys.ts';
+import { insertRootKey, revokeRootKey } from '../../../src/services/workspaces/root-keys.ts';
+import { RootKeyGuard } from '../../../src/services/workspaces/root-key-guard.ts';
+import { createWorkspace } from '../../../src/services/workspaces/workspaces.ts';
+
+/** `db` with every read of `root_keys` counted in `reads.n`. */
+function countingRootKeyReads(db: Db): { db: Db; reads: { n: number } } {
+  const reads = { n: 0 };
+  const plugin: KyselyPlugin = {
+    transformQuery({ node }) {
+      if (node.kind === 'SelectQueryNode' && JSON.stringify(node).includes('"root_keys"')) reads.n++;
+      return node;
+    },
+    transformResult: async ({ result }) => result,
+  };
+  return { db: db.withPlugin(plugin), reads };
+}
+
+const T0 = 1_800_000_000_000; // a window start: 60 s windows begin at multiples of 60,000 ms
+const bearer = (key: string) => `Bearer ${key}`;
+
+for (const dialect of DIALECTS) {
+  describe(`RootKeyGuard (${dialect})`, () => {
+    let store: Store;
+    let close: () => Promise<void>;
+    let workspaceId: string;
+    before(async () => {
+      ({ store, close } = await freshStore(dialect));
+      ({ workspaceId } = await createWorkspace(store.db, 'guard', OPERATOR));
+    });
+    after(() => close());
+
+    const guarded = (opts: ConstructorParameters<typeof RootKeyGuard>[1] = {}) => {
+      const { db, reads } = countingRootKeyReads(store.db);
+      const guard = new RootKeyGuard(db, opts);
+      after(() => guard.close());
+      return { guard, reads };
+    };
+
+    test('an unknown key is read once, then answered from memory until its TTL ends', async () => {
+      const { guard, reads } = guarded({ unknownTtlMs: 1000 });
+      const unknown = bearer(generateRootKey());
+      for (let i = 0; i < 50; i++) await expectKind(guard.authenticate(unknown, 'req_x', '10.0.0.1', T0 + i), 'auth/invalid');
+      assert.equal(reads.n, 1, 'one store read for 50 attempts');
+      assert.equal(guard.stats.unknownHits, 49);
+      await expectKind(guard.authenticate(unknown, 'req_x', '10.0.0.1', T0 + 1000), 'auth/invalid');
+      assert.equal(reads.n, 2, 'read again once the entry expired');
+    });
+
+    test('a found key is read on every request: a revocation applies to the next one', async () => {
+      const { guard, reads } = guarded();
+      const { rootKey, rootKeyId } = await insertRootKey(store.db, { workspaceId, permissions: ['*'] }, OPERATOR);
+      assert.equal((await guard.authenticate(bearer(rootKey), 'req_1', '10.0.0.1', T0)).rootKeyId, rootKeyId);
+      await revokeRootKey(store.db, rootKeyId, OPERATOR);
+      await expectKind(guard.authenticate(bearer(rootKey), 'req_2', '10.0.0.1', T0 + 1), 'auth/revoked');
+      assert.equal(reads.n, 2);
+    });
+
+    test('a key remembered as unknown works at once when this process creates it (a given key, as at bootstrap)', async () => {
+      const { guard } = guarded({ unknownTtlMs: 60_000 });
+      const given = generateRootKey();
+      await expectKind(guard.authenticate(bearer(given), 'req_1', '10.0.0.1', T0), 'auth/invalid');
+      await insertRootKey(store.db, { workspaceId, permissions: ['*'], rootKey: given }, OPERATOR);
+      assert.equal((await guard.authenticate(bearer(given), 'req_2', '10.0.0.1', T0 + 1)).workspaceId, workspaceId);
+    });
+
+    test('a key created by another process (no event here) is accepted once the unknown entry expires', async () => {
+      const { guard } = guarded({ unknownTtlMs: 1000 });
+      const given = generateRootKey();
+      await expectKind(guard.authenticate(bearer(given), 'req_1', '10.0.0.1', T0), 'auth/invalid');
+      // What the CLI's insert looks like from here: a row, and no rootKeyEvents in this process.
+      await store.db
+        .insertInto('root_keys')
+        .values({
+          id: `rk_other${Date.now()}`,
+          workspace_id: workspaceId,
+          name: null,
+          hash: hashKey(given),
+          start: keyStart(given, 'kh_root'),
+          permissions: '["*"]',
+          created_at: T0,
+          expires_at: null,
+          revoked_at: null,
+          last_used_at: null,
+        })
+        .execute();
+      await expectKind(guard.authenticate(bearer(given), 'req_2', '10.0.0.1', T0 + 999), 'auth/invalid');
+      assert.equal((await guard.authenticate(bearer(given), 'req_3', '10.0.0.1', T0 + 1000)).workspaceId, workspaceId);
+    });
+
+    test('failures are limited per address: 429 after the burst, with no store read; other addresses unaffected', async () => {
+      const { guard, reads } = guarded({ failureLimit: 3, windowMs: 60_000 });
+      const { rootKey } = await insertRootKey(store.db, { workspaceId, permissions: ['*'] }, OPERATOR);
+      const { rootKey: fresh } = await insertRootKey(store.db, { workspaceId, permissions: ['*'] }, OPERATOR);
+      assert.ok(await guard.authenticate(bearer(rootKey), 'req_ok', '10.0.0.1', T0), 'a success from A, before A is limited');
+      for (let i = 0; i < 3; i++)
+        await expectKind(guard.authenticate(bearer(generateRootKey()), 'req_x', '10.0.0.1', T0 + i), 'auth/invalid');
+      const before = reads.n;
+      const limited = await expectKind(guard.authenticate(bearer(generateRootKey()), 'req_x', '10.0.0.1', T0 + 10), 'limit/rate-limited');
+      assert.equal(limited.status, 429);
+      assert.match(limited.message, /Too many failed root-key authentications from 10\.0\.0\.1; retry in 60 s/);
+      assert.equal(reads.n, before, 'a limited address costs no store read');
+      assert.equal(guard.retryAfterSeconds(T0 + 10), 60);
+
+      assert.ok(await guard.authenticate(bearer(rootKey), 'req_ok', '10.0.0.1', T0 + 11), 'a key that succeeded before still works from A');
+      await expectKind(guard.authenticate(bearer(fresh), 'req_new', '10.0.0.1', T0 + 12), 'limit/rate-limited');
+      await expectKind(guard.authenticate(bearer(generateRootKey()), 'req_y', '10.0.0.2', T0 + 13), 'auth/invalid');
+      assert.ok(await guard.authenticate(bearer(fresh), 'req_b', '10.0.0.2', T0 + 14), 'another address is not limited');
+      assert.deepEqual({ failures: guard.stats.failures, limited: guard.stats.limited }, { failures: 4, limited: 2 });
+
+      await expectKind(guard.authenticate(bearer(generateRootKey()), 'req_z', '10.0.0.1', T0 + 60_000), 'auth/invalid');
+    });
+
+    test('successes, missing and malformed headers are not counted; a limit of 0 never limits', async () => {
+      const { guard } = guarded({ failureLimit: 2 });
+      const { rootKey } = await insertRootKey(store.db, { workspaceId, permissions: ['*'] }, OPERATOR);
+      for (let i = 0; i < 10; i++) {
+        await guard.authenticate(bearer(rootKey), 'req_ok', '10.0.0.3', T0 + i);
+        await expectKind(guard.authenticate(undefined, 'req_m', '10.0.0.3', T0 + i), 'auth/missing');
+        await expectKind(guard.authenticate('Bearer nope', 'req_m', '10.0.0.3', T0 + i), 'auth/malformed');
+      }
+      await expectKind(guard.authenticate(bearer(generateRootKey()), 'req_x', '10.0.0.3', T0 + 20), 'auth/invalid');
+      const { guard: unlimited } = guarded({ failureLimit: 0 });
+      for (let i = 0; i < 20; i++)
+        await expectKind(unlimited.authenticate(bearer(generateRootKey()), 'req', '10.0.0.4', T0 + i), 'auth/invalid');
+    });
+  });
+}
