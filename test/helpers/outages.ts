@@ -12,30 +12,13 @@ import type { App } from '../../src/http/types.ts';
 import type { Store } from '../../src/store/store.ts';
 import { createWorkspace } from '../../src/services/workspaces/workspaces.ts';
 import { insertRootKey } from '../../src/services/workspaces/root-keys.ts';
+import { freePort, reapOnExit } from './processes.ts';
 
 /**
  * Dependencies that go away on demand, for the tests of how Keyhold lives through outages. Each test takes
  * away only what it started itself (a proxy, a redis-server, its own PostgreSQL sessions), never the shared
  * PostgreSQL or Redis.
  */
-
-/** Every child process started here, so none outlives the test process even if a hook fails. */
-const children = new Set<ChildProcess>();
-process.on('exit', () => {
-  for (const c of children) c.kill('SIGKILL');
-});
-
-/** A TCP port nobody listens on right now. */
-export async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((resolve, reject) => {
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', resolve);
-  });
-  const port = (srv.address() as { port: number }).port;
-  await new Promise<void>((resolve) => srv.close(() => resolve()));
-  return port;
-}
 
 /**
  * A TCP proxy on 127.0.0.1 in front of `host:port` that a test cuts and restores:
@@ -170,8 +153,7 @@ export class OwnRedis {
   async start(): Promise<void> {
     const args = ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no'];
     const proc = spawn('redis-server', args, { stdio: 'ignore' });
-    children.add(proc);
-    proc.once('exit', () => children.delete(proc));
+    reapOnExit(proc);
     this.#proc = proc;
     for (const deadline = Date.now() + 10_000; Date.now() < deadline; await sleep(20)) {
       if (proc.exitCode !== null) throw new Error(`redis-server on port ${this.port} exited with ${proc.exitCode}`);

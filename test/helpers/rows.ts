@@ -3,6 +3,32 @@ import type { Database } from '../../src/store/schema.ts';
 import type { World } from './harness.ts';
 import { sha256b64 } from './hashes.ts';
 
+/** Every table of src/store/schema.ts; the type check below fails when a table is added there but not here. */
+export const ALL_TABLES = [
+  'workspaces',
+  'settings',
+  'root_keys',
+  'apis',
+  'identities',
+  'keys',
+  'data_keys',
+  'encrypted_keys',
+  'ratelimits',
+  'ratelimit_counters',
+  'roles',
+  'permissions',
+  'keys_roles',
+  'keys_permissions',
+  'roles_permissions',
+  'audit_logs',
+  'key_migrations',
+  'key_migration_items',
+  'jobs',
+  'key_verifications_hourly',
+  'change_feed',
+] as const satisfies ReadonlyArray<keyof Database>;
+export const everyTableListed: [Exclude<keyof Database, (typeof ALL_TABLES)[number]>] extends [never] ? true : false = true;
+
 /** A store's query builder: `store.db`, or `w.store.db` of a test world. */
 export type Db = Store['db'];
 

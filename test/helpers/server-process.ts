@@ -1,24 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { REPO_ROOT } from './repo.ts';
-
-/** Every process started here, so none outlives the test process even if a hook fails. */
-const running = new Set<ChildProcess>();
-process.on('exit', () => {
-  for (const p of running) p.kill('SIGKILL');
-});
-
-/** A TCP port nobody listens on right now. */
-export async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((resolve, reject) => {
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', resolve);
-  });
-  const port = (srv.address() as { port: number }).port;
-  await new Promise<void>((resolve) => srv.close(() => resolve()));
-  return port;
-}
+import { reapOnExit } from './processes.ts';
 
 /** The test process' environment without any Keyhold setting, plus `vars`: a server sees only what a test gives it. */
 export function serverEnv(vars: Record<string, string>): NodeJS.ProcessEnv {
@@ -44,7 +26,7 @@ export class ServerProcess {
       ? ['npm', ['start', '--silent']]
       : [process.execPath, ['--disable-warning=ExperimentalWarning', 'src/main.ts']];
     this.proc = spawn(command, args, { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: opts.viaNpm });
-    running.add(this.proc);
+    reapOnExit(this.proc);
     this.proc.stdout!.on('data', (chunk: Buffer) => {
       this.stdout += chunk;
     });
@@ -53,7 +35,6 @@ export class ServerProcess {
     });
     this.exited = new Promise((resolve) =>
       this.proc.once('exit', (code, signal) => {
-        running.delete(this.proc);
         resolve({ code, signal });
       }),
     );

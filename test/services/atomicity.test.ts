@@ -10,6 +10,7 @@ import { createMigration } from '../../src/services/migrations/migration-records
 import { getIdentity, updateIdentity } from '../../src/services/identities/identities.ts';
 import { AppError } from '../../src/domain/errors.ts';
 import type { Caller } from '../../src/services/caller.ts';
+import { ALL_TABLES } from '../helpers/rows.ts';
 
 /*
  * All or nothing, proven: every write use case reachable over HTTP is sent again and again, its N-th
@@ -20,31 +21,6 @@ import type { Caller } from '../../src/services/caller.ts';
  * nothing, each N starts from the same state; when one does leak, the case is seeded anew (fresh rows) before
  * the next N, so every leaking statement of a case is reported at once.
  */
-
-/** Every table, in the order the schema declares them (checked against the database below). */
-const TABLES: Array<keyof Database> = [
-  'workspaces',
-  'settings',
-  'root_keys',
-  'apis',
-  'identities',
-  'keys',
-  'data_keys',
-  'encrypted_keys',
-  'ratelimits',
-  'ratelimit_counters',
-  'roles',
-  'permissions',
-  'keys_roles',
-  'keys_permissions',
-  'roles_permissions',
-  'audit_logs',
-  'key_migrations',
-  'key_migration_items',
-  'jobs',
-  'key_verifications_hourly',
-  'change_feed',
-];
 
 interface State {
   counts: Record<string, number>;
@@ -57,11 +33,11 @@ interface State {
  */
 async function storeState(w: World): Promise<State> {
   const dumps = await Promise.all(
-    TABLES.map(async (t) => (await w.store.db.selectFrom(t).selectAll().execute()).map((r) => JSON.stringify(r)).sort()),
+    ALL_TABLES.map(async (t) => (await w.store.db.selectFrom(t).selectAll().execute()).map((r) => JSON.stringify(r)).sort()),
   );
   return {
-    counts: Object.fromEntries(TABLES.map((t, i) => [t, dumps[i].length])),
-    rows: Object.fromEntries(TABLES.map((t, i) => [t, dumps[i]])),
+    counts: Object.fromEntries(ALL_TABLES.map((t, i) => [t, dumps[i].length])),
+    rows: Object.fromEntries(ALL_TABLES.map((t, i) => [t, dumps[i]])),
   };
 }
 
@@ -71,7 +47,7 @@ async function storeState(w: World): Promise<State> {
  */
 function stateDiff(a: State, b: State, ignored: ReadonlyArray<keyof Database> = []): string {
   const out: string[] = [];
-  for (const t of TABLES) {
+  for (const t of ALL_TABLES) {
     if (ignored.includes(t)) continue;
     const before = new Set(a.rows[t]);
     const after = new Set(b.rows[t]);
@@ -517,13 +493,13 @@ for (const dialect of DIALECTS) {
     });
 
     describe('every write use case under a failure of each of its statements', () => {
-      test('TABLES lists every table of the store', async () => {
+      test('ALL_TABLES lists every table of the store', async () => {
         const { rows } = await (w.store.caps.dialect === 'sqlite'
           ? sql<{ name: string }>`select name from sqlite_master where type = 'table'`
           : sql<{ name: string }>`select table_name as name from information_schema.tables where table_schema = current_schema()`
         ).execute(w.store.db);
         const tables = rows.map((r) => r.name).filter((name) => !/^(sqlite_|kysely_)/.test(name));
-        assert.deepEqual(tables.sort(), [...TABLES].sort());
+        assert.deepEqual(tables.sort(), [...ALL_TABLES].sort());
       });
 
       for (const useCase of USE_CASES) {

@@ -1,7 +1,6 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import http from 'node:http';
 import { randomInt } from 'node:crypto';
 import { DIALECTS, freshStore } from '../helpers/harness.ts';
@@ -10,6 +9,7 @@ import type { Answer, CliAnswer, Loose } from '../helpers/json.ts';
 import { REPO_ROOT } from '../helpers/repo.ts';
 import { sleep } from '../helpers/timing.ts';
 import type { Store } from '../../src/store/store.ts';
+import { freePort, reapOnExit } from '../helpers/processes.ts';
 
 /**
  * Real server processes (`src/main.ts`) sharing one store — and Redis when KEYHOLD_TEST_REDIS_URL is set —
@@ -24,23 +24,6 @@ const PROPAGATION_BOUND_MS = 1000;
 const POLL_MS = 20;
 
 const newRootKey = () => `kh_root_${Array.from({ length: 33 }, () => BASE58[randomInt(BASE58.length)]).join('')}`;
-
-/** Every server process this file started, so none can outlive it even if a hook fails. */
-const allProcesses = new Set<ChildProcess>();
-process.on('exit', () => {
-  for (const p of allProcesses) p.kill('SIGKILL');
-});
-
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((resolve, reject) => {
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', resolve);
-  });
-  const port = (srv.address() as { port: number }).port;
-  await new Promise<void>((resolve) => srv.close(() => resolve()));
-  return port;
-}
 
 /** An answer of a server process: `json` is the parsed body (its text when it is not JSON), of the shape the caller names. */
 interface Reply<T = Answer> {
@@ -69,7 +52,7 @@ class Server {
       env,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    allProcesses.add(this.proc);
+    reapOnExit(this.proc);
     const keep = (chunk: Buffer) => {
       this.#output = (this.#output + chunk.toString()).slice(-8000);
     };
@@ -78,7 +61,6 @@ class Server {
     this.#exited = new Promise((resolve) =>
       this.proc.once('exit', (code) => {
         this.exitCode = code;
-        allProcesses.delete(this.proc);
         resolve();
       }),
     );

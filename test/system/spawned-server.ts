@@ -1,7 +1,8 @@
 import { randomInt } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
-import { freePort, ServerProcess, serverEnv } from '../helpers/server-process.ts';
+import { ServerProcess, serverEnv } from '../helpers/server-process.ts';
+import { freePort } from '../helpers/processes.ts';
 import { sleep } from '../helpers/timing.ts';
 
 /**

@@ -6,7 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomInt } from 'node:crypto';
 import { openStore } from '../../src/store/store.ts';
-import { freePort, serverEnv, ServerProcess } from '../helpers/server-process.ts';
+import { serverEnv, ServerProcess } from '../helpers/server-process.ts';
+import { freePort } from '../helpers/processes.ts';
 
 /**
  * The server process' start (src/main.ts, and `npm start`): every start failure is one line on stderr naming
