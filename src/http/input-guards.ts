@@ -87,25 +87,42 @@ interface SchemaNode {
   properties?: Record<string, SchemaNode>;
 }
 
-/** Arrays longer than their schema's maxItems, found before any item is validated (so a huge array costs one check). */
-function oversizedArrays(schema: SchemaNode | undefined, data: unknown, path: string, out: Issue[]): void {
-  if (!schema) return;
-  if (Array.isArray(data)) {
-    if (schema.maxItems !== undefined && data.length > schema.maxItems) {
-      out.push({
-        instancePath: path,
-        schemaPath: '',
-        keyword: 'maxItems',
-        params: { limit: schema.maxItems },
-        message: `must NOT have more than ${schema.maxItems} items`,
-      });
-      return;
-    }
-    for (let i = 0; i < data.length; i++) oversizedArrays(schema.items, data[i], `${path}/${i}`, out);
-  } else if (isObject(data) && schema.properties) {
-    for (const [member, sub] of Object.entries(schema.properties))
-      if (member in data) oversizedArrays(sub, data[member], `${path}/${member}`, out);
+type ArrayGuard = (data: unknown, path: string, out: Issue[]) => void;
+
+/**
+ * The check, compiled once per schema, of arrays longer than their `maxItems`, run before any item is
+ * validated (so a huge array costs one comparison). It visits only the members that lead to an array;
+ * undefined when the schema has none.
+ */
+function compileArrayGuard(schema: SchemaNode | undefined): ArrayGuard | undefined {
+  if (!schema) return undefined;
+  if (schema.maxItems !== undefined || schema.items) {
+    const { maxItems } = schema;
+    const items = compileArrayGuard(schema.items);
+    return (data, path, out) => {
+      if (!Array.isArray(data)) return;
+      if (maxItems !== undefined && data.length > maxItems) {
+        out.push({
+          instancePath: path,
+          schemaPath: '',
+          keyword: 'maxItems',
+          params: { limit: maxItems },
+          message: `must NOT have more than ${maxItems} items`,
+        });
+      } else if (items) {
+        for (let i = 0; i < data.length; i++) items(data[i], `${path}/${i}`, out);
+      }
+    };
   }
+  const members = Object.entries(schema.properties ?? {}).flatMap(([member, sub]) => {
+    const guard = compileArrayGuard(sub);
+    return guard ? [[member, guard] as const] : [];
+  });
+  if (members.length === 0) return undefined;
+  return (data, path, out) => {
+    if (!isObject(data)) return;
+    for (const [member, guard] of members) if (member in data) guard(data[member], `${path}/${member}`, out);
+  };
 }
 
 /** Query values are strings: NUL can arrive percent-encoded (a lone surrogate cannot: invalid UTF-8 decodes to U+FFFD). */
@@ -138,9 +155,10 @@ function nonFiniteNumbers(query: unknown): Issue[] {
  */
 export function guardedValidator(ajv: Ajv, schema: object, part: 'body' | 'query'): Validate {
   const validate = ajv.compile(schema);
+  const arrays = compileArrayGuard(schema as SchemaNode);
   const guarded = (data: unknown, context?: object) => {
     const early: Issue[] = part === 'query' ? queryTextIssues(data) : [];
-    oversizedArrays(schema as SchemaNode, data, '', early);
+    arrays?.(data, '', early);
     if (early.length) return { error: early };
     // biome-ignore lint/suspicious/noExplicitAny: Ajv's context type is internal to it
     if (!validate(data, context as any)) return { error: (validate.errors ?? []) as Issue[] };
