@@ -128,7 +128,10 @@ const NOT_FOUND = {
 
 /** The 404 for a resource that does not exist in the caller's workspace: `<resource> <id> not found`. */
 export const notFound = (resource: keyof typeof NOT_FOUND, id: string): AppError =>
-  new AppError(NOT_FOUND[resource], `${resource} ${id} not found`);
+  new AppError(NOT_FOUND[resource], `${resource} ${shown(id)} not found`);
+
+/** An id as a message quotes it: ids have no length bound, so a long one is cut (a 404 stays small). */
+const shown = (id: string): string => (id.length > 64 ? `${id.slice(0, 64)}…` : id);
 
 /** Values for a message, each JSON-quoted: `"a", "b"`. */
 export const quoted = (values: readonly string[]): string => values.map((v) => JSON.stringify(v)).join(', ');

@@ -152,6 +152,14 @@ for (const dialect of DIALECTS) {
       assert.equal(ok.status, 200, 'nesting up to the limit is accepted');
     });
 
+    test('a 404 quotes an id of any length cut to 64 characters, so it stays small', async () => {
+      const long = `key_${'x'.repeat(1_000_000)}`;
+      const res = await w.post('/v1/keys.deleteKey', { keyId: long });
+      assert.equal(res.status, 404, res.body.slice(0, 300));
+      assert.ok(res.body.length < 1024, `${res.body.length} bytes`);
+      assert.equal(res.json.error.detail, `key ${long.slice(0, 64)}… not found`);
+    });
+
     test('query numbers that coerce to Infinity ("Infinity", "1e400") are a 400, never a 500', async () => {
       for (const [path, query, member] of [
         ['/v1/permissions.listRoles', { limit: 'Infinity' }, '/limit'],
