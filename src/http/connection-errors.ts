@@ -23,9 +23,10 @@ export function answerClientError(err: Error & { code?: string }, socket: Socket
   const [kind, detail] = CLIENT_ERRORS[err.code ?? ''] ?? ['request/malformed', 'The request is not valid HTTP/1.1'];
   const requestId = newId('req');
   const error = new AppError(kind, detail);
-  const body = JSON.stringify(envelope(requestId, error));
+  const answer = envelope(requestId, error);
+  const body = JSON.stringify(answer);
   const head = [
-    `HTTP/1.1 ${error.status} ${envelope(requestId, error).error.title}`,
+    `HTTP/1.1 ${error.status} ${answer.error.title}`,
     'Content-Type: application/json; charset=utf-8',
     `Content-Length: ${Buffer.byteLength(body)}`,
     `X-Request-Id: ${requestId}`,

@@ -125,28 +125,23 @@ function compileArrayGuard(schema: SchemaNode | undefined): ArrayGuard | undefin
   };
 }
 
-/** Query values are strings: NUL can arrive percent-encoded (a lone surrogate cannot: invalid UTF-8 decodes to U+FFFD). */
-function queryTextIssues(query: unknown): Issue[] {
+/** One problem per query parameter any of whose values (a repeated parameter has several) is `bad`. */
+function queryIssues(query: unknown, bad: (value: unknown) => boolean, keyword: string, message: string): Issue[] {
   if (!isObject(query)) return [];
   return Object.entries(query).flatMap(([name, v]) =>
-    [v].flat().some((s) => typeof s === 'string' && !isStorableText(s))
-      ? [{ instancePath: `/${name}`, schemaPath: '', keyword: 'text', params: {}, message: TEXT_MESSAGE }]
-      : [],
+    [v].flat().some(bad) ? [{ instancePath: `/${name}`, schemaPath: '', keyword, params: {}, message }] : [],
   );
 }
+
+/** Query values are strings: NUL can arrive percent-encoded (a lone surrogate cannot: invalid UTF-8 decodes to U+FFFD). */
+const queryTextIssues = (query: unknown) => queryIssues(query, (v) => typeof v === 'string' && !isStorableText(v), 'text', TEXT_MESSAGE);
 
 /**
  * Query values Ajv coerced to Infinity ("Infinity", "1e400"): its coercion passes them without the bounds
  * checks a parsed number gets, so they are refused here.
  */
-function nonFiniteNumbers(query: unknown): Issue[] {
-  if (!isObject(query)) return [];
-  return Object.entries(query).flatMap(([name, v]) =>
-    [v].flat().some((n) => typeof n === 'number' && !Number.isFinite(n))
-      ? [{ instancePath: `/${name}`, schemaPath: '', keyword: 'type', params: {}, message: 'must be a finite number' }]
-      : [],
-  );
-}
+const nonFiniteNumbers = (query: unknown) =>
+  queryIssues(query, (v) => typeof v === 'number' && !Number.isFinite(v), 'type', 'must be a finite number');
 
 /**
  * The validator of a body or query schema: array sizes (and query text) first, then the schema itself.
