@@ -74,8 +74,8 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
 
   const runtime = await createRuntime(store, { redisUrl: options.redisUrl, logger: options.logger });
   app.addHook('onClose', () => runtime.close());
-  const { verifier, limiter, cache, readiness } = runtime;
-  const deps: Deps = { store, vault: options.vault, verifier, limiter, cache, readiness };
+  const { verifier, limiter, cache, readiness, ratelimits } = runtime;
+  const deps: Deps = { store, vault: options.vault, verifier, limiter, cache, readiness, ratelimits };
   for (const register of ROUTES) register(app, deps);
   metrics.watch({ verifier, cache, health: runtime.health, jobs: () => jobQueueStats(store.db) });
   lane = createVerifyLane({

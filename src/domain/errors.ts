@@ -32,6 +32,16 @@ export const ERROR_CATALOG = {
   },
   'data/identity-not-found': { status: 404, code: 'NOT_FOUND', description: "The identity does not exist in the caller's workspace." },
   'data/migration-not-found': { status: 404, code: 'NOT_FOUND', description: "The migration does not exist in the caller's workspace." },
+  'data/namespace-not-found': {
+    status: 404,
+    code: 'NOT_FOUND',
+    description: "The rate-limit namespace does not exist in the caller's workspace.",
+  },
+  'data/override-not-found': {
+    status: 404,
+    code: 'NOT_FOUND',
+    description: 'The namespace has no override for this identifier.',
+  },
   'data/workspace-not-found': { status: 404, code: 'NOT_FOUND', description: 'The workspace does not exist.' },
   'data/root-key-not-found': { status: 404, code: 'NOT_FOUND', description: 'The root key does not exist.' },
   'request/method-not-allowed': { status: 405, code: 'METHOD_NOT_ALLOWED', description: 'The path exists but not with this HTTP method.' },
@@ -122,6 +132,8 @@ const NOT_FOUND = {
   permission: 'data/permission-not-found',
   identity: 'data/identity-not-found',
   migration: 'data/migration-not-found',
+  namespace: 'data/namespace-not-found',
+  override: 'data/override-not-found',
   workspace: 'data/workspace-not-found',
   'root key': 'data/root-key-not-found',
 } as const satisfies Record<string, ErrorKind>;

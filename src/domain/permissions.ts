@@ -28,7 +28,7 @@ export const ACTIONS = {
     'remove_permission_from_key',
   ],
   identity: ['create_identity', 'read_identity', 'update_identity', 'delete_identity'],
-  ratelimit: ['create_namespace', 'read_namespace', 'limit', 'set_override', 'read_override', 'delete_override'],
+  ratelimit: ['create_namespace', 'read_namespace', 'delete_namespace', 'limit', 'set_override', 'read_override', 'delete_override'],
 } as const satisfies Record<string, readonly string[]>;
 
 export type ResourceType = keyof typeof ACTIONS;

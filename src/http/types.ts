@@ -6,6 +6,7 @@ import type { Verifier } from '../services/verification/verifier.ts';
 import type { RateLimiter } from '../services/verification/rate-limiter.ts';
 import type { KeyCache } from '../services/verification/key-cache.ts';
 import type { ReadinessReport } from '../services/readiness.ts';
+import type { RatelimitContext } from '../services/ratelimits/limit.ts';
 import type { Vault } from '../crypto/vault.ts';
 import type { BodyRules } from './validation.ts';
 
@@ -24,6 +25,8 @@ export interface Deps {
   verifier: Verifier;
   limiter: RateLimiter;
   cache: KeyCache;
+  /** ratelimits.limit's limiter, namespace cache and analytics. */
+  ratelimits: RatelimitContext;
   /** Checks the store and Redis now (GET /v1/readiness). */
   readiness(): Promise<ReadinessReport>;
   /** Absent when the server has no master keys: what needs the vault answers 412. */

@@ -4,14 +4,15 @@ import type { Db, Tx } from '../store/store.ts';
 
 /**
  * What a committed change makes stale in caches: one key, every key of an API, of an identity, or of a
- * workspace (role/permission definitions: changes that reach many keys at once).
+ * workspace (role/permission definitions: changes that reach many keys at once), or a rate-limit namespace
+ * with its overrides.
  *
  * Adding a kind: name it here and add a method to ChangeSet; the type checker then asks every cache what the
  * new kind makes stale (KeyCache's STALE table). The runtime (verification/runtime.ts) hands every change —
  * from this process, the change feed and Redis — to every cache in its CACHES list, so a new cache only has
  * to be listed there.
  */
-export type ChangeKind = 'key' | 'api' | 'identity' | 'workspace';
+export type ChangeKind = 'key' | 'api' | 'identity' | 'workspace' | 'namespace';
 export interface Change {
   kind: ChangeKind;
   id: string;
@@ -36,6 +37,10 @@ export class ChangeSet {
   }
   workspace(id: string): this {
     return this.#add('workspace', id);
+  }
+  /** A rate-limit namespace: itself or its overrides. */
+  namespace(id: string): this {
+    return this.#add('namespace', id);
   }
   #add(kind: ChangeKind, id: string): this {
     this.items.push({ kind, id });

@@ -97,6 +97,34 @@ export interface RatelimitCounterRow {
   count: number;
   expires_at: number;
 }
+export interface RatelimitNamespaceRow {
+  id: string;
+  workspace_id: string;
+  name: string;
+  created_at: number;
+  updated_at: number;
+}
+export interface RatelimitOverrideRow {
+  id: string;
+  workspace_id: string;
+  namespace_id: string;
+  /** May hold `*` (any sequence of characters). */
+  identifier: string;
+  limit: number;
+  duration: number;
+  /** 0/1; null: as each request says. */
+  async: number | null;
+  created_at: number;
+  updated_at: number;
+}
+export interface RatelimitHourlyRow {
+  namespace_id: string;
+  identifier: string;
+  hour: number;
+  workspace_id: string;
+  passed: number;
+  denied: number;
+}
 export interface RoleRow {
   id: string;
   workspace_id: string;
@@ -204,6 +232,9 @@ export interface Database {
   encrypted_keys: EncryptedKeyRow;
   ratelimits: RatelimitRow;
   ratelimit_counters: RatelimitCounterRow;
+  ratelimit_namespaces: RatelimitNamespaceRow;
+  ratelimit_overrides: RatelimitOverrideRow;
+  ratelimit_hourly: RatelimitHourlyRow;
   roles: RoleRow;
   permissions: PermissionRow;
   keys_roles: KeyRoleRow;

@@ -7,6 +7,7 @@ import { StoreUnavailableError } from './errors.ts';
 import { withDeadline } from './deadline.ts';
 import * as initial from './schema-migrations/0001-initial.ts';
 import * as clampOutOfRange from './schema-migrations/0002-clamp-out-of-range-numbers.ts';
+import * as ratelimitNamespaces from './schema-migrations/0003-ratelimit-namespaces.ts';
 
 export type Db = Kysely<Database>;
 export type Tx = Transaction<Database>;
@@ -52,7 +53,11 @@ export interface StoreOptions {
 export const MAX_PARAMS = 16_000;
 export const IN_LIST_CHUNK = 500;
 
-const MIGRATIONS: Record<string, Migration> = { '0001-initial': initial, '0002-clamp-out-of-range-numbers': clampOutOfRange };
+const MIGRATIONS: Record<string, Migration> = {
+  '0001-initial': initial,
+  '0002-clamp-out-of-range-numbers': clampOutOfRange,
+  '0003-ratelimit-namespaces': ratelimitNamespaces,
+};
 
 /**
  * Opens the store named by a DATABASE_URL: `sqlite:<path>` (or a bare path) or `postgres://…`.

@@ -5,6 +5,7 @@ import apisCreateApi from './routes/apis.create-api.ts';
 import apisGetApi from './routes/apis.get-api.ts';
 import apisListKeys from './routes/apis.list-keys.ts';
 import apisDeleteApi from './routes/apis.delete-api.ts';
+import apisDeleteKeys from './routes/apis.delete-keys.ts';
 import keysCreateKey from './routes/keys.create-key.ts';
 import keysGetKey from './routes/keys.get-key.ts';
 import keysDeleteKey from './routes/keys.delete-key.ts';
@@ -35,9 +36,18 @@ import identitiesDeleteIdentity from './routes/identities.delete-identity.ts';
 import auditListLogs from './routes/audit.list-logs.ts';
 import keysGetVerifications from './routes/keys.get-verifications.ts';
 import analyticsGetVerifications from './routes/analytics.get-verifications.ts';
+import ratelimitsGetAnalytics from './routes/ratelimits.get-analytics.ts';
 import migrationsCreateKeys from './routes/migrations.create-keys.ts';
 import migrationsEnqueueKeys from './routes/migrations.enqueue-keys.ts';
 import migrationsGetMigration from './routes/migrations.get-migration.ts';
+import ratelimitsLimit from './routes/ratelimits.limit.ts';
+import ratelimitsListNamespaces from './routes/ratelimits.list-namespaces.ts';
+import ratelimitsGetNamespace from './routes/ratelimits.get-namespace.ts';
+import ratelimitsDeleteNamespace from './routes/ratelimits.delete-namespace.ts';
+import ratelimitsSetOverride from './routes/ratelimits.set-override.ts';
+import ratelimitsGetOverride from './routes/ratelimits.get-override.ts';
+import ratelimitsListOverrides from './routes/ratelimits.list-overrides.ts';
+import ratelimitsDeleteOverride from './routes/ratelimits.delete-override.ts';
 
 /** Every operation, registered in this order. */
 export const ROUTES: Array<(app: App, deps: Deps) => void> = [
@@ -48,6 +58,7 @@ export const ROUTES: Array<(app: App, deps: Deps) => void> = [
   apisGetApi,
   apisListKeys,
   apisDeleteApi,
+  apisDeleteKeys,
   keysCreateKey,
   keysGetKey,
   keysDeleteKey,
@@ -77,7 +88,16 @@ export const ROUTES: Array<(app: App, deps: Deps) => void> = [
   auditListLogs,
   keysGetVerifications,
   analyticsGetVerifications,
+  ratelimitsGetAnalytics,
   migrationsCreateKeys,
   migrationsEnqueueKeys,
   migrationsGetMigration,
+  ratelimitsLimit,
+  ratelimitsListNamespaces,
+  ratelimitsGetNamespace,
+  ratelimitsDeleteNamespace,
+  ratelimitsSetOverride,
+  ratelimitsGetOverride,
+  ratelimitsListOverrides,
+  ratelimitsDeleteOverride,
 ];

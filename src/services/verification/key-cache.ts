@@ -6,6 +6,7 @@ const STALE: Record<Exclude<ChangeKind, 'key'>, (record: KeyRecord, id: string) 
   api: (record, id) => record.apiId === id,
   identity: (record, id) => record.identity?.id === id,
   workspace: (record, id) => record.workspaceId === id,
+  namespace: () => false, // keys do not depend on rate-limit namespaces
 };
 
 /** What the cache did since it was made (plain counters, read by /metrics). */

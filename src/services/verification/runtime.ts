@@ -12,6 +12,8 @@ import { KeyCache } from './key-cache.ts';
 import { DependencyHealth, type Dependency } from '../dependency-health.ts';
 import { checkReadiness, type ReadinessReport } from '../readiness.ts';
 import { Verifier } from './verifier.ts';
+import { NamespaceCache } from '../ratelimits/namespace-cache.ts';
+import type { RatelimitContext } from '../ratelimits/limit.ts';
 
 /** The part of a pino logger the runtime uses. */
 export interface RuntimeLogger {
@@ -34,6 +36,8 @@ export interface Runtime {
   cache: KeyCache;
   limiter: RateLimiter;
   recorder: VerificationRecorder;
+  /** What ratelimits.limit decides with: the same limiter, the namespace cache and rate-limit analytics. */
+  ratelimits: RatelimitContext;
   /**
    * Whether the store and Redis answered this process' last calls (for /metrics and readiness): every call to
    * the store, from requests and background loops alike, and every Redis call and connection event.
@@ -116,7 +120,8 @@ export async function createRuntime(store: Store, opts: RuntimeOptions = {}): Pr
   }
   const cache = new KeyCache();
   // Every cache of store state in this process: each change, from any source below, reaches all of them.
-  const CACHES: ChangeListener[] = [cache];
+  const namespaces = new NamespaceCache();
+  const CACHES: ChangeListener[] = [cache, namespaces];
   const invalidate = (changes: Change[]) => {
     for (const c of CACHES) c.invalidate(changes);
   };
@@ -138,6 +143,7 @@ export async function createRuntime(store: Store, opts: RuntimeOptions = {}): Pr
     cache,
     limiter,
     recorder,
+    ratelimits: { db, limiter, namespaces, recorder: { record() {} } },
     health,
     readiness: () => checkReadiness(store, redis, redisReport),
     async close() {

@@ -1,0 +1,74 @@
+import { OverrideSet } from '../../domain/override-match.ts';
+import type { Executor } from '../../store/store.ts';
+import type { Change, ChangeListener } from '../changes.ts';
+import { findNamespaceByName } from './namespaces.ts';
+import { overrideRules } from './overrides.ts';
+
+/** A namespace as ratelimits.limit needs it: its id and its overrides, ready to match. */
+export interface CachedNamespace {
+  id: string;
+  overrides: OverrideSet;
+}
+
+/** The cache key of a namespace name: NUL cannot occur in stored text, so it separates unambiguously. */
+const cacheKey = (workspaceId: string, name: string): string => `${workspaceId}\u0000${name}`;
+
+/**
+ * Rate-limit namespaces with their overrides, by workspace and name, in memory: a hit costs ratelimits.limit
+ * no store read. A `namespace` change (the namespace deleted, an override set or deleted) drops its entry as
+ * soon as this node learns of it — at once for its own changes, within the change feed's poll interval (or
+ * through Redis) for other nodes' — and entries expire after `ttlMs` as a safety net. Absent namespaces are
+ * not cached: the next request creates the namespace or is refused. Concurrent misses of one name share one
+ * load, and a load that raced with a change is returned but not cached.
+ */
+export class NamespaceCache implements ChangeListener {
+  readonly #entries = new Map<string, { ns: CachedNamespace; expiresAt: number }>();
+  readonly #keyById = new Map<string, string>();
+  readonly #loading = new Map<string, Promise<CachedNamespace | undefined>>();
+  readonly #ttlMs: number;
+  #generation = 0;
+
+  constructor(opts: { ttlMs?: number } = {}) {
+    this.#ttlMs = opts.ttlMs ?? 60_000;
+  }
+
+  /** The namespace `name` of the workspace, from memory or loaded from `db`; undefined when it does not exist. */
+  get(db: Executor, workspaceId: string, name: string): Promise<CachedNamespace | undefined> {
+    const key = cacheKey(workspaceId, name);
+    const hit = this.#entries.get(key);
+    if (hit && hit.expiresAt > Date.now()) return Promise.resolve(hit.ns);
+    let loading = this.#loading.get(key);
+    if (!loading) {
+      const load = this.#load(db, key, workspaceId, name).finally(() => {
+        if (this.#loading.get(key) === load) this.#loading.delete(key);
+      });
+      this.#loading.set(key, load);
+      loading = load;
+    }
+    return loading;
+  }
+
+  invalidate(changes: readonly Change[]): void {
+    for (const c of changes) {
+      if (c.kind !== 'namespace') continue;
+      this.#generation++;
+      this.#loading.clear(); // a load in flight may have read the state from before: later requests start a new one
+      const key = this.#keyById.get(c.id);
+      if (key === undefined) continue;
+      this.#entries.delete(key);
+      this.#keyById.delete(c.id);
+    }
+  }
+
+  async #load(db: Executor, key: string, workspaceId: string, name: string): Promise<CachedNamespace | undefined> {
+    const generation = this.#generation;
+    const row = await findNamespaceByName(db, workspaceId, name);
+    if (!row) return undefined;
+    const ns = { id: row.id, overrides: new OverrideSet(await overrideRules(db, row.id)) };
+    if (generation === this.#generation) {
+      this.#entries.set(key, { ns, expiresAt: Date.now() + this.#ttlMs });
+      this.#keyById.set(row.id, key);
+    }
+    return ns;
+  }
+}

@@ -1,0 +1,144 @@
+import { notFound } from '../../domain/errors.ts';
+import { newId } from '../../domain/ids.ts';
+import type { OverrideRule } from '../../domain/override-match.ts';
+import type { Db, Executor } from '../../store/store.ts';
+import type { RatelimitOverrideRow } from '../../store/schema.ts';
+import { callerAudit, recordAudit } from '../audit/record-audit.ts';
+import { requirePermissions, type Caller } from '../caller.ts';
+import { transact } from '../changes.ts';
+import { DEFAULT_PAGE_SIZE, splitPage } from '../pagination.ts';
+import { requireNamespace, type NamespaceRef } from './namespaces.ts';
+
+export interface OverrideInput extends NamespaceRef {
+  identifier: string;
+  limit: number;
+  duration: number;
+  async?: boolean;
+}
+
+/** The Override object of v1: `async` only when the override sets it. */
+export interface OverrideView {
+  id: string;
+  identifier: string;
+  limit: number;
+  duration: number;
+  async?: boolean;
+}
+
+export interface OverridePage {
+  overrides: OverrideView[];
+  total: number;
+  cursor?: string;
+}
+
+const asyncOf = (row: RatelimitOverrideRow): boolean | null => (row.async === null ? null : row.async === 1);
+
+export const overrideView = (row: RatelimitOverrideRow): OverrideView => ({
+  id: row.id,
+  identifier: row.identifier,
+  limit: Number(row.limit),
+  duration: Number(row.duration),
+  ...(row.async === null ? {} : { async: row.async === 1 }),
+});
+
+/** Every override of a namespace, as the limiter matches them. */
+export async function overrideRules(db: Executor, namespaceId: string): Promise<OverrideRule[]> {
+  const rows = await db.selectFrom('ratelimit_overrides').selectAll().where('namespace_id', '=', namespaceId).execute();
+  return rows.map((r) => ({ ...overrideView(r), async: asyncOf(r), createdAt: Number(r.created_at) }));
+}
+
+async function requireOverride(db: Executor, namespaceId: string, identifier: string): Promise<RatelimitOverrideRow> {
+  const row = await db
+    .selectFrom('ratelimit_overrides')
+    .selectAll()
+    .where('namespace_id', '=', namespaceId)
+    .where('identifier', '=', identifier)
+    .executeTakeFirst();
+  if (!row) throw notFound('override', identifier);
+  return row;
+}
+
+/**
+ * ratelimits.setOverride: creates or replaces the override of (namespace, identifier) — one row per pair,
+ * also when two callers set it at once. Needs `ratelimit.<namespaceId>.set_override`.
+ */
+export async function setOverride(db: Db, caller: Caller, input: OverrideInput): Promise<{ overrideId: string }> {
+  const now = Date.now();
+  return transact(db, async (tx, changes) => {
+    const ns = await requireNamespace(tx, caller.workspaceId, input);
+    requirePermissions(caller, `ratelimit.${ns.id}.set_override`);
+    const values = { limit: input.limit, duration: input.duration, async: input.async === undefined ? null : input.async ? 1 : 0 };
+    const row = await tx
+      .insertInto('ratelimit_overrides')
+      .values({
+        id: newId('rlor'),
+        workspace_id: caller.workspaceId,
+        namespace_id: ns.id,
+        identifier: input.identifier,
+        ...values,
+        created_at: now,
+        updated_at: now,
+      })
+      .onConflict((oc) => oc.columns(['namespace_id', 'identifier']).doUpdateSet({ ...values, updated_at: now }))
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    changes.namespace(ns.id);
+    await recordAudit(
+      tx,
+      [
+        callerAudit(
+          caller,
+          'ratelimit.set_override',
+          { type: 'ratelimitOverride', id: row.id },
+          { diff: { namespaceId: ns.id, identifier: input.identifier, ...values, async: input.async ?? null } },
+        ),
+      ],
+      now,
+    );
+    return { overrideId: row.id };
+  });
+}
+
+/** ratelimits.getOverride: the override of exactly this identifier. Needs `ratelimit.<namespaceId>.read_override`. */
+export async function getOverride(db: Db, caller: Caller, q: NamespaceRef & { identifier: string }): Promise<OverrideView> {
+  const ns = await requireNamespace(db, caller.workspaceId, q, 'query');
+  requirePermissions(caller, `ratelimit.${ns.id}.read_override`);
+  return overrideView(await requireOverride(db, ns.id, q.identifier));
+}
+
+/** ratelimits.listOverrides: by id, with cursor pagination. Needs `ratelimit.<namespaceId>.read_override`. */
+export async function listOverrides(db: Db, caller: Caller, q: NamespaceRef & { limit?: number; cursor?: string }): Promise<OverridePage> {
+  const ns = await requireNamespace(db, caller.workspaceId, q, 'query');
+  requirePermissions(caller, `ratelimit.${ns.id}.read_override`);
+  const limit = q.limit ?? DEFAULT_PAGE_SIZE;
+  const base = db.selectFrom('ratelimit_overrides').where('namespace_id', '=', ns.id);
+  const [rows, count] = await Promise.all([
+    (q.cursor ? base.where('id', '>', q.cursor) : base)
+      .selectAll()
+      .orderBy('id')
+      .limit(limit + 1)
+      .execute(),
+    base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+  ]);
+  const { page, cursor } = splitPage(rows, limit);
+  return { overrides: page.map(overrideView), total: Number(count.n), cursor };
+}
+
+/** ratelimits.deleteOverride: removes it for good (setting it again later creates a new one). Needs `ratelimit.<namespaceId>.delete_override`. */
+export async function deleteOverride(db: Db, caller: Caller, input: NamespaceRef & { identifier: string }): Promise<void> {
+  await transact(db, async (tx, changes) => {
+    const ns = await requireNamespace(tx, caller.workspaceId, input);
+    requirePermissions(caller, `ratelimit.${ns.id}.delete_override`);
+    const row = await requireOverride(tx, ns.id, input.identifier);
+    await tx.deleteFrom('ratelimit_overrides').where('id', '=', row.id).execute();
+    changes.namespace(ns.id);
+    await recordAudit(tx, [
+      callerAudit(
+        caller,
+        'ratelimit.delete_override',
+        { type: 'ratelimitOverride', id: row.id },
+        { diff: { namespaceId: ns.id, identifier: row.identifier } },
+      ),
+    ]);
+  });
+}
