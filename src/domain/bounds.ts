@@ -31,3 +31,6 @@ export const MAX_QUERY_ITEMS = 100;
 
 /** Whether a string can be stored and compared the same on both dialects: no NUL, no lone UTF-16 surrogate. */
 export const isStorableText = (s: string): boolean => !s.includes('\0') && s.isWellFormed();
+
+/** Longest rate-limit namespace name and identifier (characters), as Unkey's v1 clients send them. */
+export const MAX_RATELIMIT_NAME = 255;

@@ -7,15 +7,32 @@ export interface Actor {
   id: string;
 }
 
-/** An authenticated HTTP caller: the root key's workspace and permissions, and the request it is making. */
+/**
+ * Who calls a service: an authenticated HTTP caller (the root key's workspace and permissions, and the
+ * request it is making), or the operator acting in a workspace (`operatorCaller`).
+ */
 export interface Caller {
   workspaceId: string;
   rootKeyId: string;
   permissions: ReadonlySet<string>;
   requestId: string;
+  /** Set for the operator; a root key otherwise. */
+  operator?: Actor;
 }
 
-export const actorOf = (caller: Caller): Actor => ({ type: 'root_key', id: caller.rootKeyId });
+export const actorOf = (caller: Caller): Actor => caller.operator ?? { type: 'root_key', id: caller.rootKeyId };
+
+/**
+ * The operator (CLI, and later the dashboard) calling the same services in a workspace: every permission, and
+ * audit records name the operator. Services do not look the workspace up: the command does first.
+ */
+export const operatorCaller = (workspaceId: string, operator: Actor, requestId: string): Caller => ({
+  workspaceId,
+  rootKeyId: operator.id,
+  permissions: new Set(['*']),
+  requestId,
+  operator,
+});
 
 /** Throws 403 naming every permission of `required` that the caller's root key does not grant. */
 export function requirePermissions(caller: Caller, ...required: string[]): void {

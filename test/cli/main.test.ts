@@ -336,7 +336,7 @@ for (const dialect of DIALECTS) {
     });
 
     test('--help and no arguments print the usage, naming every command', async () => {
-      for (const argv of [['--help'], [], ['root-keys', 'create', '-h']]) {
+      for (const argv of [['--help'], []]) {
         const r = await cli(url, ...argv);
         assert.equal(r.code, 0);
         for (const command of ['workspaces create', 'root-keys create', 'root-keys revoke', 'root-keys list', 'db migrate']) {

@@ -66,7 +66,8 @@ export function operationsOf(doc: OpenApiDocument): Operation[] {
         path,
         body,
         query: params.map((p) => ({ name: p.name, required: p.required === true, schema: p.schema })),
-        isPublic: o.security === undefined,
+        // A public operation's security is `[]` (no scheme): the document's root-key default does not apply.
+        isPublic: o.security !== undefined && o.security.length === 0,
       });
     }
   return ops;

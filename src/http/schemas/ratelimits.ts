@@ -1,8 +1,9 @@
 import { Type } from '@sinclair/typebox';
+import { MAX_RATELIMIT_NAME } from '../../domain/bounds.ts';
 import { Body, Bounded, Meta } from './common.ts';
 
-export const NamespaceName = Type.String({ minLength: 1, maxLength: 255, description: 'Unique in the workspace.' });
-export const RatelimitIdentifier = Type.String({ minLength: 1, maxLength: 255, description: 'Who is limited: a user id, an IP address…' });
+export const NamespaceName = Type.String({ minLength: 1, maxLength: MAX_RATELIMIT_NAME, description: 'Unique in the workspace.' });
+export const RatelimitIdentifier = Type.String({ minLength: 1, maxLength: MAX_RATELIMIT_NAME, description: 'Who is limited: a user id, an IP address…' });
 
 /** A namespace named by id or by name (one of them is required; the id wins when both are given). */
 export const NamespaceRefProps = {
@@ -22,7 +23,7 @@ export const Override = Type.Object({
 
 export const OverrideIdentifier = Type.String({
   minLength: 1,
-  maxLength: 255,
+  maxLength: MAX_RATELIMIT_NAME,
   description: 'An identifier, or a pattern where `*` matches any characters: an exact override wins over patterns, then the pattern with the most literal characters.',
 });
 

@@ -15,6 +15,24 @@ export async function createWorkspace(db: Db, name: string, actor: Actor): Promi
   return { workspaceId: id };
 }
 
+export interface WorkspaceInfo {
+  workspaceId: string;
+  name: string;
+  /** Epoch milliseconds. */
+  createdAt: number;
+}
+
+/** Every live (not deleted) workspace, oldest first (ids are time-sortable). */
+export async function listWorkspaces(db: Db): Promise<WorkspaceInfo[]> {
+  const rows = await db
+    .selectFrom('workspaces')
+    .select(['id', 'name', 'created_at'])
+    .where('deleted_at', 'is', null)
+    .orderBy('id')
+    .execute();
+  return rows.map((r) => ({ workspaceId: r.id, name: r.name, createdAt: r.created_at }));
+}
+
 export interface BootstrapResult {
   workspaceId: string;
   rootKeyId: string;

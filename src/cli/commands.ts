@@ -1,0 +1,20 @@
+import type { Command } from './command.ts';
+import { WORKSPACE_COMMANDS } from './commands/workspaces.ts';
+import { ROOT_KEY_COMMANDS } from './commands/root-keys.ts';
+import { AUDIT_COMMANDS } from './commands/audit.ts';
+import { MIGRATION_COMMANDS } from './commands/migrations.ts';
+import { MAINTENANCE_COMMANDS } from './commands/maintenance.ts';
+import { RATELIMIT_COMMANDS } from './commands/ratelimits.ts';
+
+/**
+ * Every `keyhold` command, by name, in the order `keyhold --help` lists them. A new group of commands is a
+ * file under commands/ exporting a CommandGroup, added here (and to the README's CLI table).
+ */
+export const COMMANDS: Readonly<Record<string, Command>> = {
+  ...WORKSPACE_COMMANDS,
+  ...ROOT_KEY_COMMANDS,
+  ...AUDIT_COMMANDS,
+  ...MIGRATION_COMMANDS,
+  ...RATELIMIT_COMMANDS,
+  ...MAINTENANCE_COMMANDS,
+};
