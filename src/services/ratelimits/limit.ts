@@ -4,22 +4,14 @@ import { requirePermissions, type Caller } from '../caller.ts';
 import type { RateLimiter } from '../verification/rate-limiter.ts';
 import type { NamespaceCache } from './namespace-cache.ts';
 import { createNamespace } from './namespaces.ts';
-
-/** One ratelimits.limit decision, as the analytics of rate limits count it. */
-export interface LimitEvent {
-  workspaceId: string;
-  namespaceId: string;
-  identifier: string;
-  passed: boolean;
-  time: number;
-}
+import type { RatelimitRecorder } from './ratelimit-recorder.ts';
 
 /** What ratelimits.limit works with: the runtime's limiter (shared with key rate limits), namespace cache and analytics. */
 export interface RatelimitContext {
   db: Db;
   limiter: RateLimiter;
   namespaces: NamespaceCache;
-  recorder: { record(e: LimitEvent): void };
+  recorder: Pick<RatelimitRecorder, 'record'>;
 }
 
 export interface LimitInput {
@@ -58,7 +50,8 @@ export async function limit(ctx: RatelimitContext, caller: Caller, input: LimitI
   if (!ns) {
     requirePermissions(caller, 'ratelimit.*.create_namespace', 'ratelimit.*.limit');
     await createNamespace(ctx.db, caller, name);
-    ns = await ctx.namespaces.get(ctx.db, caller.workspaceId, name);
+    // Fresh: a load another request started before the namespace was committed would answer "none".
+    ns = await ctx.namespaces.get(ctx.db, caller.workspaceId, name, { fresh: true });
     // Deleted by another request between the two statements: as if it had never been created.
     if (!ns) throw new AppError('data/conflict', `Namespace "${name}" was deleted while this request created it; nothing was counted`);
   } else {

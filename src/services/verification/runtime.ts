@@ -14,6 +14,7 @@ import { checkReadiness, type ReadinessReport } from '../readiness.ts';
 import { Verifier } from './verifier.ts';
 import { NamespaceCache } from '../ratelimits/namespace-cache.ts';
 import type { RatelimitContext } from '../ratelimits/limit.ts';
+import { RatelimitRecorder } from '../ratelimits/ratelimit-recorder.ts';
 
 /** The part of a pino logger the runtime uses. */
 export interface RuntimeLogger {
@@ -93,10 +94,20 @@ function availabilityReporter(health: DependencyHealth, dependency: Dependency, 
   };
 }
 
+/** A Redis client whose connection events and errors are recorded in `health`. */
+function connectRedis(url: string, health: DependencyHealth, logger?: RuntimeLogger): { redis: Redis; redisReport: AvailabilityListener } {
+  const report = availabilityReporter(health, 'redis', logger);
+  const redis = openRedis(url);
+  redis.on('error', (err: Error) => report.down(err));
+  redis.on('ready', () => report.up());
+  return { redis, redisReport: report };
+}
+
 /**
  * The verification machinery of one server: key cache and its invalidation (this process' commits at
  * once; other processes' through Redis pub/sub when configured and the store's change feed always),
- * rate limiter, analytics recorder and the refill sweep; and what the process knows of its dependencies.
+ * rate limiter, analytics recorders (verifications, ratelimits.limit decisions), the namespace cache of
+ * ratelimits.limit, and the refill sweep; and what the process knows of its dependencies.
  * Every loop here survives outages of the store and Redis and resumes when they return.
  */
 export async function createRuntime(store: Store, opts: RuntimeOptions = {}): Promise<Runtime> {
@@ -109,15 +120,7 @@ export async function createRuntime(store: Store, opts: RuntimeOptions = {}): Pr
   const warnUnlessOutage = (msg: string) => (err: unknown) => {
     if (!isStoreUnavailable(err)) warn(msg)(err);
   };
-  let redis: Redis | undefined;
-  let redisReport: AvailabilityListener | undefined;
-  if (opts.redisUrl) {
-    const report = availabilityReporter(health, 'redis', logger);
-    redis = openRedis(opts.redisUrl);
-    redis.on('error', (err: Error) => report.down(err));
-    redis.on('ready', () => report.up());
-    redisReport = report;
-  }
+  const { redis, redisReport } = opts.redisUrl ? connectRedis(opts.redisUrl, health, logger) : {};
   const cache = new KeyCache();
   // Every cache of store state in this process: each change, from any source below, reaches all of them.
   const namespaces = new NamespaceCache();
@@ -133,6 +136,10 @@ export async function createRuntime(store: Store, opts: RuntimeOptions = {}): Pr
   const limiter = createRateLimiter({ db, redis, redisAvailability: redisReport });
   const recorder = new VerificationRecorder(db, { onError: warnUnlessOutage('analytics flush failed; counts kept for the next flush') });
   recorder.start();
+  const ratelimitRecorder = new RatelimitRecorder(db, {
+    onError: warnUnlessOutage('rate-limit analytics flush failed; counts kept for the next flush'),
+  });
+  ratelimitRecorder.start();
   const sweepFailed = warnUnlessOutage('refill sweep failed');
   const sweep = setInterval(() => {
     refillDueKeys(db, Date.now()).catch(sweepFailed);
@@ -143,7 +150,7 @@ export async function createRuntime(store: Store, opts: RuntimeOptions = {}): Pr
     cache,
     limiter,
     recorder,
-    ratelimits: { db, limiter, namespaces, recorder: { record() {} } },
+    ratelimits: { db, limiter, namespaces, recorder: ratelimitRecorder },
     health,
     readiness: () => checkReadiness(store, redis, redisReport),
     async close() {
@@ -154,6 +161,7 @@ export async function createRuntime(store: Store, opts: RuntimeOptions = {}): Pr
       // The last flushes fail when a dependency is down: say what is lost, and close the rest anyway.
       await limiter.close().catch(warn('could not flush fast rate-limit counts on close; they are lost'));
       await recorder.close().catch(warn('could not flush analytics on close; they are lost'));
+      await ratelimitRecorder.close().catch(warn('could not flush rate-limit analytics on close; they are lost'));
       stopObservingStore();
       redis?.disconnect();
     },

@@ -2,6 +2,9 @@ import { sql, type Kysely } from 'kysely';
 import type { Database, KeyVerificationHourlyRow } from '../../store/schema.ts';
 import { IN_LIST_CHUNK } from '../../store/store.ts';
 import { VERIFY_CODES, type VerifyCode } from '../../domain/verify-codes.ts';
+import { BufferedRecorder, type RecorderOptions } from '../analytics/buffered-recorder.ts';
+
+export type { RecorderOptions };
 
 /** One verification of a known key, as the verification path reports it. */
 export interface VerificationEvent {
@@ -43,19 +46,6 @@ interface KeyBuffer {
   hours: Map<number, number[]>;
 }
 
-export interface RecorderOptions {
-  /** How often the timer started by `start()` flushes; default 1000 ms. */
-  flushIntervalMs?: number;
-  /**
-   * Distinct (key, hour, code) counters after which a flush starts at once instead of waiting for the
-   * timer; default 100 000. Nothing is ever dropped: while the store is failing, counters keep growing
-   * until a flush succeeds.
-   */
-  maxBuffered?: number;
-  /** Called with the error of a flush that nobody awaits (timer, early flush); the counts stay buffered. */
-  onError?: (err: unknown) => void;
-}
-
 /**
  * Counts verifications in memory and writes them to the store in batches (DESIGN "Hot path").
  *
@@ -64,49 +54,28 @@ export interface RecorderOptions {
  * added to its `key_verifications_hourly` row (`count = count + excluded.count`), and every key's
  * `last_used_at` becomes the later of its stored value and the latest time seen (it never moves back).
  * A flush that fails rolls back as a whole and puts its counts back in the buffer, so the next flush
- * writes them: nothing is lost and nothing is counted twice. (One window remains, as with any client of
- * a database: a COMMIT that succeeded but whose acknowledgement was lost is retried and counted twice.)
+ * writes them: nothing is lost and nothing is counted twice (BufferedRecorder: the flush chain, timer
+ * and restore-on-failure shared with the rate-limit recorder).
  *
  * Flushes run one at a time, in call order. Counts become visible to the analytics queries when flushed,
  * i.e. within `flushIntervalMs` once `start()` has been called.
  */
-export class VerificationRecorder {
+export class VerificationRecorder extends BufferedRecorder<Map<string, KeyBuffer>> {
   readonly #db: Kysely<Database>;
-  readonly #intervalMs: number;
-  readonly #maxBuffered: number;
-  readonly #onError: (err: unknown) => void;
-  #keys = new Map<string, KeyBuffer>();
-  /** Distinct (key, hour, code) counters in `#keys`. */
-  #entries = 0;
-  /** The last flush queued; the next one starts after it settles. */
-  #tail: Promise<void> = Promise.resolve();
-  #inFlight = 0;
-  #failing = false;
-  #timer: NodeJS.Timeout | undefined;
 
   constructor(db: Kysely<Database>, opts: RecorderOptions = {}) {
+    super(() => new Map(), 'verification analytics', opts);
     this.#db = db;
-    this.#intervalMs = opts.flushIntervalMs ?? 1000;
-    this.#maxBuffered = opts.maxBuffered ?? 100_000;
-    this.#onError =
-      opts.onError ??
-      ((err) =>
-        process.emitWarning(`verification analytics flush failed; counts kept for the next flush: ${(err as Error)?.message ?? err}`));
-  }
-
-  /** Distinct (key, hour, code) counters waiting for a flush. */
-  get buffered(): number {
-    return this.#entries;
   }
 
   /** Counts one verification. O(1), no I/O; allocates only for a (key, hour) not yet buffered. NOT_FOUND is ignored. */
   record(e: VerificationEvent): void {
     const slot = CODE_INDEX[e.code];
     if (slot === undefined || slot < 0) return;
-    let key = this.#keys.get(e.keyId);
+    let key = this.buffer.get(e.keyId);
     if (key === undefined) {
       key = { workspaceId: e.workspaceId, apiId: e.apiId, identityId: e.identityId, latest: e.time, hours: new Map() };
-      this.#keys.set(e.keyId, key);
+      this.buffer.set(e.keyId, key);
     } else {
       key.identityId = e.identityId;
       if (e.time > key.latest) key.latest = e.time;
@@ -117,64 +86,21 @@ export class VerificationRecorder {
       counts = [0, 0, 0, 0, 0, 0, 0];
       key.hours.set(hour, counts);
     }
-    if (counts[slot]++ === 0 && ++this.#entries >= this.#maxBuffered && this.#inFlight === 0 && !this.#failing) {
-      this.flush().catch(this.#onError);
-    }
+    if (counts[slot]++ === 0) this.counted();
   }
 
-  /** Writes everything buffered so far in one transaction; rejects (keeping the counts) when the store fails. */
-  flush(): Promise<void> {
-    this.#inFlight++;
-    const run = this.#tail
-      .then(() => this.#flushBuffered())
-      .finally(() => {
-        this.#inFlight--;
-      });
-    this.#tail = run.then(
-      () => {},
-      () => {},
-    );
-    return run;
-  }
-
-  /** Flushes every `flushIntervalMs` (a timer that does not keep the process alive); a tick is skipped while a flush runs. */
-  start(): void {
-    if (this.#timer) return;
-    this.#timer = setInterval(() => {
-      if (this.#inFlight === 0 && this.#keys.size > 0) this.flush().catch(this.#onError);
-    }, this.#intervalMs);
-    this.#timer.unref();
-  }
-
-  /** Stops the timer and flushes what is left. */
-  async close(): Promise<void> {
-    clearInterval(this.#timer);
-    this.#timer = undefined;
-    await this.flush();
-  }
-
-  async #flushBuffered(): Promise<void> {
-    if (this.#keys.size === 0) return;
-    const batch = this.#keys;
-    this.#keys = new Map();
-    this.#entries = 0;
-    try {
-      await writeBatch(this.#db, batch);
-      this.#failing = false;
-    } catch (err) {
-      this.#restore(batch);
-      this.#failing = true;
-      throw err;
-    }
+  protected write(batch: Map<string, KeyBuffer>): Promise<void> {
+    return writeBatch(this.#db, batch);
   }
 
   /** Puts the counts of a failed flush back, adding them to whatever was recorded meanwhile. */
-  #restore(batch: Map<string, KeyBuffer>): void {
+  protected restore(batch: Map<string, KeyBuffer>): number {
+    let added = 0;
     for (const [keyId, failed] of batch) {
-      const current = this.#keys.get(keyId);
+      const current = this.buffer.get(keyId);
       if (current === undefined) {
-        this.#keys.set(keyId, failed);
-        for (const counts of failed.hours.values()) for (const n of counts) if (n > 0) this.#entries++;
+        this.buffer.set(keyId, failed);
+        for (const counts of failed.hours.values()) for (const n of counts) if (n > 0) added++;
         continue;
       }
       // `current` was recorded later, so its identity is the newer one.
@@ -187,11 +113,12 @@ export class VerificationRecorder {
         }
         for (let i = 0; i < counts.length; i++) {
           if (counts[i] === 0) continue;
-          if (into[i] === 0) this.#entries++;
+          if (into[i] === 0) added++;
           into[i] += counts[i];
         }
       }
     }
+    return added;
   }
 }
 

@@ -1,0 +1,117 @@
+export interface RecorderOptions {
+  /** How often the timer started by `start()` flushes; default 1000 ms. */
+  flushIntervalMs?: number;
+  /**
+   * Distinct counters after which a flush starts at once instead of waiting for the timer; default
+   * 100 000. Nothing is ever dropped: while the store is failing, counters keep growing until a flush
+   * succeeds.
+   */
+  maxBuffered?: number;
+  /** Called with the error of a flush that nobody awaits (timer, early flush); the counts stay buffered. */
+  onError?: (err: unknown) => void;
+}
+
+/**
+ * The flushing machinery of the analytics recorders (verification counts, rate-limit counts): a buffer of
+ * counters that `record` fills synchronously, and flushes that write it to the store in batches.
+ *
+ * A flush swaps the buffer for an empty one and writes the old one (`write`, ONE transaction). When the
+ * write fails, its counts are put back (`restore`, adding them to whatever was recorded meanwhile) and the
+ * flush rejects, so the next flush writes them: nothing is lost and nothing is counted twice. (One window
+ * remains, as with any client of a database: a COMMIT that succeeded but whose acknowledgement was lost is
+ * retried and counted twice.)
+ *
+ * Flushes run one at a time, in call order. `start()` flushes on a timer that does not keep the process
+ * alive (a tick is skipped while a flush runs); reaching `maxBuffered` distinct counters starts a flush at
+ * once (unless one runs or the last one failed); `close()` stops the timer and flushes what is left.
+ *
+ * A subclass records into `buffer` and calls `counted()` once for every counter it adds to it.
+ */
+export abstract class BufferedRecorder<B> {
+  /** What `record` adds to; replaced by an empty one when a flush starts. */
+  protected buffer: B;
+  readonly #empty: () => B;
+  readonly #intervalMs: number;
+  readonly #maxBuffered: number;
+  readonly #onError: (err: unknown) => void;
+  /** Distinct counters in `buffer`. */
+  #entries = 0;
+  /** The last flush queued; the next one starts after it settles. */
+  #tail: Promise<void> = Promise.resolve();
+  #inFlight = 0;
+  #failing = false;
+  #timer: NodeJS.Timeout | undefined;
+
+  /** `what` names the counts in the default warning of a failed flush. */
+  constructor(empty: () => B, what: string, opts: RecorderOptions = {}) {
+    this.#empty = empty;
+    this.buffer = empty();
+    this.#intervalMs = opts.flushIntervalMs ?? 1000;
+    this.#maxBuffered = opts.maxBuffered ?? 100_000;
+    this.#onError =
+      opts.onError ??
+      ((err) => process.emitWarning(`${what} flush failed; counts kept for the next flush: ${(err as Error)?.message ?? err}`));
+  }
+
+  /** Writes `batch` in one transaction; rejects (having written nothing) when the store fails. */
+  protected abstract write(batch: B): Promise<void>;
+
+  /** Adds the counts of a failed `batch` back into `buffer`; returns how many counters that added to it. */
+  protected abstract restore(batch: B): number;
+
+  /** Notes one counter added to `buffer`; starts a flush when there are `maxBuffered` of them. */
+  protected counted(): void {
+    if (++this.#entries >= this.#maxBuffered && this.#inFlight === 0 && !this.#failing) this.flush().catch(this.#onError);
+  }
+
+  /** Distinct counters waiting for a flush. */
+  get buffered(): number {
+    return this.#entries;
+  }
+
+  /** Writes everything buffered so far in one transaction; rejects (keeping the counts) when the store fails. */
+  flush(): Promise<void> {
+    this.#inFlight++;
+    const run = this.#tail
+      .then(() => this.#flushBuffered())
+      .finally(() => {
+        this.#inFlight--;
+      });
+    this.#tail = run.then(
+      () => {},
+      () => {},
+    );
+    return run;
+  }
+
+  /** Flushes every `flushIntervalMs` (a timer that does not keep the process alive); a tick is skipped while a flush runs. */
+  start(): void {
+    if (this.#timer) return;
+    this.#timer = setInterval(() => {
+      if (this.#inFlight === 0 && this.#entries > 0) this.flush().catch(this.#onError);
+    }, this.#intervalMs);
+    this.#timer.unref();
+  }
+
+  /** Stops the timer and flushes what is left. */
+  async close(): Promise<void> {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+    await this.flush();
+  }
+
+  async #flushBuffered(): Promise<void> {
+    if (this.#entries === 0) return;
+    const batch = this.buffer;
+    this.buffer = this.#empty();
+    this.#entries = 0;
+    try {
+      await this.write(batch);
+      this.#failing = false;
+    } catch (err) {
+      this.#entries += this.restore(batch);
+      this.#failing = true;
+      throw err;
+    }
+  }
+}
