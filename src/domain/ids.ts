@@ -1,7 +1,24 @@
 import { randomFillSync } from 'node:crypto';
 import { base58 } from './base58.ts';
 
-export type IdPrefix = 'ws' | 'key' | 'api' | 'ks' | 'role' | 'perm' | 'id' | 'mig' | 'req' | 'rk' | 'log' | 'rl' | 'dk' | 'job' | 'chg' | 'rlns' | 'rlor';
+export type IdPrefix =
+  | 'ws'
+  | 'key'
+  | 'api'
+  | 'ks'
+  | 'role'
+  | 'perm'
+  | 'id'
+  | 'mig'
+  | 'req'
+  | 'rk'
+  | 'log'
+  | 'rl'
+  | 'dk'
+  | 'job'
+  | 'chg'
+  | 'rlns'
+  | 'rlor';
 
 // Random bytes are drawn from the OS in blocks, not one call per id (ids are made for every key imported).
 const pool = Buffer.alloc(4096);

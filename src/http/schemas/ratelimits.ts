@@ -3,7 +3,11 @@ import { MAX_RATELIMIT_NAME } from '../../domain/bounds.ts';
 import { Body, Bounded, Meta } from './common.ts';
 
 export const NamespaceName = Type.String({ minLength: 1, maxLength: MAX_RATELIMIT_NAME, description: 'Unique in the workspace.' });
-export const RatelimitIdentifier = Type.String({ minLength: 1, maxLength: MAX_RATELIMIT_NAME, description: 'Who is limited: a user id, an IP address…' });
+export const RatelimitIdentifier = Type.String({
+  minLength: 1,
+  maxLength: MAX_RATELIMIT_NAME,
+  description: 'Who is limited: a user id, an IP address…',
+});
 
 /** A namespace named by id or by name (one of them is required; the id wins when both are given). */
 export const NamespaceRefProps = {
@@ -24,11 +28,16 @@ export const Override = Type.Object({
 export const OverrideIdentifier = Type.String({
   minLength: 1,
   maxLength: MAX_RATELIMIT_NAME,
-  description: 'An identifier, or a pattern where `*` matches any characters: an exact override wins over patterns, then the pattern with the most literal characters.',
+  description:
+    'An identifier, or a pattern where `*` matches any characters: an exact override wins over patterns, then the pattern with the most literal characters.',
 });
 
 export const LimitBody = Body({
-  namespace: Type.Optional({ ...NamespaceName, default: 'default', description: 'Created on first use (needs `ratelimit.*.create_namespace`).' }),
+  namespace: Type.Optional({
+    ...NamespaceName,
+    default: 'default',
+    description: 'Created on first use (needs `ratelimit.*.create_namespace`).',
+  }),
   identifier: RatelimitIdentifier,
   limit: Bounded('limit', { description: 'Max total cost per window.' }),
   duration: Bounded('duration', { description: 'Window length in ms.' }),
