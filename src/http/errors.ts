@@ -30,16 +30,25 @@ function classify(err: unknown): AppError {
   return new AppError('internal', 'An internal error occurred; it has been logged with the request id');
 }
 
+/**
+ * The error envelope (SPEC §2), the one body of every non-2xx answer wherever it is given (routes, the
+ * verification lane, connection-level answers). Besides the problem-details members, `error` repeats what
+ * Unkey v1 clients read: `message` (the detail), `docs` (the type URI) and `requestId` (meta.requestId).
+ */
 export function envelope(requestId: string, err: AppError) {
   const { status, code } = ERROR_CATALOG[err.kind];
+  const type = errorTypeUri(err.kind);
   return {
     meta: { requestId },
     error: {
       title: STATUS_TITLES[status] ?? 'Error',
       detail: err.message,
       status,
-      type: errorTypeUri(err.kind),
+      type,
       code,
+      message: err.message,
+      docs: type,
+      requestId,
       ...(err.errors ? { errors: err.errors } : {}),
     },
   };

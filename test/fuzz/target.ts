@@ -2,8 +2,9 @@ import fc from 'fast-check';
 import { sql } from 'kysely';
 import { createHash } from 'node:crypto';
 import { OPERATOR, world, type World } from '../helpers/harness.ts';
-import { ALL_TABLES, type Db } from '../helpers/rows.ts';
+import { ALL_TABLES, rootKeyId, type Db } from '../helpers/rows.ts';
 import { createMigration } from '../../src/services/migrations/migration-records.ts';
+import { createNamespace, findNamespaceByName } from '../../src/services/ratelimits/namespaces.ts';
 import { resolveFrom, type Resolve, type Seeds } from './json-text.ts';
 import { operationsOf, render, requestsFor, type FuzzRequest, type OpenApiDocument, type Operation, type Rendered } from './requests.ts';
 
@@ -13,8 +14,11 @@ import { operationsOf, render, requestsFor, type FuzzRequest, type OpenApiDocume
  * table, in one statement); a 400 is at most 64 KiB. Used by routes.test.ts and by the long mode (run.ts).
  */
 
-/** Tables written in the background, by timers rather than by requests: analytics flushes and rate-limit counter syncs. */
-export const BACKGROUND_TABLES: readonly string[] = ['key_verifications_hourly', 'ratelimit_counters'];
+/**
+ * Tables written in the background, by timers rather than by requests: analytics flushes (of verifications
+ * and of ratelimits.limit decisions) and rate-limit counter syncs.
+ */
+export const BACKGROUND_TABLES: readonly string[] = ['key_verifications_hourly', 'ratelimit_hourly', 'ratelimit_counters'];
 export const MAX_400_BYTES = 64 * 1024;
 
 /** The OpenAPI document the app serves. */
@@ -33,21 +37,26 @@ export async function documentedOperations(): Promise<Operation[]> {
   }
 }
 
-type Part = 'permission' | 'role' | 'identity' | 'api' | 'key' | 'migration';
-const PARTS: Part[] = ['permission', 'role', 'identity', 'api', 'key', 'migration'];
+type Part = 'permission' | 'role' | 'identity' | 'api' | 'key' | 'migration' | 'namespace' | 'override';
+const PARTS: Part[] = ['permission', 'role', 'identity', 'api', 'key', 'migration', 'namespace', 'override'];
 /** What a successful delete route removes of the seeds (any other delete route: everything is seeded anew). */
 const DELETES: Record<string, Part[]> = {
   '/v1/apis.deleteApi': ['api', 'key'],
+  '/v1/apis.deleteKeys': ['key'],
   '/v1/keys.deleteKey': ['key'],
   '/v1/permissions.deleteRole': ['role'],
   '/v1/permissions.deletePermission': ['permission'],
   '/v1/identities.deleteIdentity': ['identity'],
+  '/v1/ratelimits.deleteNamespace': ['namespace', 'override'],
+  '/v1/ratelimits.deleteOverride': ['override'],
 };
 
 /**
  * Seeds a workspace (or its `parts` anew, keeping the rest of `prev`): a permission, a role holding it, an
  * identity with a rate limit, an API, a key in it (credits, rate limit, the role, the permission, the
- * identity, recoverable) and a migration.
+ * identity, recoverable), a migration, and a rate-limit namespace with an override. The namespace is created
+ * by the service, not by ratelimits.limit, so that seeding counts no rate-limit decision (analytics written
+ * later, in the background, would change the workspace's rows after they were dumped).
  */
 export async function seedWorkspace(w: World, root = w.root, workspaceId = w.workspaceId, prev?: Seeds, parts = PARTS): Promise<Seeds> {
   const s: Partial<Seeds> = { ...prev };
@@ -93,6 +102,17 @@ export async function seedWorkspace(w: World, root = w.root, workspaceId = w.wor
   }
   if (parts.includes('migration'))
     ({ migrationId: s.migrationId } = await createMigration(w.store.db, workspaceId, `fuzz-${tag}`, OPERATOR));
+  if (parts.includes('namespace')) {
+    s.namespaceName = `fuzz.ns.${tag}`;
+    const caller = { workspaceId, rootKeyId: await rootKeyId(w, root), permissions: new Set(['*']), requestId: `req_fuzzseed${tag}` };
+    await createNamespace(w.store.db, caller, s.namespaceName);
+    s.namespaceId = (await findNamespaceByName(w.store.db, workspaceId, s.namespaceName))!.id;
+  }
+  if (parts.includes('override')) {
+    s.overrideIdentifier = `fuzz-rl-${tag}`;
+    const override = { namespaceId: s.namespaceId, identifier: s.overrideIdentifier, limit: 1000, duration: 60_000 };
+    await ok<{ overrideId: string }>('/v1/ratelimits.setOverride', override);
+  }
   return s as Seeds;
 }
 
@@ -153,6 +173,9 @@ function envelopeProblems(res: Answer, rid: unknown): string[] {
   for (const m of ['title', 'detail', 'type', 'code']) if (typeof e[m] !== 'string' || !e[m]) out.push(`error.${m} missing`);
   if (e.status !== res.status) out.push(`error.status ${e.status} ≠ ${res.status}`);
   if (typeof e.type === 'string' && !e.type.startsWith('https://keyhold.dev/errors/')) out.push(`error.type ${e.type}`);
+  if (e.message !== e.detail) out.push('error.message ≠ error.detail');
+  if (e.docs !== e.type) out.push('error.docs ≠ error.type');
+  if (e.requestId !== rid) out.push(`error.requestId ${JSON.stringify(e.requestId)} ≠ header ${rid}`);
   return out;
 }
 

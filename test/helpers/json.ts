@@ -25,6 +25,10 @@ export interface ErrorEnvelope {
     status: number;
     type: string;
     code: string;
+    /** The members Unkey v1 clients read: `detail`, `type` and `meta.requestId` again. */
+    message: string;
+    docs: string;
+    requestId: string;
     /** Only in `request/invalid-body` answers. */
     errors: ValidationProblem[];
   };

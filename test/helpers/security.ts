@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Response, World } from './harness.ts';
 import { ACTIONS, type ResourceType } from '../../src/domain/permissions.ts';
+import { assertV1ErrorMembers } from './errors.ts';
 
 export interface SecurityRequest {
   method: 'GET' | 'POST';
@@ -53,6 +54,7 @@ const assertEnvelope = (r: Response, status: number, type: string) => {
   assert.equal(r.json.error.type, `https://keyhold.dev/errors/${type}`);
   assert.match(r.json.meta.requestId, /^req_/);
   assert.equal(r.headers['x-request-id'], r.json.meta.requestId);
+  assertV1ErrorMembers(r.json, r.body);
 };
 
 /** The security tests every authenticated route runs: no key, malformed, unknown, revoked and expired keys (401), missing permission (403), another workspace's resource (404). */

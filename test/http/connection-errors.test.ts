@@ -4,6 +4,7 @@ import { connect } from 'node:net';
 import { request as httpRequest } from 'node:http';
 import { world, type World } from '../helpers/harness.ts';
 import { REQUEST_ID } from '../helpers/formats.ts';
+import { assertV1ErrorMembers, type EnvelopeBody } from '../helpers/errors.ts';
 import { createLaneServer, type VerifyLane } from '../../src/http/verify-lane.ts';
 
 // What the server answers outside Fastify's request cycle is in the envelope too, with a request id.
@@ -35,6 +36,7 @@ function assertEnvelope(res: ReturnType<typeof parseRaw>, status: number, kind: 
   assert.equal(res.json.error.status, status);
   assert.match(res.headers['x-request-id'], REQUEST_ID);
   assert.equal(res.json.meta.requestId, res.headers['x-request-id']);
+  assertV1ErrorMembers(res.json as EnvelopeBody);
 }
 
 describe('answers outside the request cycle', () => {
@@ -82,6 +84,7 @@ describe('answers outside the request cycle', () => {
       });
       assert.equal(answer.status, 413);
       assert.equal(answer.json.error.type, 'https://keyhold.dev/errors/request/body-too-large');
+      assertV1ErrorMembers(answer.json as EnvelopeBody);
     }
   });
 });

@@ -7,6 +7,7 @@ import { declaredRoutes } from '../helpers/routes.ts';
 import { BODY_LIMIT, buildApp } from '../../src/app.ts';
 import { ROUTES } from '../../src/http/v1/operations.ts';
 import { ERROR_CATALOG, STATUS_TITLES, type ErrorKind } from '../../src/domain/errors.ts';
+import { assertV1ErrorMembers } from '../helpers/errors.ts';
 
 /** Asserts the error envelope of SPEC §2 and returns its body. */
 function assertEnvelope(res: LightMyRequestResponse, status: number, kind: ErrorKind) {
@@ -19,6 +20,7 @@ function assertEnvelope(res: LightMyRequestResponse, status: number, kind: Error
   assert.equal(res.headers['x-request-id'], body.meta.requestId);
   const { error } = body;
   for (const member of ['title', 'detail', 'status', 'type', 'code']) assert.ok(member in error, `error.${member} missing in ${res.body}`);
+  assertV1ErrorMembers(body, res.body);
   assert.equal(error.status, status);
   assert.equal(error.title, STATUS_TITLES[status]);
   assert.equal(error.type, `https://keyhold.dev/errors/${kind}`);

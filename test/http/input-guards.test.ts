@@ -162,8 +162,8 @@ for (const dialect of DIALECTS) {
 
     test('query numbers that coerce to Infinity ("Infinity", "1e400") are a 400, never a 500', async () => {
       for (const [path, query, member] of [
-        ['/v1/permissions.listRoles', { limit: 'Infinity' }, '/limit'],
-        ['/v1/permissions.listPermissions', { limit: '1e400' }, '/limit'],
+        ['/v1/identities.listIdentities', { limit: 'Infinity' }, '/limit'],
+        ['/v1/audit.listLogs', { limit: '1e400' }, '/limit'],
         ['/v1/apis.listKeys', { apiId, limit: 'Infinity' }, '/limit'],
         ['/v1/audit.listLogs', { since: 'Infinity' }, '/since'],
       ] as const) {

@@ -6,6 +6,7 @@ import { Ajv } from 'ajv';
 import { DIALECTS, capturedErrorLog, freshStore, world, type World } from '../helpers/harness.ts';
 import { REQUEST_ID } from '../helpers/formats.ts';
 import type { Answer } from '../helpers/json.ts';
+import { assertV1ErrorMembers } from '../helpers/errors.ts';
 import { buildApp } from '../../src/app.ts';
 import { createVerifyLane, LANE_MAX_BODY } from '../../src/http/verify-lane.ts';
 import { guardedValidator } from '../../src/http/input-guards.ts';
@@ -58,7 +59,8 @@ function withoutRequestId(a: Reply): unknown {
   const { json } = a;
   if (json.error) {
     assert.equal(json.meta.requestId, a.requestId);
-    return { ...json, meta: { ...json.meta, requestId: undefined } };
+    assert.equal(json.error.requestId, a.requestId);
+    return { ...json, meta: { ...json.meta, requestId: undefined }, error: { ...json.error, requestId: undefined } };
   }
   assert.equal(json.requestId, a.requestId);
   return { ...json, requestId: undefined };
@@ -258,6 +260,7 @@ for (const dialect of DIALECTS) {
         assert.equal(res.status, 500);
         assert.equal(res.json.error.code, 'INTERNAL_SERVER_ERROR');
         assert.equal(res.json.meta.requestId, res.requestId);
+        assertV1ErrorMembers(res.json);
         const logged = lines.map((l) => JSON.parse(l)).find((l) => l.requestId === res.requestId);
         assert.ok(logged, `no log line for ${res.requestId}: ${lines.join('')}`);
         assert.ok(!JSON.stringify(res.json).includes(logged.err.message), 'the 500 body echoes the internal message');

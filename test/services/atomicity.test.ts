@@ -140,6 +140,25 @@ const USE_CASES: UseCase[] = [
     },
   },
   {
+    name: 'apis.deleteKeys (soft: every live key, one audit record each)',
+    async seed(w) {
+      const t = await tenant(w);
+      await t.key();
+      await richKey(t);
+      return { path: '/v1/apis.deleteKeys', body: { apiId: t.apiId }, key: t.root };
+    },
+  },
+  {
+    name: 'apis.deleteKeys (permanent: live and soft-deleted rows, cascades)',
+    async seed(w) {
+      const t = await tenant(w);
+      const { keyId } = await t.key({ recoverable: true, ratelimit: { limit: 1, duration: 1000 }, roles: ['r'], permissions: ['p'] });
+      await richKey(t);
+      await t.post('/v1/keys.deleteKey', { keyId });
+      return { path: '/v1/apis.deleteKeys', body: { apiId: t.apiId, permanent: true }, key: t.root };
+    },
+  },
+  {
     name: 'keys.createKey (recoverable: first data key; new identity, roles and permissions created, rate limit, refill)',
     async seed(w) {
       const t = await tenant(w);

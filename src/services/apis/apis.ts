@@ -4,6 +4,7 @@ import type { Db } from '../../store/store.ts';
 import { recordAudit, callerAudit } from '../audit/record-audit.ts';
 import { requirePermissions, type Caller } from '../caller.ts';
 import { attachPlaintexts, loadKeyViews, type KeyView } from '../keys/key-view.ts';
+import { removeKeys } from '../keys/keys.ts';
 import { requireVault, type Vault } from '../../crypto/vault.ts';
 import { requireApi } from '../lookups.ts';
 import { splitPage } from '../pagination.ts';
@@ -74,6 +75,23 @@ export async function deleteApi(db: Db, caller: Caller, apiId: string): Promise<
       ],
       now,
     );
+  });
+}
+
+/**
+ * apis.deleteKeys: deletes every key of the API in one transaction, with one `key.delete` audit record per key
+ * (as keys.deleteKey writes) and one change that drops the API's keys from every cache. Soft (the default)
+ * marks the live keys deleted; `permanent` removes every key row of the API, those soft-deleted earlier
+ * included. `deletedKeys` counts the keys this call deleted: the live keys when soft, the rows removed when
+ * permanent. Needs `api.<apiId>.delete_key`.
+ */
+export async function deleteKeys(db: Db, caller: Caller, apiId: string, permanent: boolean): Promise<{ deletedKeys: number }> {
+  return transact(db, async (tx, changes) => {
+    await requireApi(tx, caller.workspaceId, apiId);
+    requirePermissions(caller, `api.${apiId}.delete_key`);
+    const deleted = await removeKeys(tx, caller, { apiId }, { permanent, alsoSoftDeleted: permanent });
+    if (deleted.length > 0) changes.api(apiId);
+    return { deletedKeys: deleted.length };
   });
 }
 

@@ -1,5 +1,6 @@
 import { newId } from '../../domain/ids.ts';
 import type { Executor } from '../../store/store.ts';
+import { insertAll } from '../../store/bulk-statements.ts';
 import { actorOf, type Actor, type Caller } from '../caller.ts';
 
 export interface AuditEntry {
@@ -21,25 +22,23 @@ export const callerAudit = (
   details: Pick<AuditEntry, 'description' | 'diff'> = {},
 ): AuditEntry => ({ workspaceId: caller.workspaceId, event, actor: actorOf(caller), target, requestId: caller.requestId, ...details });
 
-/** Appends audit records; call it with the transaction of the change it describes so both commit together. */
+/**
+ * Appends audit records; call it with the transaction of the change it describes so both commit together.
+ * Any number of them (apis.deleteKeys records one per key): in statements within the bound-parameter limits.
+ */
 export async function recordAudit(db: Executor, entries: AuditEntry[], now = Date.now()): Promise<void> {
-  if (entries.length === 0) return;
-  await db
-    .insertInto('audit_logs')
-    .values(
-      entries.map((e) => ({
-        id: newId('log'),
-        workspace_id: e.workspaceId,
-        event: e.event,
-        actor_type: e.actor.type,
-        actor_id: e.actor.id,
-        target_type: e.target.type,
-        target_id: e.target.id,
-        request_id: e.requestId ?? null,
-        description: e.description ?? null,
-        diff: e.diff ? JSON.stringify(e.diff) : null,
-        created_at: now,
-      })),
-    )
-    .execute();
+  const rows = entries.map((e) => ({
+    id: newId('log'),
+    workspace_id: e.workspaceId,
+    event: e.event,
+    actor_type: e.actor.type,
+    actor_id: e.actor.id,
+    target_type: e.target.type,
+    target_id: e.target.id,
+    request_id: e.requestId ?? null,
+    description: e.description ?? null,
+    diff: e.diff ? JSON.stringify(e.diff) : null,
+    created_at: now,
+  }));
+  await insertAll(rows, (part) => db.insertInto('audit_logs').values(part).execute());
 }

@@ -2,7 +2,7 @@ import { AppError, notFound } from '../../domain/errors.ts';
 import { parseJson } from '../../domain/json.ts';
 import { hashKey } from '../../crypto/keys.ts';
 import { requireVault, type Vault } from '../../crypto/vault.ts';
-import type { Db } from '../../store/store.ts';
+import type { Db, Tx } from '../../store/store.ts';
 import { recordAudit, callerAudit } from '../audit/record-audit.ts';
 import { requirePermissions, type Caller } from '../caller.ts';
 import { attachPlaintexts, loadKeyViews, type KeyView } from './key-view.ts';
@@ -25,22 +25,52 @@ export async function deleteKey(db: Db, caller: Caller, keyId: string, permanent
     const row = await requireKey(tx, caller.workspaceId, keyId);
     requirePermissions(caller, `api.${row.api_id}.delete_key`);
     changes.key(keyId);
-    const now = Date.now();
     // Only a live key is deleted: when a concurrent delete committed first (its row lock makes this one wait),
     // nothing is left to change and this call is a 404, not a second deletion with a second audit record.
-    const changed = permanent
-      ? (await tx.deleteFrom('keys').where('id', '=', keyId).where('deleted_at', 'is', null).executeTakeFirst()).numDeletedRows
-      : (
-          await tx
-            .updateTable('keys')
-            .set({ deleted_at: now, updated_at: now })
-            .where('id', '=', keyId)
-            .where('deleted_at', 'is', null)
-            .executeTakeFirst()
-        ).numUpdatedRows;
-    if (Number(changed) === 0) throw notFound('key', keyId);
-    await recordAudit(tx, [callerAudit(caller, 'key.delete', { type: 'key', id: keyId }, { diff: { permanent } })], now);
+    const deleted = await removeKeys(tx, caller, { keyId }, { permanent });
+    if (deleted.length === 0) throw notFound('key', keyId);
   });
+}
+
+/** The keys a deletion takes: one key, or every key of an API. */
+export type KeySelection = { keyId: string } | { apiId: string };
+
+/**
+ * Deletes the selected keys inside `tx`, records one `key.delete` audit entry per key deleted, and returns
+ * their ids. The caller has checked permissions and records the change for the caches. Soft (the default)
+ * marks the live keys deleted; `permanent` removes their rows and everything attached to them (roles,
+ * permissions, rate limits, encrypted copies: foreign-key cascade), and with `alsoSoftDeleted` the rows of
+ * keys soft-deleted earlier too. A key deleted meanwhile by a transaction that committed first is not
+ * matched any more (its row lock makes this statement wait), so no key is deleted or audited twice.
+ */
+export async function removeKeys(
+  tx: Tx,
+  caller: Caller,
+  selection: KeySelection,
+  opts: { permanent: boolean; alsoSoftDeleted?: boolean },
+): Promise<string[]> {
+  const [column, value] = 'keyId' in selection ? (['id', selection.keyId] as const) : (['api_id', selection.apiId] as const);
+  const now = Date.now();
+  let rows: Array<{ id: string }>;
+  if (opts.permanent) {
+    const matched = tx.deleteFrom('keys').where(column, '=', value);
+    rows = await (opts.alsoSoftDeleted ? matched : matched.where('deleted_at', 'is', null)).returning('id').execute();
+  } else {
+    rows = await tx
+      .updateTable('keys')
+      .set({ deleted_at: now, updated_at: now })
+      .where(column, '=', value)
+      .where('deleted_at', 'is', null)
+      .returning('id')
+      .execute();
+  }
+  const diff = { permanent: opts.permanent };
+  await recordAudit(
+    tx,
+    rows.map((r) => callerAudit(caller, 'key.delete', { type: 'key', id: r.id }, { diff })),
+    now,
+  );
+  return rows.map((r) => r.id);
 }
 
 export interface WhoamiView {

@@ -5,7 +5,6 @@ import type { Db, Executor } from '../../store/store.ts';
 import type { PermissionRow } from '../../store/schema.ts';
 import { recordAudit, callerAudit } from '../audit/record-audit.ts';
 import { requirePermissions, type Caller } from '../caller.ts';
-import { DEFAULT_PAGE_SIZE, splitPage } from '../pagination.ts';
 import { transact } from '../changes.ts';
 
 /** The v1 Permission object. `slug` is what keys are verified against; it is unique in the workspace. */
@@ -20,16 +19,6 @@ export interface CreatePermissionInput {
   name: string;
   slug?: string;
   description?: string;
-}
-/** `limit` 1..100, default 100. */
-export interface PageQuery {
-  limit?: number;
-  cursor?: string;
-}
-export interface PermissionPage {
-  permissions: PermissionView[];
-  total: number;
-  cursor?: string;
 }
 
 export const permissionView = (p: Pick<PermissionRow, 'id' | 'name' | 'slug' | 'description'>): PermissionView => ({
@@ -110,24 +99,13 @@ export async function getPermission(db: Db, caller: Caller, permissionId: string
 }
 
 /**
- * permissions.listPermissions: the workspace's permissions ordered by id (creation order), `limit` at a time.
- * `cursor` is returned only when another page exists; `total` counts all of the workspace's permissions.
- * Needs `rbac.*.read_permission`.
+ * permissions.listPermissions: every permission of the workspace ordered by id (creation order), unpaginated,
+ * as Unkey v1 answers it. Needs `rbac.*.read_permission`.
  */
-export async function listPermissions(db: Db, caller: Caller, q: PageQuery): Promise<PermissionPage> {
+export async function listPermissions(db: Db, caller: Caller): Promise<PermissionView[]> {
   requirePermissions(caller, 'rbac.*.read_permission');
-  const limit = q.limit ?? DEFAULT_PAGE_SIZE;
-  const base = db.selectFrom('permissions').where('workspace_id', '=', caller.workspaceId);
-  const [rows, count] = await Promise.all([
-    (q.cursor ? base.where('id', '>', q.cursor) : base)
-      .selectAll()
-      .orderBy('id')
-      .limit(limit + 1)
-      .execute(),
-    base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
-  ]);
-  const { page, cursor } = splitPage(rows, limit);
-  return { permissions: page.map(permissionView), total: Number(count.n), cursor };
+  const rows = await db.selectFrom('permissions').selectAll().where('workspace_id', '=', caller.workspaceId).orderBy('id').execute();
+  return rows.map(permissionView);
 }
 
 /**

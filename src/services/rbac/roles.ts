@@ -3,11 +3,11 @@ import { newId } from '../../domain/ids.ts';
 import { isUniqueViolation } from '../../store/errors.ts';
 import type { Db, Executor } from '../../store/store.ts';
 import type { RoleRow } from '../../store/schema.ts';
+import { selectIn } from '../../store/bulk-statements.ts';
 import { recordAudit, type AuditEntry, callerAudit } from '../audit/record-audit.ts';
 import { requirePermissions, type Caller } from '../caller.ts';
-import { permissionView, type PageQuery, type PermissionView } from './permissions.ts';
+import { permissionView, type PermissionView } from './permissions.ts';
 import { resolveOrCreate, type Named } from './find-or-create-by-name.ts';
-import { DEFAULT_PAGE_SIZE, splitPage } from '../pagination.ts';
 import { permissionNames, permissionReference, referenceProblems, resolveReferences, type PermissionItem } from './resolve-references.ts';
 import { transact } from '../changes.ts';
 
@@ -23,11 +23,6 @@ export interface CreateRoleInput {
   description?: string;
   permissions?: string[];
 }
-export interface RolePage {
-  roles: RoleView[];
-  total: number;
-  cursor?: string;
-}
 
 const conflict = (name: string) => new AppError('data/conflict', `Role with name "${name}" already exists in this workspace`);
 
@@ -38,25 +33,30 @@ export async function requireRole(db: Executor, workspaceId: string, roleId: str
   return row;
 }
 
-/** Role objects for role rows, with their permissions, in two queries whatever the number of roles. */
+/** Role objects for role rows, with their permissions sorted by slug: one query per 500 roles (IN_LIST_CHUNK). */
 async function roleViews(db: Executor, rows: RoleRow[]): Promise<RoleView[]> {
-  if (rows.length === 0) return [];
-  const links = await db
-    .selectFrom('roles_permissions')
-    .innerJoin('permissions', 'permissions.id', 'roles_permissions.permission_id')
-    .select(['roles_permissions.role_id', 'permissions.id', 'permissions.name', 'permissions.slug', 'permissions.description'])
-    .where(
-      'roles_permissions.role_id',
-      'in',
-      rows.map((r) => r.id),
-    )
-    .orderBy('permissions.slug')
-    .execute();
+  const links = await selectIn(
+    rows.map((r) => r.id),
+    (roleIds) =>
+      db
+        .selectFrom('roles_permissions')
+        .innerJoin('permissions', 'permissions.id', 'roles_permissions.permission_id')
+        .select(['roles_permissions.role_id', 'permissions.id', 'permissions.name', 'permissions.slug', 'permissions.description'])
+        .where('roles_permissions.role_id', 'in', roleIds)
+        .orderBy('permissions.slug')
+        .execute(),
+  );
+  const byRole = new Map<string, PermissionView[]>();
+  for (const l of links) {
+    const list = byRole.get(l.role_id);
+    if (list) list.push(permissionView(l));
+    else byRole.set(l.role_id, [permissionView(l)]);
+  }
   return rows.map((r) => ({
     id: r.id,
     name: r.name,
     description: r.description ?? undefined,
-    permissions: links.filter((l) => l.role_id === r.id).map(permissionView),
+    permissions: byRole.get(r.id) ?? [],
   }));
 }
 
@@ -128,24 +128,13 @@ export async function getRole(db: Db, caller: Caller, roleId: string): Promise<R
 }
 
 /**
- * permissions.listRoles: the workspace's roles (with their permissions) ordered by id (creation order),
- * `limit` at a time. `cursor` is returned only when another page exists; `total` counts all of the
- * workspace's roles. Needs `rbac.*.read_role`.
+ * permissions.listRoles: every role of the workspace (with its permissions) ordered by id (creation order),
+ * unpaginated, as Unkey v1 answers it. Needs `rbac.*.read_role`.
  */
-export async function listRoles(db: Db, caller: Caller, q: PageQuery): Promise<RolePage> {
+export async function listRoles(db: Db, caller: Caller): Promise<RoleView[]> {
   requirePermissions(caller, 'rbac.*.read_role');
-  const limit = q.limit ?? DEFAULT_PAGE_SIZE;
-  const base = db.selectFrom('roles').where('workspace_id', '=', caller.workspaceId);
-  const [rows, count] = await Promise.all([
-    (q.cursor ? base.where('id', '>', q.cursor) : base)
-      .selectAll()
-      .orderBy('id')
-      .limit(limit + 1)
-      .execute(),
-    base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
-  ]);
-  const { page, cursor } = splitPage(rows, limit);
-  return { roles: await roleViews(db, page), total: Number(count.n), cursor };
+  const rows = await db.selectFrom('roles').selectAll().where('workspace_id', '=', caller.workspaceId).orderBy('id').execute();
+  return roleViews(db, rows);
 }
 
 /**

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { listPermissions } from '../../../services/rbac/permissions.ts';
 import type { App, Deps } from '../../types.ts';
-import { PageQuery, requires, responses } from '../../schemas/common.ts';
+import { requires, responses } from '../../schemas/common.ts';
 import { Permission } from '../../schemas/permissions.ts';
 
 export default function permissionsListPermissions(app: App, deps: Deps) {
@@ -9,17 +9,10 @@ export default function permissionsListPermissions(app: App, deps: Deps) {
     '/v1/permissions.listPermissions',
     {
       schema: {
-        ...requires('List the permissions of the workspace, by id, with cursor pagination', '`rbac.*.read_permission`'),
-        querystring: PageQuery,
-        response: responses(
-          Type.Object({
-            permissions: Type.Array(Permission),
-            total: Type.Integer({ description: 'Number of permissions in the workspace.' }),
-            cursor: Type.Optional(Type.String({ description: 'Present when another page exists.' })),
-          }),
-        ),
+        ...requires('List every permission of the workspace, by id: a bare array, unpaginated (as Unkey v1)', '`rbac.*.read_permission`'),
+        response: responses(Type.Array(Permission, { description: 'Every permission of the workspace, ordered by id (creation order).' })),
       },
     },
-    (req) => listPermissions(deps.store.db, req.caller, req.query),
+    (req) => listPermissions(deps.store.db, req.caller),
   );
 }

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { listRoles } from '../../../services/rbac/roles.ts';
 import type { App, Deps } from '../../types.ts';
-import { PageQuery, requires, responses } from '../../schemas/common.ts';
+import { requires, responses } from '../../schemas/common.ts';
 import { Role } from '../../schemas/permissions.ts';
 
 export default function permissionsListRoles(app: App, deps: Deps) {
@@ -9,17 +9,10 @@ export default function permissionsListRoles(app: App, deps: Deps) {
     '/v1/permissions.listRoles',
     {
       schema: {
-        ...requires('List the roles of the workspace, by id, with cursor pagination', '`rbac.*.read_role`'),
-        querystring: PageQuery,
-        response: responses(
-          Type.Object({
-            roles: Type.Array(Role),
-            total: Type.Integer({ description: 'Number of roles in the workspace.' }),
-            cursor: Type.Optional(Type.String({ description: 'Present when another page exists.' })),
-          }),
-        ),
+        ...requires('List every role of the workspace, by id: a bare array, unpaginated (as Unkey v1)', '`rbac.*.read_role`'),
+        response: responses(Type.Array(Role, { description: 'Every role of the workspace, ordered by id (creation order).' })),
       },
     },
-    (req) => listRoles(deps.store.db, req.caller, req.query),
+    (req) => listRoles(deps.store.db, req.caller),
   );
 }

@@ -105,7 +105,7 @@ for (const dialect of DIALECTS) {
       assert.deepEqual(errorPaths(await w.get('/v1/permissions.getPermission', { permissionId: '' })), ['/permissionId']);
     });
 
-    test('listPermissions: pages in id order with a cursor only while more exist; total counts the workspace; other workspaces invisible', async () => {
+    test("listPermissions: a bare array of the workspace's permissions in id order, unpaginated; other workspaces invisible", async () => {
       const other = await w.otherWorkspace();
       const key = other.root;
       const created: Array<{ id: string; name: string; slug: string; description: string }> = [];
@@ -119,76 +119,78 @@ for (const dialect of DIALECTS) {
       await createPermission(w, unique('not-theirs'));
       // Ids are time-sortable only to the millisecond: the order is the ids' order.
       const inOrder = [...created].sort((a, b) => (a.id < b.id ? -1 : 1));
-      const p1 = await w.get('/v1/permissions.listPermissions', { limit: 2 }, key);
-      assert.equal(p1.status, 200, p1.body);
-      assert.deepEqual(p1.json, { permissions: inOrder.slice(0, 2), total: 5, cursor: inOrder[1].id });
-      const p2 = await w.get('/v1/permissions.listPermissions', { limit: 2, cursor: p1.json.cursor }, key);
-      assert.deepEqual(p2.json, { permissions: inOrder.slice(2, 4), total: 5, cursor: inOrder[3].id });
-      const p3 = await w.get('/v1/permissions.listPermissions', { limit: 2, cursor: p2.json.cursor }, key);
-      assert.deepEqual(p3.json, { permissions: inOrder.slice(4), total: 5 });
       const all = await w.get('/v1/permissions.listPermissions', {}, key);
-      assert.deepEqual(all.json, { permissions: inOrder, total: 5 });
-      const mine = await w.get<Loose<{ permissions: Array<{ id: string }> }>>('/v1/permissions.listPermissions', {});
-      assert.ok(!mine.json.permissions.some((p: { id: string }) => created.some((c) => c.id === p.id)));
+      assert.equal(all.status, 200, all.body);
+      assert.deepEqual(all.json, inOrder);
+      // The paging parameters of earlier releases are not parameters any more: ignored, the whole list answers.
+      assert.deepEqual((await w.get('/v1/permissions.listPermissions', { limit: 2, cursor: inOrder[1].id }, key)).json, inOrder);
+      const mine = await w.get<Array<{ id: string }>>('/v1/permissions.listPermissions', {});
+      assert.ok(Array.isArray(mine.json), mine.body);
+      assert.ok(!mine.json.some((p) => created.some((c) => c.id === p.id)));
       const ours = await w.store.db
         .selectFrom('permissions')
-        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .select('id')
         .where('workspace_id', '=', w.workspaceId)
-        .executeTakeFirstOrThrow();
-      assert.equal(mine.json.total, Number(ours.n));
+        .orderBy('id')
+        .execute();
+      assert.deepEqual(
+        mine.json.map((p) => p.id),
+        ours.map((r) => r.id),
+      );
     });
 
-    test('listPermissions and listRoles: without limit, pages of 100', async () => {
+    test('listPermissions and listRoles: every item of the workspace, past any page size (1001 of each, roles with permissions)', async () => {
       const other = await w.otherWorkspace();
       const now = Date.now();
+      const N = 1001;
+      const perms = Array.from({ length: N }, (_, i) => ({
+        id: newId('perm'),
+        workspace_id: other.workspaceId,
+        name: `bulk.${i}`,
+        slug: `bulk.${i}`,
+        description: null,
+        created_at: now,
+        updated_at: now,
+      }));
+      const roles = Array.from({ length: N }, (_, i) => ({
+        id: newId('role'),
+        workspace_id: other.workspaceId,
+        name: `bulk-${i}`,
+        description: null,
+        created_at: now,
+        updated_at: now,
+      }));
+      await w.store.db.insertInto('permissions').values(perms).execute();
+      await w.store.db.insertInto('roles').values(roles).execute();
+      // Role i holds permission i: the links of roles beyond the first IN_LIST_CHUNK are found too.
       await w.store.db
-        .insertInto('permissions')
-        .values(
-          Array.from({ length: 101 }, (_, i) => ({
-            id: newId('perm'),
-            workspace_id: other.workspaceId,
-            name: `bulk.${i}`,
-            slug: `bulk.${i}`,
-            description: null,
-            created_at: now,
-            updated_at: now,
-          })),
-        )
+        .insertInto('roles_permissions')
+        .values(roles.map((r, i) => ({ role_id: r.id, permission_id: perms[i].id, workspace_id: other.workspaceId, created_at: now })))
         .execute();
-      await w.store.db
-        .insertInto('roles')
-        .values(
-          Array.from({ length: 101 }, (_, i) => ({
-            id: newId('role'),
-            workspace_id: other.workspaceId,
-            name: `bulk-${i}`,
-            description: null,
-            created_at: now,
-            updated_at: now,
-          })),
-        )
-        .execute();
-      const perms = await w.get<Loose<{ permissions: Array<{ id: string }>; cursor: string }>>(
-        '/v1/permissions.listPermissions',
+      const byId = <T extends { id: string }>(xs: T[]) => [...xs].sort((a, b) => (a.id < b.id ? -1 : 1));
+
+      const listed = await w.get<Array<{ id: string }>>('/v1/permissions.listPermissions', {}, other.root);
+      assert.equal(listed.status, 200, listed.body.slice(0, 300));
+      assert.deepEqual(
+        listed.json.map((p) => p.id),
+        byId(perms).map((p) => p.id),
+      );
+      const listedRoles = await w.get<Array<{ id: string; name: string; permissions: Array<{ slug: string }> }>>(
+        '/v1/permissions.listRoles',
         {},
         other.root,
       );
-      assert.equal(perms.json.permissions.length, 100);
-      assert.equal(perms.json.total, 101);
-      assert.equal(perms.json.cursor, perms.json.permissions[99].id);
-      const rest = await w.get('/v1/permissions.listPermissions', { cursor: perms.json.cursor }, other.root);
-      assert.equal(rest.json.permissions.length, 1);
-      assert.equal(rest.json.cursor, undefined);
-      const roles = await w.get('/v1/permissions.listRoles', {}, other.root);
-      assert.equal(roles.json.roles.length, 100);
-      assert.equal(roles.json.total, 101);
-      assert.equal(roles.json.cursor, roles.json.roles[99].id);
-    });
-
-    test('listPermissions: limit outside 1..100 or not an integer → 400 at /limit', async () => {
-      for (const limit of [0, 101, 'ten']) {
-        assert.deepEqual(errorPaths(await w.get('/v1/permissions.listPermissions', { limit })), ['/limit']);
-      }
+      assert.equal(listedRoles.status, 200, listedRoles.body.slice(0, 300));
+      assert.deepEqual(
+        listedRoles.json.map((r) => r.id),
+        byId(roles).map((r) => r.id),
+      );
+      for (const r of listedRoles.json)
+        assert.deepEqual(
+          r.permissions.map((p) => p.slug),
+          [`bulk.${r.name.slice('bulk-'.length)}`],
+          r.name,
+        );
     });
 
     test('deletePermission: hard delete; keys and roles lose it at once; audited with what it disconnected', async () => {
@@ -287,7 +289,7 @@ for (const dialect of DIALECTS) {
     describe('security: listPermissions', () => {
       securityTests(() => w, {
         permission: 'rbac.*.read_permission',
-        request: async () => ({ method: 'GET', path: '/v1/permissions.listPermissions', query: { limit: 10 } }),
+        request: async () => ({ method: 'GET', path: '/v1/permissions.listPermissions' }),
       });
     });
     describe('security: deletePermission', () => {

@@ -123,7 +123,7 @@ for (const dialect of DIALECTS) {
       assert.deepEqual(errorPaths(await w.get('/v1/permissions.getRole', { roleId: '' })), ['/roleId']);
     });
 
-    test('listRoles: pages in id order with their permissions, cursor only while more exist, total of the workspace; others invisible', async () => {
+    test("listRoles: a bare array of the workspace's roles in id order with their permissions, unpaginated; others invisible", async () => {
       const other = await w.otherWorkspace();
       const key = other.root;
       const created: Array<{ id: string; name: string; permissions: Array<{ id: string; name: string; slug: string }> }> = [];
@@ -145,16 +145,17 @@ for (const dialect of DIALECTS) {
       );
       // Ids are time-sortable only to the millisecond: the order is the ids' order.
       const inOrder = [...created].sort((a, b) => (a.id < b.id ? -1 : 1));
-      const p1 = await w.get('/v1/permissions.listRoles', { limit: 2 }, key);
-      assert.equal(p1.status, 200, p1.body);
-      assert.deepEqual(p1.json, { roles: inOrder.slice(0, 2), total: 3, cursor: inOrder[1].id });
-      const p2 = await w.get('/v1/permissions.listRoles', { limit: 2, cursor: p1.json.cursor }, key);
-      assert.deepEqual(p2.json, { roles: inOrder.slice(2), total: 3 });
       const all = await w.get('/v1/permissions.listRoles', {}, key);
-      assert.deepEqual(all.json, { roles: inOrder, total: 3 });
-      const mine = await w.get<Loose<{ roles: Array<{ id: string }> }>>('/v1/permissions.listRoles', { limit: 100 });
-      assert.ok(!mine.json.roles.some((r: { id: string }) => created.some((c) => c.id === r.id)));
-      for (const limit of [0, 101]) assert.deepEqual(errorPaths(await w.get('/v1/permissions.listRoles', { limit })), ['/limit']);
+      assert.equal(all.status, 200, all.body);
+      assert.deepEqual(all.json, inOrder);
+      // The paging parameters of earlier releases are not parameters any more: ignored (even invalid ones), the whole list answers.
+      for (const query of [{ limit: 2 }, { limit: 2, cursor: inOrder[0].id }, { limit: 0 }, { limit: 101 }] as Array<
+        Record<string, string | number>
+      >)
+        assert.deepEqual((await w.get('/v1/permissions.listRoles', query, key)).json, inOrder, JSON.stringify(query));
+      const mine = await w.get<Array<{ id: string }>>('/v1/permissions.listRoles', {});
+      assert.ok(Array.isArray(mine.json), mine.body);
+      assert.ok(!mine.json.some((r) => created.some((c) => c.id === r.id)));
     });
 
     test('deleteRole: hard delete; keys lose the role and what it granted; audited; a second delete → 404', async () => {
@@ -385,7 +386,7 @@ for (const dialect of DIALECTS) {
     describe('security: listRoles', () => {
       securityTests(() => w, {
         permission: 'rbac.*.read_role',
-        request: async () => ({ method: 'GET', path: '/v1/permissions.listRoles', query: { limit: 5 } }),
+        request: async () => ({ method: 'GET', path: '/v1/permissions.listRoles' }),
       });
     });
     describe('security: deleteRole', () => {
