@@ -41,10 +41,23 @@ export interface Seeds {
   identityId: string;
   externalId: string;
   migrationId: string;
+  /** A rate-limit namespace (ratelimits.*) with one override, of `overrideIdentifier`. */
+  namespaceId: string;
+  namespaceName: string;
+  overrideIdentifier: string;
 }
 
 /** The seeds that are ids of resources (the rest are names chosen by the workspace). */
-export const ID_SEEDS: ReadonlyArray<keyof Seeds> = ['apiId', 'keyId', 'key', 'roleId', 'permissionId', 'identityId', 'migrationId'];
+export const ID_SEEDS: ReadonlyArray<keyof Seeds> = [
+  'apiId',
+  'keyId',
+  'key',
+  'roleId',
+  'permissionId',
+  'identityId',
+  'migrationId',
+  'namespaceId',
+];
 
 /** A reference to a seeded resource, resolved when the request is sent; `fresh-hash` is a new key hash each time. */
 export class SeedRef {

@@ -76,6 +76,11 @@ const SEEDED: Record<string, ReadonlyArray<keyof Seeds | 'fresh-hash'>> = {
   externalId: ['externalId'],
   ownerId: ['externalId'],
   migrationId: ['migrationId'],
+  namespaceId: ['namespaceId'],
+  namespaceName: ['namespaceName'],
+  // ratelimits.limit names its namespace `namespace`; its `identifier` and the override routes' name one.
+  namespace: ['namespaceName'],
+  identifier: ['overrideIdentifier'],
   targetId: ['keyId', 'apiId', 'roleId'],
   'roles.id': ['roleId'],
   'roles.name': ['roleName'],

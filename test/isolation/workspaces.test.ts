@@ -9,14 +9,16 @@ import { dumpWorkspace, type Dump } from './dump.ts';
 
 /**
  * Workspace isolation, for every route of the OpenAPI document: two workspaces A and B, each seeded with its
- * own API, key, role, permission, identity and migration. B's `*` root key sends valid-looking requests
- * (the fuzz generator's, test/fuzz/requests.ts) whose resource members name A's resources — all of them, or
- * some mixed with B's own. Whenever a request names one of A's ids (and passes validation) the answer is 404
- * NOT_FOUND; a 2xx answer holds none of A's ids; and A's rows in every table are byte-identical afterwards.
+ * own API, key, role, permission, identity, migration and rate-limit namespace (with an override). B's `*`
+ * root key sends valid-looking requests (the fuzz generator's, test/fuzz/requests.ts) whose resource members
+ * name A's resources — all of them, or some mixed with B's own. Whenever a request names one of A's ids (and
+ * passes validation) the answer is 404 NOT_FOUND; a 2xx answer holds none of A's ids; and A's rows in every
+ * table are byte-identical afterwards.
  *
  * Documented exceptions: `keys.verifyKey` takes no root key (the key is the credential): A's key verified for
  * B's API is not VALID and spends nothing. Members that only filter a listing (`targetId` of audit.listLogs)
- * answer 200 with none of A's records rather than 404.
+ * answer 200 with none of A's records rather than 404. Namespace names are per workspace: A's namespace
+ * name in B's ratelimits.limit is B's own namespace of that name (created on first use), never A's.
  */
 
 /** Requests per route: at least MIN_SAMPLES, and more (up to MAX_SAMPLES) until ENOUGH have passed validation and reached a lookup. */

@@ -32,20 +32,22 @@ export class NamespaceCache implements ChangeListener {
     this.#ttlMs = opts.ttlMs ?? 60_000;
   }
 
-  /** The namespace `name` of the workspace, from memory or loaded from `db`; undefined when it does not exist. */
-  get(db: Executor, workspaceId: string, name: string): Promise<CachedNamespace | undefined> {
+  /**
+   * The namespace `name` of the workspace, from memory or loaded from `db`; undefined when it does not exist.
+   * `fresh`: never joins a load already in flight, which may have read the store before a namespace the
+   * caller has just created was committed (it would answer "no such namespace"); starts a new one instead.
+   */
+  get(db: Executor, workspaceId: string, name: string, opts: { fresh?: boolean } = {}): Promise<CachedNamespace | undefined> {
     const key = cacheKey(workspaceId, name);
     const hit = this.#entries.get(key);
     if (hit && hit.expiresAt > Date.now()) return Promise.resolve(hit.ns);
-    let loading = this.#loading.get(key);
-    if (!loading) {
-      const load = this.#load(db, key, workspaceId, name).finally(() => {
-        if (this.#loading.get(key) === load) this.#loading.delete(key);
-      });
-      this.#loading.set(key, load);
-      loading = load;
-    }
-    return loading;
+    const loading = opts.fresh ? undefined : this.#loading.get(key);
+    if (loading) return loading;
+    const load = this.#load(db, key, workspaceId, name).finally(() => {
+      if (this.#loading.get(key) === load) this.#loading.delete(key);
+    });
+    this.#loading.set(key, load);
+    return load;
   }
 
   invalidate(changes: readonly Change[]): void {

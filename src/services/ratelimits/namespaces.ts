@@ -44,8 +44,10 @@ export async function requireNamespace(
   const problems = namespaceRefProblems(ref);
   if (problems.length) throw invalid(problems, where);
   const base = db.selectFrom('ratelimit_namespaces').selectAll().where('workspace_id', '=', workspaceId);
-  const row = await (ref.namespaceId !== undefined ? base.where('id', '=', ref.namespaceId) : base.where('name', '=', ref.namespaceName!))
-    .executeTakeFirst();
+  const row = await (ref.namespaceId !== undefined
+    ? base.where('id', '=', ref.namespaceId)
+    : base.where('name', '=', ref.namespaceName!)
+  ).executeTakeFirst();
   if (!row) throw notFound('namespace', ref.namespaceId ?? ref.namespaceName!);
   return row;
 }
@@ -68,7 +70,12 @@ export async function createNamespace(db: Db, caller: Caller, name: string): Pro
       .onConflict((oc) => oc.columns(['workspace_id', 'name']).doNothing())
       .returning('id')
       .executeTakeFirst();
-    if (created) await recordAudit(tx, [callerAudit(caller, 'ratelimitNamespace.create', { type: 'ratelimitNamespace', id }, { diff: { name } })], now);
+    if (created)
+      await recordAudit(
+        tx,
+        [callerAudit(caller, 'ratelimitNamespace.create', { type: 'ratelimitNamespace', id }, { diff: { name } })],
+        now,
+      );
   });
 }
 
@@ -106,7 +113,10 @@ export async function deleteNamespace(db: Db, caller: Caller, ref: NamespaceRef)
     const row = await requireNamespace(tx, caller.workspaceId, ref);
     requirePermissions(caller, `ratelimit.${row.id}.delete_namespace`);
     const overrides = await tx.deleteFrom('ratelimit_overrides').where('namespace_id', '=', row.id).executeTakeFirst();
-    await tx.deleteFrom('ratelimit_namespaces').where('id', '=', row.id).execute();
+    // A concurrent delete that committed first (its row lock makes this one wait) leaves nothing to delete:
+    // this one is then a 404, not a second deletion with a second audit record.
+    const deleted = await tx.deleteFrom('ratelimit_namespaces').where('id', '=', row.id).executeTakeFirst();
+    if (Number(deleted.numDeletedRows) === 0) throw notFound('namespace', ref.namespaceId ?? ref.namespaceName!);
     changes.namespace(row.id);
     await recordAudit(tx, [
       callerAudit(

@@ -130,7 +130,9 @@ export async function deleteOverride(db: Db, caller: Caller, input: NamespaceRef
     const ns = await requireNamespace(tx, caller.workspaceId, input);
     requirePermissions(caller, `ratelimit.${ns.id}.delete_override`);
     const row = await requireOverride(tx, ns.id, input.identifier);
-    await tx.deleteFrom('ratelimit_overrides').where('id', '=', row.id).execute();
+    // A concurrent delete that committed first leaves nothing to delete: a 404, not a second audit record.
+    const deleted = await tx.deleteFrom('ratelimit_overrides').where('id', '=', row.id).executeTakeFirst();
+    if (Number(deleted.numDeletedRows) === 0) throw notFound('override', input.identifier);
     changes.namespace(ns.id);
     await recordAudit(tx, [
       callerAudit(

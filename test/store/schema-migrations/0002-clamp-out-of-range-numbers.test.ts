@@ -80,7 +80,8 @@ for (const dialect of DIALECTS) {
         store.db,
       );
 
-      assert.deepEqual(await store.migrate(), ['0002-clamp-out-of-range-numbers']);
+      // 0002 runs first of the migrations this earlier release lacks (later ones follow it).
+      assert.equal((await store.migrate())[0], '0002-clamp-out-of-range-numbers');
 
       const read = await call('GET', '/v1/keys.getKey', { keyId });
       assert.equal(read.status, 200, read.body);
