@@ -26,10 +26,13 @@ export class NamespaceCache implements ChangeListener {
   readonly #keyById = new Map<string, string>();
   readonly #loading = new Map<string, Promise<CachedNamespace | undefined>>();
   readonly #ttlMs: number;
+  readonly #maxEntries: number;
   #generation = 0;
 
-  constructor(opts: { ttlMs?: number } = {}) {
+  /** `maxEntries` bounds memory whatever number of namespaces root keys create: the oldest entry is dropped first. */
+  constructor(opts: { ttlMs?: number; maxEntries?: number } = {}) {
     this.#ttlMs = opts.ttlMs ?? 60_000;
+    this.#maxEntries = opts.maxEntries ?? 100_000;
   }
 
   /**
@@ -68,9 +71,19 @@ export class NamespaceCache implements ChangeListener {
     if (!row) return undefined;
     const ns = { id: row.id, overrides: new OverrideSet(await overrideRules(db, row.id)) };
     if (generation === this.#generation) {
+      this.#entries.delete(key); // re-inserted last: the Map's order is the age of its entries
+      if (this.#entries.size >= this.#maxEntries) this.#evictOldest();
       this.#entries.set(key, { ns, expiresAt: Date.now() + this.#ttlMs });
       this.#keyById.set(row.id, key);
     }
     return ns;
+  }
+
+  #evictOldest(): void {
+    for (const [key, { ns }] of this.#entries) {
+      this.#entries.delete(key);
+      this.#keyById.delete(ns.id);
+      return;
+    }
   }
 }
