@@ -26,7 +26,7 @@ export const MAX_BODY_DEPTH = 32;
 /** How many problems a 400 lists in `errors` (its `detail` gives their count). */
 export const MAX_LISTED_PROBLEMS = 100;
 
-/** How many queries one `and` / `or` of a permission query may hold. */
+/** How many items one list may hold: the queries of a permission query's `and` / `or`, the values of a list query parameter. */
 export const MAX_QUERY_ITEMS = 100;
 
 /** Whether a string can be stored and compared the same on both dialects: no NUL, no lone UTF-16 surrogate. */

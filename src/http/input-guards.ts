@@ -3,6 +3,7 @@ import type { FastifyBodyParser, FastifyRequest } from 'fastify';
 import { MAX_BODY_DEPTH, isStorableText } from '../domain/bounds.ts';
 import { invalid, type FieldProblem } from '../domain/errors.ts';
 import { isObject } from '../domain/json.ts';
+import { compileQueryLists } from './query-lists.ts';
 import type { AjvIssue } from './validation.ts';
 
 // Checks every request passes before its schema: they bound the work a hostile request can cause (nesting,
@@ -144,14 +145,17 @@ const nonFiniteNumbers = (query: unknown) =>
   queryIssues(query, (v) => typeof v === 'number' && !Number.isFinite(v), 'type', 'must be a finite number');
 
 /**
- * The validator of a body or query schema: array sizes (and query text) first, then the schema itself.
- * Ajv's context argument is passed through (with `schemaEnv`, Fastify gives it the parent of the validated
- * part, so defaults and coercions may replace the root value).
+ * The validator of a body or query schema: a query's list parameters split (query-lists.ts), then array
+ * sizes (and query text), then the schema itself. Ajv's context argument is passed through (with
+ * `schemaEnv`, Fastify gives it the parent of the validated part, so defaults and coercions may replace the
+ * root value).
  */
 export function guardedValidator(ajv: Ajv, schema: object, part: 'body' | 'query'): Validate {
   const validate = ajv.compile(schema);
   const arrays = compileArrayGuard(schema as SchemaNode);
+  const lists = part === 'query' ? compileQueryLists(schema) : undefined;
   const guarded = (data: unknown, context?: object) => {
+    lists?.(data);
     const early: Issue[] = part === 'query' ? queryTextIssues(data) : [];
     arrays?.(data, '', early);
     if (early.length) return { error: early };

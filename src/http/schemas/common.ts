@@ -72,3 +72,11 @@ export const NamedList = (description: string) => Type.Array(Type.Object({ id: T
  */
 export const Bounded = (domain: NumericDomain, options: { minimum?: number; description?: string; default?: number } = {}) =>
   Type.Integer({ ...BOUNDS[domain], ...options });
+
+/**
+ * A query parameter taking 1..`maxItems` values, sent repeated (`keyId=a&keyId=b`) or comma-joined
+ * (`keyId=a,b`, what Unkey's v1 SDK sends): the query validator splits it before checking the items and
+ * their number (http/query-lists.ts), so an item may not contain a comma and an empty one (`a,,b`) is a 400.
+ */
+export const QueryList = <T extends TSchema>(item: T, maxItems: number, description: string) =>
+  Type.Array(item, { minItems: 1, maxItems, description: `${description} Several: repeat the parameter, or join them with commas.` });

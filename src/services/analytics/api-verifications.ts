@@ -30,6 +30,13 @@ export const ORDER_FIELDS = [
 ] as const;
 export type OrderField = (typeof ORDER_FIELDS)[number];
 
+/** What analytics.getVerifications groups by (v1's `tag` and `tags` are not: tags are not recorded). */
+export const GROUPINGS = ['hour', 'day', 'month', 'key', 'identity'] as const satisfies readonly Grouping[];
+
+/** Why a `tag` filter is refused rather than ignored (ignoring it would answer the counts of every verification). */
+export const TAG_NOT_RECORDED =
+  'is not supported: this version of Keyhold does not record the tags of keys.verifyKey, so verifications cannot be filtered by tag';
+
 export interface ApiVerificationsQuery {
   apiId: string;
   start: number;
@@ -37,6 +44,8 @@ export interface ApiVerificationsQuery {
   keyId?: string | string[];
   externalId?: string;
   groupBy?: Grouping | Grouping[];
+  /** Refused when present (TAG_NOT_RECORDED). */
+  tag?: string | string[];
   limit?: number;
   orderBy?: OrderField;
   order?: 'asc' | 'desc';
@@ -52,14 +61,15 @@ const list = <T>(v: T | T[] | undefined): T[] => (v === undefined ? [] : Array.i
 
 /**
  * Verification counts of an API's keys in [start, end) (`end` defaults to now), optionally only of some
- * keys (`keyId`, one or repeated) or of one identity (`externalId`), grouped by at most one time unit
+ * keys (`keyId`, one or several) or of one identity (`externalId`), grouped by at most one time unit
  * (hour, day, month: UTC buckets) and/or by key and/or identity. Without any grouping: one row of totals.
  *
  * Grouped by time alone, the series is complete: every bucket from start to end, zero-filled (at most
  * MAX_BUCKETS). Combined with key or identity, only (bucket, key/identity) pairs with data are listed.
  * Grouped by identity, verifications of keys without an identity (or of a deleted identity) are left out.
  * Rows are ordered by `orderBy` (default `time` when grouped by time) in `order` (default asc), ties by
- * time, then keyId, then identity externalId, ascending; then cut to `limit`.
+ * time, then keyId, then identity externalId, ascending; then cut to `limit`. A `tag` filter is a 400:
+ * tags are not recorded.
  * Requires `api.<apiId>.read_analytics`.
  */
 export async function getApiVerifications(
@@ -73,7 +83,7 @@ export async function getApiVerifications(
   const timeGroups = TIME_GROUPS.filter((t) => groups.has(t)) as Granularity[];
   const g: Granularity | undefined = timeGroups[0];
   const problems = apiQueryProblems(q, end, timeGroups);
-  if (problems.length) throw invalid(problems);
+  if (problems.length) throw invalid(problems, 'query');
 
   await requireApi(db, caller.workspaceId, q.apiId);
   requirePermissions(caller, `api.${q.apiId}.read_analytics`);
@@ -115,10 +125,14 @@ export async function getApiVerifications(
   return q.limit === undefined ? out : out.slice(0, q.limit);
 }
 
-/** The query's cross-field problems: an empty window, several time groupings, ordering by time without one, too many buckets. */
+/**
+ * The query's problems a schema does not state: a tag filter, an empty window, several time groupings,
+ * ordering by time without one, too many buckets.
+ */
 function apiQueryProblems(q: ApiVerificationsQuery, end: number, timeGroups: Granularity[]): FieldProblem[] {
   const g: Granularity | undefined = timeGroups[0];
   const problems: FieldProblem[] = [];
+  if (q.tag !== undefined) problems.push({ path: '/tag', message: TAG_NOT_RECORDED });
   if (q.start >= end) problems.push({ path: '/start', message: 'must be less than end' });
   if (timeGroups.length > 1)
     problems.push({ path: '/groupBy', message: `at most one of hour, day and month (got ${timeGroups.join(', ')})` });

@@ -1,9 +1,10 @@
 import { Type } from '@sinclair/typebox';
-import { getApiVerifications, ORDER_FIELDS } from '../../../services/analytics/api-verifications.ts';
+import { MAX_QUERY_ITEMS } from '../../../domain/bounds.ts';
+import { getApiVerifications, GROUPINGS, ORDER_FIELDS } from '../../../services/analytics/api-verifications.ts';
 import type { App, Deps } from '../../types.ts';
-import { OneOf, requires, responses, Bounded } from '../../schemas/common.ts';
+import { OneOf, requires, responses, Bounded, QueryList } from '../../schemas/common.ts';
 
-const Grouping = OneOf(['hour', 'day', 'month', 'key', 'identity'] as const);
+const Grouping = OneOf(GROUPINGS);
 const KeyId = Type.String({ minLength: 1 });
 const Count = Type.Integer({ minimum: 0 });
 
@@ -19,13 +20,20 @@ export default function analyticsGetVerifications(app: App, deps: Deps) {
           end: Type.Optional(
             Bounded('timestamp', { minimum: 1, description: 'Epoch ms, exclusive; default now. Widened to the end of its bucket.' }),
           ),
-          keyId: Type.Optional(
-            Type.Union([KeyId, Type.Array(KeyId, { minItems: 1, maxItems: 100 })], { description: 'Only these keys; repeat for several.' }),
-          ),
+          keyId: Type.Optional(QueryList(KeyId, MAX_QUERY_ITEMS, `Only these keys (at most ${MAX_QUERY_ITEMS}).`)),
           externalId: Type.Optional(Type.String({ minLength: 1, description: "Only verifications of this identity's keys." })),
           groupBy: Type.Optional(
-            Type.Union([Grouping, Type.Array(Grouping, { minItems: 1, maxItems: 3 })], {
-              description: 'Repeat to combine; at most one of hour, day, month. Grouped by time alone, the series is zero-filled.',
+            QueryList(
+              Grouping,
+              3,
+              'Groupings to combine: at most one of hour, day, month. Grouped by time alone, the series is zero-filled. ' +
+                'tag and tags are not supported (a 400).',
+            ),
+          ),
+          tag: Type.Optional(
+            Type.Array(Type.String(), {
+              maxItems: MAX_QUERY_ITEMS,
+              description: 'Not supported: this version does not record the `tags` of keys.verifyKey, so any `tag` is a 400.',
             }),
           ),
           limit: Type.Optional(Bounded('count', { minimum: 1 })),
