@@ -1,6 +1,11 @@
-// The cases `npm run bench` (bench/run.ts) measures: the baseline and the keys.verifyKey cases.
+// The cases `npm run bench` (bench/run.ts) measures: the baseline, the keys.verifyKey cases and the
+// ratelimits.limit cases.
 
-export type StoreKind = 'sqlite' | 'postgres';
+/**
+ * Where the server keeps its state: a SQLite file, a PostgreSQL schema, or a SQLite file with REDIS_URL set
+ * (rate-limit counters in Redis; only the ratelimits.limit cases run there, see runsOn).
+ */
+export type StoreKind = 'sqlite' | 'postgres' | 'sqlite+redis';
 
 /** Which code answers a keys.verifyKey request: the verification lane (src/http/verify-lane.ts) or Fastify's route. */
 export type AnsweredBy = 'lane' | 'fastify';
@@ -31,6 +36,8 @@ export interface Case {
   answeredBy?: AnsweredBy;
   /** The key this case verifies (verify cases only). */
   keyBody?: Record<string, unknown>;
+  /** What a ratelimits.limit case asks (sent with the root key; see ratelimitBody). */
+  ratelimit?: { async: boolean; uniqueIdentifiers?: boolean };
   /** Minimum ratio to the baseline, per store; absent: reported without a target. */
   target?: Partial<Record<StoreKind, number>>;
   /** A problem with one correct-looking response, or undefined. */
@@ -116,6 +123,69 @@ export const VERIFY_CASES: Case[] = [
     check: verifyValid((b) => (b.ratelimit?.limit === PLENTY ? undefined : `no ratelimit in response: ${JSON.stringify(b)}`)),
   },
 ];
+
+export const RATELIMIT_PATH = '/v1/ratelimits.limit';
+
+/** In a body, replaced by a new random id in every request of a case with `uniqueIdentifiers` (autocannon's `[<id>]`). */
+export const ID_PLACEHOLDER = '[<id>]';
+
+const limitPassed = (status: number, body: any): string | undefined => {
+  if (status !== 200) return `status ${status}: ${JSON.stringify(body)}`;
+  if (body?.success !== true) return `not success: ${JSON.stringify(body)}`;
+  if (body.limit !== PLENTY || !(typeof body.remaining === 'number' && body.remaining < PLENTY))
+    return `unexpected limit/remaining: ${JSON.stringify(body)}`;
+  return undefined;
+};
+
+/**
+ * ratelimits.limit with the bootstrap root key, a limit of PLENTY (never refuses) per 60 s window. The
+ * one-identifier cases hammer one counter, the realistic hot path (sync: concurrent requests of one counter
+ * share one store or Redis operation); `ratelimit-sync-unique` gives every request a new identifier, so a new
+ * counter each time: no sharing, one insert per request (the worst case; it also grows the counters and the
+ * analytics buffer by one entry per request, and leaves as many Redis keys, expiring with their window).
+ */
+export const RATELIMIT_CASES: Case[] = [
+  {
+    id: 'ratelimit-async',
+    label: 'ratelimits.limit async, 1 identifier',
+    method: 'POST',
+    path: RATELIMIT_PATH,
+    ratelimit: { async: true },
+    target: { sqlite: 0.8, postgres: 0.8, 'sqlite+redis': 0.8 },
+    check: limitPassed,
+  },
+  {
+    // No target on PostgreSQL: none was set (verify-credits, also one store statement per request, has 0.40 there).
+    id: 'ratelimit-sync',
+    label: 'ratelimits.limit sync, 1 identifier',
+    method: 'POST',
+    path: RATELIMIT_PATH,
+    ratelimit: { async: false },
+    target: { sqlite: 0.65, 'sqlite+redis': 0.45 },
+    check: limitPassed,
+  },
+  {
+    id: 'ratelimit-sync-unique',
+    label: 'ratelimits.limit sync, new identifier each',
+    method: 'POST',
+    path: RATELIMIT_PATH,
+    ratelimit: { async: false, uniqueIdentifiers: true },
+    check: limitPassed,
+  },
+];
+
+/** Every case but the baseline, in the order they run. */
+export const CASES: Case[] = [...VERIFY_CASES, ...RATELIMIT_CASES];
+
+/** Whether the case runs on the store: the sqlite+redis store is there for the rate limits only. */
+export const runsOn = (kase: Case, store: StoreKind): boolean => store !== 'sqlite+redis' || kase.ratelimit !== undefined;
+
+/** The body of a ratelimits.limit case; `run` (random per run) names its namespace and identifier, so no two runs share a counter. */
+export function ratelimitBody(kase: Case, run: string): string {
+  const { async, uniqueIdentifiers } = kase.ratelimit!;
+  const identifier = uniqueIdentifiers ? `${kase.id}-${ID_PLACEHOLDER}` : `${kase.id}-${run}`;
+  return JSON.stringify({ namespace: `bench-${run}`, identifier, limit: PLENTY, duration: RATELIMIT_DURATION_MS, async });
+}
 
 /**
  * Which code answered a response, from the order of its headers: the lane writes Content-Type first, then

@@ -21,14 +21,14 @@ export interface RunResult {
   serverCpuUsPerRequestUserSystem?: { user: number; system: number };
   /** 1-minute load average of the machine right after the run (2 of it are the server and the load generator). */
   load1: number;
-  /** Verify cases: the round (1-based). */
+  /** Measured cases (not the baseline): the round (1-based). */
   round?: number;
-  /** Verify cases: the mean req/s of the baseline runs just before and just after this one. */
+  /** Measured cases: the mean req/s of the baseline runs just before and just after this one. */
   baselineRequestsPerSec?: number;
   /** requests/s over baselineRequestsPerSec. */
   ratio?: number;
-  /** A check request after the run still verified as VALID (verify cases). */
-  validAfterRun?: boolean;
+  /** A check request after the run still passed the case's check (VALID, or success: true); absent for the baseline. */
+  checkedAfterRun?: boolean;
 }
 
 /** One case on one store over all its rounds: medians, and the spread of the rounds' ratios. */
@@ -182,7 +182,7 @@ export function printResults(
   console.log(
     `\nTargets met: ${withTarget.length - missed.length} of ${withTarget.length}${missed.length ? ` (missed: ${missed.map((r) => `${r.label} on ${r.store}`).join('; ')})` : ''}`,
   );
-  const invalid = runs.filter((r) => r.validAfterRun === false);
+  const invalid = runs.filter((r) => r.checkedAfterRun === false);
   if (invalid.length)
-    console.log(`Warning: no longer VALID after its run: ${invalid.map((r) => `${r.label} #${r.round} on ${r.store}`).join('; ')}`);
+    console.log(`Warning: failed its check after its run: ${invalid.map((r) => `${r.label} #${r.round} on ${r.store}`).join('; ')}`);
 }
