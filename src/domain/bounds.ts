@@ -34,3 +34,10 @@ export const isStorableText = (s: string): boolean => !s.includes('\0') && s.isW
 
 /** Longest rate-limit namespace name and identifier (characters), as Unkey's v1 clients send them. */
 export const MAX_RATELIMIT_NAME = 255;
+
+/**
+ * Overrides one namespace may hold, and how many of them may be `*` patterns: every ratelimits.limit call
+ * tries the patterns of its namespace in turn, and every server keeps a namespace's overrides in memory.
+ */
+export const MAX_OVERRIDES_PER_NAMESPACE = 10_000;
+export const MAX_PATTERNS_PER_NAMESPACE = 100;

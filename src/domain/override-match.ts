@@ -19,38 +19,38 @@ export const isPattern = (identifier: string): boolean => identifier.includes('*
 
 const literalCount = (pattern: string): number => pattern.length - pattern.split('*').length + 1;
 
+/** A `*` pattern split at its stars, for matching many identifiers. */
+export const globParts = (pattern: string): string[] => pattern.split('*');
+
 /**
- * Whether `text` matches the `*` pattern, anchored at both ends. Linear in practice and O(pattern × text)
- * at worst (backtracks only to the last `*`), so no pattern an API caller writes can make it slow.
+ * Whether `text` matches the pattern split by `globParts`, anchored at both ends: the first part must start
+ * it, the last end it, and the parts between occur in order in what is left (the leftmost occurrence of each
+ * is always the best choice). Native `startsWith`/`indexOf` do the comparing: a few microseconds at most for
+ * 255-character patterns and identifiers, whatever their stars.
  */
-export function globMatches(pattern: string, text: string): boolean {
-  let p = 0;
-  let t = 0;
-  let star = -1;
-  let mark = 0;
-  while (t < text.length) {
-    if (p < pattern.length && pattern[p] === '*') {
-      star = p++;
-      mark = t;
-    } else if (p < pattern.length && pattern[p] === text[t]) {
-      p++;
-      t++;
-    } else if (star !== -1) {
-      p = star + 1;
-      t = ++mark;
-    } else {
-      return false;
-    }
+export function globPartsMatch(parts: readonly string[], text: string): boolean {
+  if (parts.length === 1) return parts[0] === text;
+  const first = parts[0];
+  const last = parts[parts.length - 1];
+  const end = text.length - last.length;
+  if (end < first.length || !text.startsWith(first) || !text.endsWith(last)) return false;
+  let at = first.length;
+  for (let i = 1; i < parts.length - 1; i++) {
+    const found = text.indexOf(parts[i], at);
+    if (found === -1 || found + parts[i].length > end) return false;
+    at = found + parts[i].length;
   }
-  while (p < pattern.length && pattern[p] === '*') p++;
-  return p === pattern.length;
+  return true;
 }
+
+/** Whether `text` matches the `*` pattern, anchored at both ends. */
+export const globMatches = (pattern: string, text: string): boolean => globPartsMatch(globParts(pattern), text);
 
 /** A namespace's overrides, indexed for matching. */
 export class OverrideSet {
   readonly #exact = new Map<string, OverrideRule>();
-  /** Patterns in the order they win. */
-  readonly #patterns: OverrideRule[];
+  /** Patterns in the order they win, each with its parts. */
+  readonly #patterns: Array<{ rule: OverrideRule; parts: string[] }>;
 
   constructor(rules: readonly OverrideRule[]) {
     const patterns: OverrideRule[] = [];
@@ -58,9 +58,9 @@ export class OverrideSet {
       if (isPattern(r.identifier)) patterns.push(r);
       else this.#exact.set(r.identifier, r);
     }
-    this.#patterns = patterns.sort(
-      (a, b) => literalCount(b.identifier) - literalCount(a.identifier) || a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1),
-    );
+    this.#patterns = patterns
+      .sort((a, b) => literalCount(b.identifier) - literalCount(a.identifier) || a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1))
+      .map((rule) => ({ rule, parts: globParts(rule.identifier) }));
   }
 
   get size(): number {
@@ -71,7 +71,7 @@ export class OverrideSet {
   match(identifier: string): OverrideRule | undefined {
     const exact = this.#exact.get(identifier);
     if (exact) return exact;
-    for (const p of this.#patterns) if (globMatches(p.identifier, identifier)) return p;
+    for (const p of this.#patterns) if (globPartsMatch(p.parts, identifier)) return p.rule;
     return undefined;
   }
 }

@@ -1,6 +1,7 @@
-import { notFound } from '../../domain/errors.ts';
+import { AppError, notFound } from '../../domain/errors.ts';
+import { MAX_OVERRIDES_PER_NAMESPACE, MAX_PATTERNS_PER_NAMESPACE } from '../../domain/bounds.ts';
 import { newId } from '../../domain/ids.ts';
-import type { OverrideRule } from '../../domain/override-match.ts';
+import { isPattern, type OverrideRule } from '../../domain/override-match.ts';
 import type { Db, Executor } from '../../store/store.ts';
 import type { RatelimitOverrideRow } from '../../store/schema.ts';
 import { callerAudit, recordAudit } from '../audit/record-audit.ts';
@@ -59,6 +60,41 @@ async function requireOverride(db: Executor, namespaceId: string, identifier: st
 }
 
 /**
+ * 412 when a new override would take the namespace past MAX_OVERRIDES_PER_NAMESPACE, or a new pattern past
+ * MAX_PATTERNS_PER_NAMESPACE; replacing an existing override always fits. (Two callers adding at once may
+ * each see room for one: the bound may be passed by the number of concurrent requests, which is harmless.)
+ */
+async function requireRoomFor(tx: Executor, namespaceId: string, identifier: string): Promise<void> {
+  const existing = await tx
+    .selectFrom('ratelimit_overrides')
+    .select('id')
+    .where('namespace_id', '=', namespaceId)
+    .where('identifier', '=', identifier)
+    .executeTakeFirst();
+  if (existing) return;
+  const counts = await tx
+    .selectFrom('ratelimit_overrides')
+    .select((eb) => [
+      eb.fn.countAll<number>().as('all'),
+      eb.fn.sum<number>(eb.case().when('identifier', 'like', '%*%').then(1).else(0).end()).as('patterns'),
+    ])
+    .where('namespace_id', '=', namespaceId)
+    .executeTakeFirstOrThrow();
+  if (Number(counts.all) >= MAX_OVERRIDES_PER_NAMESPACE) {
+    throw new AppError(
+      'state/precondition-failed',
+      `The namespace holds ${MAX_OVERRIDES_PER_NAMESPACE} overrides, the most it may; delete one first`,
+    );
+  }
+  if (isPattern(identifier) && Number(counts.patterns ?? 0) >= MAX_PATTERNS_PER_NAMESPACE) {
+    throw new AppError(
+      'state/precondition-failed',
+      `The namespace holds ${MAX_PATTERNS_PER_NAMESPACE} pattern overrides (with *), the most it may; delete one first`,
+    );
+  }
+}
+
+/**
  * ratelimits.setOverride: creates or replaces the override of (namespace, identifier) — one row per pair,
  * also when two callers set it at once. Needs `ratelimit.<namespaceId>.set_override`.
  */
@@ -67,6 +103,7 @@ export async function setOverride(db: Db, caller: Caller, input: OverrideInput):
   return transact(db, async (tx, changes) => {
     const ns = await requireNamespace(tx, caller.workspaceId, input);
     requirePermissions(caller, `ratelimit.${ns.id}.set_override`);
+    await requireRoomFor(tx, ns.id, input.identifier);
     const values = { limit: input.limit, duration: input.duration, async: input.async === undefined ? null : input.async ? 1 : 0 };
     const row = await tx
       .insertInto('ratelimit_overrides')

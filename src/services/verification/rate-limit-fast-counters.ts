@@ -27,8 +27,16 @@ export class FastCounters {
   #chain: Promise<void> = Promise.resolve();
   #queued = 0;
 
-  constructor(counters: Counters) {
+  readonly #maxBuckets: number;
+
+  /**
+   * `maxBuckets` bounds the memory of fast mode whatever identifiers, limits and windows callers choose (a
+   * bucket lives until its window ends, up to 366 days): a request for a bucket beyond it is not decided here
+   * (`decide` answers undefined) and the limiter decides it on the shared counter instead, exactly.
+   */
+  constructor(counters: Counters, maxBuckets = 100_000) {
     this.#counters = counters;
+    this.#maxBuckets = maxBuckets;
   }
 
   /** No sync running or queued. */
@@ -36,10 +44,14 @@ export class FastCounters {
     return this.#queued === 0;
   }
 
-  /** Synchronous, so decisions on one node are exact: nothing interleaves between reading and adding. */
-  decide(bucket: string, cost: number, limit: number, reset: number): { passed: boolean; count: number } {
+  /**
+   * Synchronous, so decisions on one node are exact: nothing interleaves between reading and adding. Undefined
+   * when the bucket is new and `maxBuckets` are held: the caller decides it on the shared counter.
+   */
+  decide(bucket: string, cost: number, limit: number, reset: number): { passed: boolean; count: number } | undefined {
     let b = this.#buckets.get(bucket);
     if (!b) {
+      if (this.#buckets.size >= this.#maxBuckets) return undefined;
       b = { reset, known: 0, pending: 0, inflight: 0, touched: true };
       this.#buckets.set(bucket, b);
     }

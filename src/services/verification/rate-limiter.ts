@@ -89,6 +89,8 @@ export interface RateLimiterOptions {
   redis?: Redis;
   /** How often fast-mode counts are synced with the shared counter (ms, default 250). */
   syncIntervalMs?: number;
+  /** Fast-mode counters held in memory (default 100 000); requests for more are decided as `consistent`. */
+  maxFastBuckets?: number;
   /** Told the outcome of every Redis call of a consistent decision (for the process' dependency health). */
   redisAvailability?: AvailabilityListener;
   /** Background failures (sync, expired-counter cleanup); they are retried, never thrown. */
@@ -120,7 +122,7 @@ export async function deleteExpiredRatelimitCounters(db: Kysely<Database>, befor
 export function createRateLimiter(opts: RateLimiterOptions): SyncingRateLimiter {
   const counters = opts.redis ? redisCounters(opts.redis) : storeCounters(opts.db);
   const failover = opts.redis ? withStoreFallback(opts.redis, counters, storeCounters(opts.db), opts.redisAvailability) : undefined;
-  const fast = new FastCounters(counters);
+  const fast = new FastCounters(counters, opts.maxFastBuckets);
   const decideConsistent = consistentDecider(failover ?? counters);
   const onError = opts.onError ?? (() => {});
   const syncIntervalMs = opts.syncIntervalMs ?? 250;
@@ -140,8 +142,8 @@ export function createRateLimiter(opts: RateLimiterOptions): SyncingRateLimiter 
           const window = Math.floor(now / r.duration);
           const reset = (window + 1) * r.duration;
           const bucket = counterBucket(r.identifier, r.name, r.limit, r.duration, window);
-          const { passed, count } =
-            r.type === 'consistent' ? await decideConsistent(bucket, r.cost, r.limit, reset) : fast.decide(bucket, r.cost, r.limit, reset);
+          const inMemory = r.type === 'fast' ? fast.decide(bucket, r.cost, r.limit, reset) : undefined;
+          const { passed, count } = inMemory ?? (await decideConsistent(bucket, r.cost, r.limit, reset));
           return { passed, limit: r.limit, remaining: Math.max(0, r.limit - count), reset };
         }),
       );
