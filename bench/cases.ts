@@ -7,7 +7,7 @@
  */
 export type StoreKind = 'sqlite' | 'postgres' | 'sqlite+redis';
 
-/** Which code answers a keys.verifyKey request: the verification lane (src/http/verify-lane.ts) or Fastify's route. */
+/** Which code answers a keys.verifyKey request: the lane (src/http/lane.ts) or Fastify's route. */
 export type AnsweredBy = 'lane' | 'fastify';
 
 /** Large enough never to run out during a benchmark: credits, and the rate limit per 60 s window. */

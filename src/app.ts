@@ -12,7 +12,9 @@ import { registerDocs, registerOpenApiRoute } from './http/docs.ts';
 import { ErrorEnvelope } from './http/schemas/common.ts';
 import { ROUTES } from './http/v1/operations.ts';
 import { VerifyKeyBody } from './http/schemas/keys.ts';
-import { createLaneServer, createVerifyLane, type VerifyLane } from './http/verify-lane.ts';
+import { LimitBody } from './http/schemas/ratelimits.ts';
+import { createLane, createLaneServer, type Lane } from './http/lane.ts';
+import { ratelimitsLimitOperation, verifyKeyOperation } from './http/lane-operations.ts';
 import type { App, Deps } from './http/types.ts';
 import type { Store } from './store/store.ts';
 import { createRuntime } from './services/verification/runtime.ts';
@@ -57,10 +59,10 @@ const queryAjv = new Ajv({
 
 /** Builds the HTTP application (never listens): hooks, error envelope, docs, metrics and every route. */
 export async function buildApp({ store }: { store: Store }, options: AppOptions = {}): Promise<App> {
-  // keys.verifyKey over HTTP is answered by its lane (http/verify-lane.ts), made once the verifier exists;
-  // app.inject() always goes through Fastify's route. The lane runs none of the hooks (http/hooks.ts): what a
-  // hook adds to every response must be added to the lane too.
-  let lane: VerifyLane | undefined;
+  // keys.verifyKey and ratelimits.limit over HTTP are answered by the lane (http/lane.ts), made once the
+  // runtime exists; app.inject() always goes through Fastify's routes. The lane runs none of the hooks
+  // (http/hooks.ts): what a hook adds to every response must be added to the lane too.
+  let lane: Lane | undefined;
   const app = createFastify(options.logger, () => lane);
 
   const parseJson = installInputChecks(app);
@@ -69,7 +71,7 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
   app.decorateRequest('caller', null as never);
 
   const metrics = createMetrics(options.processMetrics ?? false);
-  const accessLog = installHooks(app, store, metrics, options);
+  const { accessLog, guard } = installHooks(app, store, metrics, options);
   await registerDocs(app);
 
   const runtime = await createRuntime(store, { redisUrl: options.redisUrl, logger: options.logger });
@@ -78,9 +80,11 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
   const deps: Deps = { store, vault: options.vault, verifier, limiter, cache, readiness, ratelimits };
   for (const register of ROUTES) register(app, deps);
   metrics.watch({ verifier, cache, health: runtime.health, jobs: () => jobQueueStats(store.db) });
-  lane = createVerifyLane({
-    verifier: runtime.verifier,
-    validate: guardedValidator(bodyAjv, VerifyKeyBody, 'body'),
+  lane = createLane({
+    operations: [
+      verifyKeyOperation(verifier, guardedValidator(bodyAjv, VerifyKeyBody, 'body')),
+      ratelimitsLimitOperation(guard, ratelimits, guardedValidator(bodyAjv, LimitBody, 'body')),
+    ],
     parseJson,
     metrics,
     logger: options.logger,
@@ -102,7 +106,7 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
 /**
  * How bodies and queries are read and checked: only JSON bodies, through Fastify's own parser guarded by
  * http/input-guards.ts, and validators that run the input guards before the schema. Returns the JSON parser,
- * which the verification lane uses too.
+ * which the lane uses too.
  */
 function installInputChecks(app: App): FastifyBodyParser<string> {
   app.setValidatorCompiler(({ schema, httpPart }) =>
@@ -117,8 +121,8 @@ function installInputChecks(app: App): FastifyBodyParser<string> {
   return parseJson;
 }
 
-/** The Fastify instance: its server (the verification lane in front), limits, timeouts and the envelope for what fails before routing. */
-function createFastify(logger: FastifyBaseLogger | undefined, lane: () => VerifyLane | undefined): App {
+/** The Fastify instance: its server (the lane in front), limits, timeouts and the envelope for what fails before routing. */
+function createFastify(logger: FastifyBaseLogger | undefined, lane: () => Lane | undefined): App {
   return Fastify({
     serverFactory: (handler, opts) => createLaneServer(handler, lane, opts),
     ...(logger ? { loggerInstance: logger } : { logger: false }),

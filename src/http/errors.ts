@@ -32,7 +32,7 @@ function classify(err: unknown): AppError {
 
 /**
  * The error envelope (SPEC §2), the one body of every non-2xx answer wherever it is given (routes, the
- * verification lane, connection-level answers). Besides the problem-details members, `error` repeats what
+ * lane, connection-level answers). Besides the problem-details members, `error` repeats what
  * Unkey v1 clients read: `message` (the detail), `docs` (the type URI) and `requestId` (meta.requestId).
  */
 export function envelope(requestId: string, err: AppError) {

@@ -21,10 +21,16 @@ export interface HookOptions {
  * What runs around every route of every API version: the request id header, root-key authentication
  * (through a RootKeyGuard: unknown keys remembered, failures limited per client address), the validation
  * path of routes with body rules, metrics and the access log, and the envelope for unknown paths and methods.
- * The verification lane (verify-lane.ts) runs none of these: what a hook here adds to every response, the
- * lane adds too (a test compares their headers). Returns the access log (undefined when off), for the lane.
+ * The lane (lane.ts) runs none of these: what a hook here adds to every response, the lane adds too (a test
+ * compares their headers). Returns, for the lane, the access log (undefined when off) and the RootKeyGuard,
+ * which the lane's authenticated operations share with the hooks (one failure count, one unknown-key memory).
  */
-export function installHooks(app: App, store: Store, metrics: Metrics, options: HookOptions = {}): AccessLog | undefined {
+export function installHooks(
+  app: App,
+  store: Store,
+  metrics: Metrics,
+  options: HookOptions = {},
+): { accessLog: AccessLog | undefined; guard: RootKeyGuard } {
   const guard = new RootKeyGuard(store.db, { failureLimit: options.authFailureLimit });
   app.addHook('onClose', async () => guard.close());
   metrics.watch({ rootKeys: guard.stats });
@@ -75,5 +81,5 @@ export function installHooks(app: App, store: Store, metrics: Metrics, options: 
     }
     return sendError(request, reply, 'request/route-not-found', `No operation at ${request.method} ${path}`);
   });
-  return accessLog;
+  return { accessLog, guard };
 }

@@ -5,7 +5,7 @@ import { request as httpRequest } from 'node:http';
 import { world, type World } from '../helpers/harness.ts';
 import { REQUEST_ID } from '../helpers/formats.ts';
 import { assertV1ErrorMembers, type EnvelopeBody } from '../helpers/errors.ts';
-import { createLaneServer, type VerifyLane } from '../../src/http/verify-lane.ts';
+import { createLaneServer, type Lane } from '../../src/http/lane.ts';
 
 // What the server answers outside Fastify's request cycle is in the envelope too, with a request id.
 
@@ -90,7 +90,7 @@ describe('answers outside the request cycle', () => {
 });
 
 test('while the server closes, every request is a 503 in the envelope and the connection is closed', async () => {
-  const closing: VerifyLane = { closing: true, take: () => false, close: () => {} };
+  const closing: Lane = { closing: true, take: () => false, close: () => {} };
   const server = createLaneServer(
     () => assert.fail('a closing server hands nothing to Fastify'),
     () => closing,

@@ -6,7 +6,7 @@ import { request as httpRequest } from 'node:http';
 import { DIALECTS, world, type World } from '../helpers/harness.ts';
 import { assertV1ErrorMembers, type EnvelopeBody } from '../helpers/errors.ts';
 import { BODY_LIMIT } from '../../src/app.ts';
-import { createLaneServer, type VerifyLane } from '../../src/http/verify-lane.ts';
+import { createLaneServer, type Lane } from '../../src/http/lane.ts';
 import { VERIFY_PATH } from '../../src/http/v1/routes/keys.verify-key.ts';
 
 // SPEC §2: every error body, wherever it is built, carries besides `detail`, `type` and `meta.requestId` the
@@ -155,7 +155,7 @@ for (const dialect of DIALECTS) {
 }
 
 test('a request while the server closes: 503 server/shutting-down carries the v1 members too', async () => {
-  const closing: VerifyLane = { closing: true, take: () => false, close: () => {} };
+  const closing: Lane = { closing: true, take: () => false, close: () => {} };
   const server = createLaneServer(
     () => assert.fail('a closing server hands nothing to Fastify'),
     () => closing,

@@ -2,79 +2,18 @@ import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
 import { request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import { listen, send, withoutRequestId, type Reply } from '../helpers/lane.ts';
 import { Ajv } from 'ajv';
 import { DIALECTS, capturedErrorLog, freshStore, world, type World } from '../helpers/harness.ts';
 import { REQUEST_ID } from '../helpers/formats.ts';
-import type { Answer } from '../helpers/json.ts';
 import { assertV1ErrorMembers } from '../helpers/errors.ts';
 import { buildApp } from '../../src/app.ts';
-import { createVerifyLane, LANE_MAX_BODY } from '../../src/http/verify-lane.ts';
+import { createLane } from '../../src/http/lane.ts';
+import { verifyKeyOperation } from '../../src/http/lane-operations.ts';
 import { guardedValidator } from '../../src/http/input-guards.ts';
-import { VERIFY_PATH } from '../../src/http/v1/routes/keys.verify-key.ts';
+import { VERIFY_BODY_LIMIT as LANE_MAX_BODY, VERIFY_PATH } from '../../src/http/v1/routes/keys.verify-key.ts';
 import { createMetrics } from '../../src/http/metrics.ts';
 import type { Verifier } from '../../src/services/verification/verifier.ts';
-import type { App } from '../../src/http/types.ts';
-
-/** An answer as these tests compare them: the status, the headers that matter and the parsed body. */
-interface Reply {
-  status: number;
-  contentType: string;
-  requestId: string;
-  json: Answer;
-  closesConnection: boolean;
-}
-
-/** One HTTP/1.1 request to a listening app: with Content-Length, unless the headers ask for a chunked body. */
-function send(base: URL, method: string, path: string, body: string | undefined, headers: Record<string, string>): Promise<Reply> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: base.hostname, port: base.port, method, path, headers }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => {
-        text += c;
-      });
-      res.on('end', () =>
-        resolve({
-          status: res.statusCode!,
-          contentType: String(res.headers['content-type']),
-          requestId: String(res.headers['x-request-id']),
-          json: JSON.parse(text),
-          closesConnection: res.headers.connection === 'close',
-        }),
-      );
-    });
-    req.on('error', reject);
-    if (headers['transfer-encoding'] === 'chunked') {
-      req.write(body ?? '');
-      req.end();
-    } else {
-      req.end(body);
-    }
-  });
-}
-
-/** The answer without its request id (which differs per request), after checking that body and header agree on it. */
-function withoutRequestId(a: Reply): unknown {
-  assert.match(a.requestId, REQUEST_ID);
-  const { json } = a;
-  if (json.error) {
-    assert.equal(json.meta.requestId, a.requestId);
-    assert.equal(json.error.requestId, a.requestId);
-    return { ...json, meta: { ...json.meta, requestId: undefined }, error: { ...json.error, requestId: undefined } };
-  }
-  assert.equal(json.requestId, a.requestId);
-  return { ...json, requestId: undefined };
-}
-
-/** Starts the app on a free port, counting the keys.verifyKey requests that reach Fastify. */
-async function listen(app: App): Promise<{ base: URL; seenByFastify(): number }> {
-  let seen = 0;
-  app.addHook('onRequest', async (request) => {
-    if (request.url.split('?')[0] === VERIFY_PATH) seen++;
-  });
-  const address = await app.listen({ host: '127.0.0.1', port: 0 });
-  return { base: new URL(address), seenByFastify: () => seen };
-}
 
 for (const dialect of DIALECTS) {
   describe(`keys.verifyKey over HTTP: the verification lane (${dialect})`, () => {
@@ -84,7 +23,7 @@ for (const dialect of DIALECTS) {
     let apiId: string;
     before(async () => {
       w = await world(dialect);
-      ({ base, seenByFastify } = await listen(w.app));
+      ({ base, seenByFastify } = await listen(w.app, VERIFY_PATH));
       apiId = await w.createApi();
     });
     after(() => w.close());
@@ -253,7 +192,7 @@ for (const dialect of DIALECTS) {
       const { logger, lines } = capturedErrorLog();
       const app = await buildApp({ store: fresh.store }, { logger });
       try {
-        const { base: freshBase, seenByFastify: freshSeen } = await listen(app);
+        const { base: freshBase, seenByFastify: freshSeen } = await listen(app, VERIFY_PATH);
         // The store goes away under the running app: looking up a key that is not cached fails inside the driver.
         await fresh.close();
         const res = await send(freshBase, 'POST', VERIFY_PATH, JSON.stringify({ key: 'any_key' }), JSON_TYPE);
@@ -274,9 +213,13 @@ for (const dialect of DIALECTS) {
 
 describe('verification lane: what it takes', () => {
   const lane = () =>
-    createVerifyLane({
-      verifier: { verify: async () => ({ valid: false, code: 'NOT_FOUND' }) } as unknown as Verifier,
-      validate: guardedValidator(new Ajv(), { type: 'object' }, 'body'),
+    createLane({
+      operations: [
+        verifyKeyOperation(
+          { verify: async () => ({ valid: false, code: 'NOT_FOUND' }) } as unknown as Verifier,
+          guardedValidator(new Ajv(), { type: 'object' }, 'body'),
+        ),
+      ],
       parseJson: (_req, body, done) => done(null, JSON.parse(body as string)),
       metrics: createMetrics(false),
     });

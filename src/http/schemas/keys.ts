@@ -73,7 +73,7 @@ export const KeyView = Type.Object({
 /** A verification outcome. */
 const Code = OneOf(VERIFY_CODES);
 
-/** The request body of keys.verifyKey (also compiled by the verification lane, http/verify-lane.ts). */
+/** The request body of keys.verifyKey (also compiled by the lane, http/lane-operations.ts). */
 export const VerifyKeyBody = Body({
   key: Type.String({ minLength: 1, maxLength: 1024 }),
   apiId: Type.Optional(Type.String({ minLength: 1, description: 'The key must belong to this API (else FORBIDDEN).' })),

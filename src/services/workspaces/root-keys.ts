@@ -3,6 +3,7 @@ import { AppError, invalid, notFound } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
 import { permissionProblem } from '../../domain/permissions.ts';
 import { generateRootKey, hashKey, isWellFormedRootKey, keyStart } from '../../crypto/keys.ts';
+import type { CompiledQuery } from 'kysely';
 import type { Db, Executor } from '../../store/store.ts';
 import { recordAudit } from '../audit/record-audit.ts';
 import type { Actor, Caller } from '../caller.ts';
@@ -145,7 +146,8 @@ export async function authenticateRootKey(db: Db, header: string | undefined, re
 export function rootKeyHashOf(header: string | undefined): string {
   if (header === undefined || header.trim() === '')
     throw new AppError('auth/missing', 'Authorization header with a root key is required: "Authorization: Bearer <root key>"');
-  const match = /^Bearer (\S+)$/.exec(header.trim());
+  // `\s*` at both ends is what trim() removes (the same characters), without copying the header.
+  const match = /^\s*Bearer (\S+)\s*$/.exec(header);
   if (!match || !isWellFormedRootKey(match[1])) throw new AppError('auth/malformed', 'Authorization header must be "Bearer kh_root_…"');
   return hashKey(match[1]);
 }
@@ -161,20 +163,37 @@ export interface RootKeyRow {
 }
 
 /** The root key with this hash (one indexed read), or undefined when there is none. */
-export function findRootKey(db: Db, hash: string): Promise<RootKeyRow | undefined> {
-  return db
-    .selectFrom('root_keys')
-    .innerJoin('workspaces', 'workspaces.id', 'root_keys.workspace_id')
-    .select([
-      'root_keys.id',
-      'root_keys.workspace_id',
-      'root_keys.permissions',
-      'root_keys.expires_at',
-      'root_keys.revoked_at',
-      'workspaces.deleted_at',
-    ])
-    .where('root_keys.hash', '=', hash)
-    .executeTakeFirst();
+export async function findRootKey(db: Db, hash: string): Promise<RootKeyRow | undefined> {
+  const { rows } = await db.executeQuery<RootKeyRow>({ ...findRootKeyQuery(db), parameters: [hash] });
+  return rows[0];
+}
+
+/**
+ * findRootKey's statement, compiled once per database (or transaction): every authentication reads the
+ * store, so building the same query each time is work for nothing. Its one parameter is the hash.
+ */
+const findRootKeyQueries = new WeakMap<Db, CompiledQuery<RootKeyRow>>();
+
+function findRootKeyQuery(db: Db): CompiledQuery<RootKeyRow> {
+  let compiled = findRootKeyQueries.get(db);
+  if (!compiled) {
+    compiled = db
+      .selectFrom('root_keys')
+      .innerJoin('workspaces', 'workspaces.id', 'root_keys.workspace_id')
+      .select([
+        'root_keys.id',
+        'root_keys.workspace_id',
+        'root_keys.permissions',
+        'root_keys.expires_at',
+        'root_keys.revoked_at',
+        'workspaces.deleted_at',
+      ])
+      .where('root_keys.hash', '=', '')
+      .compile();
+    if (compiled.parameters.length !== 1) throw new Error('findRootKey: unexpected parameters in its compiled query');
+    findRootKeyQueries.set(db, compiled);
+  }
+  return compiled;
 }
 
 /** The caller a found root key makes, or 401: unknown (no row, or its workspace deleted), revoked or expired. */
@@ -183,5 +202,24 @@ export function callerOf(row: RootKeyRow | undefined, requestId: string, now: nu
   if (row.revoked_at !== null) throw new AppError('auth/revoked', 'The root key has been revoked');
   if (row.expires_at !== null && row.expires_at <= now)
     throw new AppError('auth/expired', `The root key expired at ${new Date(row.expires_at).toISOString()}`);
-  return { workspaceId: row.workspace_id, rootKeyId: row.id, permissions: new Set(JSON.parse(row.permissions) as string[]), requestId };
+  return { workspaceId: row.workspace_id, rootKeyId: row.id, permissions: permissionSetOf(row.permissions), requestId };
+}
+
+/** Parsed permission lists by their stored JSON text: root keys are few, and their permissions rarely change. */
+const permissionSets = new Map<string, ReadonlySet<string>>();
+const MAX_PERMISSION_SETS = 1000;
+
+/**
+ * The permissions of a root key row as a set, parsed once per distinct text (a pure function of it, so a
+ * change of a key's permissions is a new text, read from the store like the rest of the row). Bounded: the
+ * oldest entry goes first.
+ */
+function permissionSetOf(text: string): ReadonlySet<string> {
+  let set = permissionSets.get(text);
+  if (!set) {
+    set = new Set(JSON.parse(text) as string[]);
+    if (permissionSets.size >= MAX_PERMISSION_SETS) permissionSets.delete(permissionSets.keys().next().value!);
+    permissionSets.set(text, set);
+  }
+  return set;
 }

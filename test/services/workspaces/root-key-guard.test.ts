@@ -1,6 +1,6 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import type { KyselyPlugin } from 'kysely';
+import type { KyselyPlugin, QueryId } from 'kysely';
 import { DIALECTS, freshStore, OPERATOR } from '../../helpers/harness.ts';
 import { expectKind } from '../../helpers/errors.ts';
 import type { Db, Store } from '../../../src/store/store.ts';
@@ -9,15 +9,22 @@ import { insertRootKey, revokeRootKey } from '../../../src/services/workspaces/r
 import { RootKeyGuard } from '../../../src/services/workspaces/root-key-guard.ts';
 import { createWorkspace } from '../../../src/services/workspaces/workspaces.ts';
 
-/** `db` with every read of `root_keys` counted in `reads.n`. */
+/**
+ * `db` with every read of `root_keys` counted in `reads.n`: counted when its result comes back, since a
+ * statement compiled once (findRootKey's) goes through transformQuery only when it is compiled.
+ */
 function countingRootKeyReads(db: Db): { db: Db; reads: { n: number } } {
   const reads = { n: 0 };
+  const rootKeyQueries = new WeakSet<QueryId>();
   const plugin: KyselyPlugin = {
-    transformQuery({ node }) {
-      if (node.kind === 'SelectQueryNode' && JSON.stringify(node).includes('"root_keys"')) reads.n++;
+    transformQuery({ node, queryId }) {
+      if (node.kind === 'SelectQueryNode' && JSON.stringify(node).includes('"root_keys"')) rootKeyQueries.add(queryId);
       return node;
     },
-    transformResult: async ({ result }) => result,
+    transformResult: async ({ result, queryId }) => {
+      if (rootKeyQueries.has(queryId)) reads.n++;
+      return result;
+    },
   };
   return { db: db.withPlugin(plugin), reads };
 }

@@ -8,7 +8,7 @@ export const VERIFY_PATH = '/v1/keys.verifyKey';
 /** A verification is small: larger bodies are a 413 on every path (the lane's and this route's). */
 export const VERIFY_BODY_LIMIT = 64 * 1024;
 
-/** What keys.verifyKey answers with a valid body, on either path (this route or the verification lane). */
+/** What keys.verifyKey answers with a valid body, on either path (this route or the lane, http/lane-operations.ts). */
 export async function answerVerifyKey(verifier: Verifier, body: VerifyRequest, requestId: string) {
   return { ...(await verifier.verify(body)), requestId };
 }

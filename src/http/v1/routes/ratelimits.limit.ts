@@ -3,9 +3,12 @@ import type { App, Deps } from '../../types.ts';
 import { requires, responses } from '../../schemas/common.ts';
 import { LimitBody, LimitResult } from '../../schemas/ratelimits.ts';
 
+/** Answered over HTTP by the lane (http/lane-operations.ts) too, with the same service call. */
+export const RATELIMIT_LIMIT_PATH = '/v1/ratelimits.limit';
+
 export default function ratelimitsLimit(app: App, deps: Deps) {
   app.post(
-    '/v1/ratelimits.limit',
+    RATELIMIT_LIMIT_PATH,
     {
       schema: {
         ...requires(

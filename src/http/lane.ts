@@ -3,25 +3,39 @@ import { performance } from 'node:perf_hooks';
 import fastJsonStringify from 'fast-json-stringify';
 import type { FastifyBaseLogger, FastifyBodyParser } from 'fastify';
 import { newId } from '../domain/ids.ts';
-import type { Verifier, VerifyRequest } from '../services/verification/verifier.ts';
+import { invalid } from '../domain/errors.ts';
+import type { Caller } from '../services/caller.ts';
 import { errorResponse } from './errors.ts';
 import { answerShuttingDown } from './connection-errors.ts';
-import { invalid } from '../domain/errors.ts';
 import { validationProblems } from './validation.ts';
 import { parseWith, type Validate } from './input-guards.ts';
 import type { Metrics } from './metrics.ts';
 import type { AccessLog } from './access-log.ts';
 import { ErrorEnvelope } from './schemas/common.ts';
-import { VerifyKeyResult } from './schemas/keys.ts';
-import { answerVerifyKey, VERIFY_BODY_LIMIT, VERIFY_PATH } from './v1/routes/keys.verify-key.ts';
 
-/** The lane takes bodies up to the operation's limit; Fastify's route answers larger ones with a 413. */
-export const LANE_MAX_BODY = VERIFY_BODY_LIMIT;
+/** Headers of one lane answer, in the order they are written (Content-Type first, then X-Request-Id). */
+export type LaneHeaders = Record<string, string | number>;
 
-export interface VerifyLaneDeps {
-  verifier: Verifier;
+/** One operation the lane answers: a POST path, built from its route's parts (lane-operations.ts). */
+export interface LaneOperation {
+  path: string;
+  /** The largest body the lane takes for it: never more than its route's bodyLimit (larger ones go to Fastify). */
+  maxBody: number;
   /** The route's body schema, compiled as every body's is (http/input-guards.ts). */
   validate: Validate;
+  /** The route's 200 serializer (compiled from its response schema: nothing undeclared leaves). */
+  serialize(result: unknown): string;
+  /**
+   * Before the body is parsed or validated, as the hooks authenticate (hooks.ts): the caller, or throws the
+   * error to answer; headers it adds to that error's answer (Retry-After) go into `headers`. Absent: public.
+   */
+  authenticate?(req: IncomingMessage, requestId: string, headers: LaneHeaders): Promise<Caller>;
+  /** The route's handler: the same service call with the valid body. */
+  run(body: unknown, caller: Caller | undefined, requestId: string): Promise<unknown>;
+}
+
+export interface LaneDeps {
+  operations: LaneOperation[];
   /** The app's application/json parser (Fastify's own, guarded as in http/input-guards.ts): same rules, same errors. */
   parseJson: FastifyBodyParser<string>;
   metrics: Metrics;
@@ -30,7 +44,7 @@ export interface VerifyLaneDeps {
   accessLog?: AccessLog;
 }
 
-export interface VerifyLane {
+export interface Lane {
   /** Answers the request and returns true, or returns false and leaves it untouched for Fastify. */
   take(req: IncomingMessage, res: ServerResponse): boolean;
   /** From now on the server answers every request with a 503 in the envelope (the server is closing). */
@@ -40,17 +54,18 @@ export interface VerifyLane {
 }
 
 /**
- * keys.verifyKey answered straight from Node's HTTP server: the hot path (DESIGN "Hot path").
+ * The hot operations answered straight from Node's HTTP server (DESIGN "Hot path"): keys.verifyKey and
+ * ratelimits.limit (lane-operations.ts).
  *
- * Verifying a cached key takes about a microsecond; Fastify's per-request machinery around it (request
- * and reply objects, the hook chain, the content-type parser, the reply pipeline) cost the server many
- * times that. This lane is the same operation built from the same parts: Fastify's JSON parser, the
- * route's body schema compiled by the same Ajv, the same Verifier and answer, serializers compiled from
- * the route's response schemas (nothing undeclared leaves), the one error envelope, a fresh request id in
- * X-Request-Id and the same metrics. Requests it does not take go to Fastify, whose route answers them:
- * any other method or path (a query string included), a Content-Type other than `application/json`
- * (optionally with `charset=utf-8`), a body without Content-Length (chunked) or larger than
- * LANE_MAX_BODY. Once the server is closing, every request gets the 503 of connection-errors.ts.
+ * Their own work takes microseconds; Fastify's per-request machinery around it (request and reply objects,
+ * the hook chain, the content-type parser, the reply pipeline) costs the server many times that. The lane
+ * answers an operation from the same parts as its route: root-key authentication by the hooks' RootKeyGuard
+ * before the body is read, Fastify's JSON parser, the route's body schema compiled by the same Ajv, the same
+ * service call, serializers compiled from the route's response schemas, the one error envelope, a fresh
+ * request id in X-Request-Id, the same metrics and access log. Requests it does not take go to Fastify,
+ * whose routes answer them: any other method or path (a query string included), a Content-Type other than
+ * `application/json` (optionally with `charset=utf-8`), a body without Content-Length (chunked) or larger
+ * than the operation's maxBody. Once the server is closing, every request gets the 503 of connection-errors.ts.
  *
  * A request is answered in the event loop's check phase (setImmediate), after every request that arrived
  * in the same poll phase has been read: under load the responses then leave in bursts, and the server and
@@ -58,16 +73,18 @@ export interface VerifyLane {
  * measurable latency and cut the server's CPU per cached verification from 43 to 27 µs
  * (`npm run bench`, verifyKey cached, no credits, SQLite).
  */
-export function createVerifyLane(deps: VerifyLaneDeps): VerifyLane {
+export function createLane(deps: LaneDeps): Lane {
   const { logger } = deps;
-  const answer = createAnswer(deps);
+  const byPath = new Map(deps.operations.map((op) => [op.path, { op, answer: createAnswer(op, deps) }]));
   let closing = false;
   return {
     take(req, res) {
-      if (closing || req.method !== 'POST' || req.url !== VERIFY_PATH) return false;
+      if (closing || req.method !== 'POST') return false;
+      const entry = byPath.get(req.url ?? '');
+      if (entry === undefined) return false;
       const { headers } = req;
       const length = Number(headers['content-length'] ?? NaN);
-      if (!(length <= LANE_MAX_BODY) || headers['transfer-encoding'] !== undefined || !isJson(headers['content-type'])) return false;
+      if (!(length <= entry.op.maxBody) || headers['transfer-encoding'] !== undefined || !isJson(headers['content-type'])) return false;
       const started = performance.now();
       const requestId = newId('req');
       const chunks: Buffer[] = [];
@@ -75,8 +92,8 @@ export function createVerifyLane(deps: VerifyLaneDeps): VerifyLane {
       req.on('end', () =>
         setImmediate(() => {
           const text = chunks.length === 1 ? chunks[0].toString('utf8') : Buffer.concat(chunks).toString('utf8');
-          answer(res, requestId, started, text).catch((err: unknown) => {
-            logger?.error({ err, requestId, url: VERIFY_PATH }, 'request failed');
+          entry.answer(req, res, requestId, started, text).catch((err: unknown) => {
+            logger?.error({ err, requestId, url: entry.op.path }, 'request failed');
             if (!res.headersSent) res.destroy();
           });
         }),
@@ -94,29 +111,29 @@ export function createVerifyLane(deps: VerifyLaneDeps): VerifyLane {
   };
 }
 
-/** Answers one body the lane read, as the route would: parse, validate, verify, serialize, count in the metrics. */
-function createAnswer({ verifier, validate, parseJson, metrics, logger, accessLog }: VerifyLaneDeps) {
-  const serializeResult = fastJsonStringify(VerifyKeyResult);
+/** Answers one body the lane read, as the route would: authenticate, parse, validate, run, serialize, count in the metrics. */
+function createAnswer(op: LaneOperation, { parseJson, metrics, logger, accessLog }: LaneDeps) {
   const serializeError = fastJsonStringify(ErrorEnvelope);
-  const parse = (text: string): unknown => parseWith(parseJson, text);
+  const { path } = op;
 
-  return async function answer(res: ServerResponse, requestId: string, started: number, text: string): Promise<void> {
+  return async function answer(req: IncomingMessage, res: ServerResponse, requestId: string, started: number, text: string) {
     let status = 200;
     let payload: string;
-    const headers: Record<string, string | number> = { 'content-type': 'application/json; charset=utf-8', 'x-request-id': requestId };
+    const headers: LaneHeaders = { 'content-type': 'application/json; charset=utf-8', 'x-request-id': requestId };
     try {
+      const caller = op.authenticate ? await op.authenticate(req, requestId, headers) : undefined;
       let body: unknown;
       try {
-        body = parse(text);
+        body = parseWith(parseJson, text);
       } catch (err) {
         headers.connection = 'close'; // as Fastify does after a body it could not parse
         throw err;
       }
-      const checked = validate(body);
+      const checked = op.validate(body);
       if (checked !== true) throw invalid(validationProblems(checked.error));
-      payload = serializeResult(await answerVerifyKey(verifier, body as VerifyRequest, requestId));
+      payload = op.serialize(await op.run(body, caller, requestId));
     } catch (err) {
-      const failed = errorResponse(err, requestId, VERIFY_PATH, logger);
+      const failed = errorResponse(err, requestId, path, logger);
       status = failed.status;
       payload = serializeError(failed.body);
     }
@@ -124,8 +141,8 @@ function createAnswer({ verifier, validate, parseJson, metrics, logger, accessLo
     res.writeHead(status, headers);
     res.end(payload);
     const ms = performance.now() - started;
-    metrics.observe(VERIFY_PATH, status, ms / 1000);
-    accessLog?.({ requestId, method: 'POST', route: VERIFY_PATH, status, ms });
+    metrics.observe(path, status, ms / 1000);
+    accessLog?.({ requestId, method: 'POST', route: path, status, ms });
   };
 }
 
@@ -142,13 +159,13 @@ export interface ServerTimeouts {
 }
 
 /**
- * The HTTP server: the verification lane first, Fastify for every request it does not take. Fastify hands
- * its options to a server factory and leaves the server's timeouts to it: they are set here as Fastify sets
- * them on its own server.
+ * The HTTP server: the lane first, Fastify for every request it does not take. Fastify hands its options to
+ * a server factory and leaves the server's timeouts to it: they are set here as Fastify sets them on its own
+ * server.
  */
 export function createLaneServer(
   fastify: (req: IncomingMessage, res: ServerResponse) => void,
-  lane: () => VerifyLane | undefined,
+  lane: () => Lane | undefined,
   timeouts: ServerTimeouts,
 ): Server {
   const server = createServer((req, res) => {
