@@ -32,7 +32,7 @@ export function verifyKeyOperation(verifier: Verifier, validate: Validate): Lane
 
 /**
  * ratelimits.limit in the lane: authenticated by the hooks' own RootKeyGuard (hooks.ts) before the body is
- * read, with the 429's Retry-After the hooks set; then the route's service call.
+ * parsed, with the 429's Retry-After the hooks set; then the route's service call.
  */
 export function ratelimitsLimitOperation(guard: RootKeyGuard, ratelimits: Deps['ratelimits'], validate: Validate): LaneOperation {
   return {

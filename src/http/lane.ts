@@ -60,8 +60,8 @@ export interface Lane {
  * Their own work takes microseconds; Fastify's per-request machinery around it (request and reply objects,
  * the hook chain, the content-type parser, the reply pipeline) costs the server many times that. The lane
  * answers an operation from the same parts as its route: root-key authentication by the hooks' RootKeyGuard
- * before the body is read, Fastify's JSON parser, the route's body schema compiled by the same Ajv, the same
- * service call, serializers compiled from the route's response schemas, the one error envelope, a fresh
+ * before the body is parsed (the lane has read it: at most maxBody bytes), Fastify's JSON parser, the
+ * route's body schema compiled by the same Ajv, the same service call, serializers compiled from the route's response schemas, the one error envelope, a fresh
  * request id in X-Request-Id, the same metrics and access log. Requests it does not take go to Fastify,
  * whose routes answer them: any other method or path (a query string included), a Content-Type other than
  * `application/json` (optionally with `charset=utf-8`), a body without Content-Length (chunked) or larger
