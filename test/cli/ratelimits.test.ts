@@ -97,6 +97,17 @@ for (const dialect of DIALECTS) {
       assert.equal(again.json.error.kind, 'data/override-not-found');
     });
 
+    test('an identifier of 255 characters outside the BMP (510 UTF-16 units) is taken, as the API takes it', async () => {
+      const identifier = '😀'.repeat(255);
+      const base = ['--workspace', ws, '--namespace', 'sms', '--identifier', identifier];
+      const set = await cli('ratelimits', 'set-override', ...base, '--limit', '1', '--duration', '60000', '--json');
+      assert.equal(set.code, 0, JSON.stringify(set));
+      const tooLong = await cli('ratelimits', 'delete-override', ...base.slice(0, -1), `${identifier}😀`, '--json');
+      assert.equal(tooLong.code, 2, JSON.stringify(tooLong));
+      const deleted = await cli('ratelimits', 'delete-override', ...base, '--json');
+      assert.equal(deleted.code, 0, JSON.stringify(deleted));
+    });
+
     test('delete-namespace removes it; an unknown workspace or namespace is exit 1, bad input exit 2 with nothing written', async () => {
       const ns = (await cli<Namespaces>('ratelimits', 'namespaces', '--workspace', ws, '--json')).json.namespaces.find(
         (n) => n.name === 'push',

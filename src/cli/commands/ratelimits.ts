@@ -38,7 +38,8 @@ function namespaceRef(values: Record<string, unknown>): NamespaceRef {
 
 function identifier(values: Record<string, unknown>): string {
   const v = requiredOption(values, 'identifier');
-  if (v.length > MAX_RATELIMIT_NAME) throw new UsageError(`--identifier must be at most ${MAX_RATELIMIT_NAME} characters`);
+  // Counted in code points, as the API's schema counts string length.
+  if ([...v].length > MAX_RATELIMIT_NAME) throw new UsageError(`--identifier must be at most ${MAX_RATELIMIT_NAME} characters`);
   return v;
 }
 
