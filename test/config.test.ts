@@ -16,6 +16,14 @@ describe('config: operations settings', () => {
     );
   });
 
+  test('KEYHOLD_KEY_CACHE_SIZE: default, a count of keys, anything else refused', () => {
+    assert.equal(loadConfig({}).keyCacheSize, 100_000);
+    assert.equal(loadConfig({ KEYHOLD_KEY_CACHE_SIZE: '5000' }).keyCacheSize, 5_000);
+    assert.equal(loadConfig({ KEYHOLD_KEY_CACHE_SIZE: '10000000' }).keyCacheSize, 10_000_000);
+    for (const bad of ['0', '-1', '1e5', 'lots', '10000001'])
+      assert.throws(() => loadConfig({ KEYHOLD_KEY_CACHE_SIZE: bad }), /KEYHOLD_KEY_CACHE_SIZE must be the number of keys/, bad);
+  });
+
   test('KEYHOLD_AUTH_FAILURE_LIMIT: default, 0 for none, anything else refused', () => {
     assert.equal(loadConfig({}).authFailureLimit, DEFAULT_AUTH_FAILURE_LIMIT);
     assert.equal(loadConfig({ KEYHOLD_AUTH_FAILURE_LIMIT: '0' }).authFailureLimit, 0);

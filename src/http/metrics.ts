@@ -11,7 +11,7 @@ import type { RootKeyGuardStats } from '../services/workspaces/root-key-guard.ts
  */
 export interface MetricSources {
   verifier?: { stats: VerifierStats };
-  cache?: { stats: KeyCacheStats; size: number };
+  cache?: { stats: KeyCacheStats; size: number; capacity: number };
   health?: Pick<DependencyHealth, 'snapshot'>;
   /** Reads the job queue (a store query per scrape). */
   jobs?: () => Promise<JobQueueStats>;
@@ -95,15 +95,27 @@ function registerVerificationMetrics(registry: Registry, sources: MetricSources)
     });
   cache('keyhold_key_cache_hits_total', 'Verifications that found their key in the key cache', (s) => s.hits);
   cache('keyhold_key_cache_misses_total', 'Verifications that read their key from the store', (s) => s.misses);
-  cache('keyhold_key_cache_evictions_total', 'Cached keys dropped to make room (the cache was full)', (s) => s.evictions);
-  new Gauge({
-    name: 'keyhold_key_cache_entries',
-    help: 'Keys in the key cache',
-    registers: [registry],
-    collect() {
-      this.set(sources.cache?.size ?? 0);
-    },
-  });
+  cache(
+    'keyhold_key_cache_unknown_hits_total',
+    'Verifications of a key recently found unknown, answered without a store read',
+    (s) => s.unknownHits,
+  );
+  cache(
+    'keyhold_key_cache_evictions_total',
+    'Cached keys dropped to make room (the cache was full; least recently used first)',
+    (s) => s.evictions,
+  );
+  const gauge = (name: string, help: string, read: (c: NonNullable<MetricSources['cache']>) => number) =>
+    new Gauge({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        this.set(sources.cache ? read(sources.cache) : 0);
+      },
+    });
+  gauge('keyhold_key_cache_entries', 'Keys in the key cache', (c) => c.size);
+  gauge('keyhold_key_cache_capacity', 'Keys the key cache holds at most (KEYHOLD_KEY_CACHE_SIZE)', (c) => c.capacity);
 }
 
 /** The job queue's depth and the age of its oldest pending job. */

@@ -4,15 +4,15 @@ import type { Db, Tx } from '../store/store.ts';
 
 /**
  * What a committed change makes stale in caches: one key, every key of an API, of an identity, or of a
- * workspace (role/permission definitions: changes that reach many keys at once), or a rate-limit namespace
- * with its overrides.
+ * workspace (role/permission definitions: changes that reach many keys at once), a rate-limit namespace
+ * with its overrides, or keys added to a workspace by an import.
  *
  * Adding a kind: name it here and add a method to ChangeSet; the type checker then asks every cache what the
  * new kind makes stale (KeyCache's STALE table). The runtime (verification/runtime.ts) hands every change —
  * from this process, the change feed and Redis — to every cache in its CACHES list, so a new cache only has
  * to be listed there.
  */
-export type ChangeKind = 'key' | 'api' | 'identity' | 'workspace' | 'namespace';
+export type ChangeKind = 'key' | 'api' | 'identity' | 'workspace' | 'namespace' | 'keys-added';
 export interface Change {
   kind: ChangeKind;
   id: string;
@@ -42,6 +42,14 @@ export class ChangeSet {
   namespace(id: string): this {
     return this.#add('namespace', id);
   }
+  /**
+   * Keys were added to the workspace with hashes chosen outside Keyhold (imports): a node that was asked for
+   * one of them before it existed must forget that it was unknown. (keys.createKey needs none: its keys are
+   * new random secrets nobody can have sent before.)
+   */
+  keysAdded(workspaceId: string): this {
+    return this.#add('keys-added', workspaceId);
+  }
   #add(kind: ChangeKind, id: string): this {
     this.items.push({ kind, id });
     return this;
@@ -65,17 +73,25 @@ export async function transact<T>(db: Db, fn: (tx: Tx, changes: ChangeSet) => Pr
   const changes = new ChangeSet();
   const result = await db.transaction().execute(async (tx) => {
     const value = await fn(tx, changes);
-    if (changes.items.length) {
-      const now = Date.now();
-      await tx
-        .insertInto('change_feed')
-        .values(changes.items.map((c) => ({ id: newId('chg'), kind: c.kind, ref: c.id, created_at: now })))
-        .execute();
-    }
+    await writeChangeFeed(tx, changes.items);
     return value;
   });
   if (changes.items.length) announce(changes.items);
   return result;
+}
+
+/**
+ * Writes changes to the change feed inside `tx`, the transaction that makes them. Every node (this one
+ * included) hears of them within its poll interval once `tx` commits; `transact` also announces them here at
+ * once. For writes whose transaction is not `transact`'s (a job's).
+ */
+export async function writeChangeFeed(tx: Tx, items: readonly Change[]): Promise<void> {
+  if (items.length === 0) return;
+  const now = Date.now();
+  await tx
+    .insertInto('change_feed')
+    .values(items.map((c) => ({ id: newId('chg'), kind: c.kind, ref: c.id, created_at: now })))
+    .execute();
 }
 
 /**

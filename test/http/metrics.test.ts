@@ -83,8 +83,10 @@ for (const dialect of DIALECTS) {
         },
         { valid: 5, notFound: 2, rateLimited: 2, expired: 0 },
       );
-      // Misses: the first look at each of the 3 keys and both unknown ones; every other look is a hit.
-      assert.equal(sample(text, 'keyhold_key_cache_misses_total'), 5);
+      // Misses: the first look at each of the 3 keys and at the unknown one; its second look is answered by
+      // the remembered unknown hash; every other look is a hit.
+      assert.equal(sample(text, 'keyhold_key_cache_misses_total'), 4);
+      assert.equal(sample(text, 'keyhold_key_cache_unknown_hits_total'), 1);
       assert.equal(sample(text, 'keyhold_key_cache_hits_total'), 4);
       assert.equal(sample(text, 'keyhold_key_cache_evictions_total'), 0);
       assert.equal(sample(text, 'keyhold_key_cache_entries'), 3);
@@ -123,11 +125,16 @@ describe('metrics computed at scrape time', () => {
     const metrics = createMetrics(false);
     const cache = new KeyCache({ maxEntries: 2 });
     const record = (i: number) => ({ id: `key_${i}`, hash: `hash_${i}` }) as KeyRecord;
-    for (let i = 0; i < 5; i++) cache.set(record(i), cache.generation);
+    for (let i = 0; i < 5; i++) await cache.get(`hash_${i}`, async () => record(i));
+    await cache.get('hash_unknown', async () => null);
+    await cache.get('hash_unknown', async () => null);
     metrics.watch({ cache, jobs: () => Promise.reject(new Error('store down')) });
     const text = await metrics.registry.metrics();
     assert.equal(sample(text, 'keyhold_key_cache_evictions_total'), 3);
     assert.equal(sample(text, 'keyhold_key_cache_entries'), 2);
+    assert.equal(sample(text, 'keyhold_key_cache_capacity'), 2);
+    assert.equal(sample(text, 'keyhold_key_cache_misses_total'), 6);
+    assert.equal(sample(text, 'keyhold_key_cache_unknown_hits_total'), 1);
     assert.equal(sample(text, 'keyhold_jobs{status="pending"}'), undefined);
   });
 });

@@ -524,7 +524,8 @@ for (const dialect of DIALECTS) {
       for (const useCase of USE_CASES) {
         test(useCase.name, async (t) => {
           const statements = await proveAllOrNothing(w, faults, useCase);
-          assert.ok(statements >= 3, `only ${statements} statements`);
+          // Every use case reads and writes; the fewest is a verification with credits: the key's one read, the spend.
+          assert.ok(statements >= 2, `only ${statements} statements`);
           t.diagnostic(`${statements} statements, each failed once`);
         });
       }

@@ -7,6 +7,7 @@ import { insertAll, selectIn } from '../../store/bulk-statements.ts';
 import type { IdentityRow } from '../../store/schema.ts';
 import { isUniqueViolation } from '../../store/errors.ts';
 import { actorOf, requirePermissions, type Actor, type Caller } from '../caller.ts';
+import { transact } from '../changes.ts';
 import { importProblems, type ImportKeyItem } from './import-item.ts';
 import { importRows, insertImportRows, sealed, type LinkIds } from './import-rows.ts';
 
@@ -227,14 +228,16 @@ export async function createKeysByMigration(
       ...apis.flatMap(({ apiId, plaintext }) => [`api.${apiId}.create_key`, ...(plaintext ? [`api.${apiId}.encrypt_key`] : [])]),
     );
   try {
-    const keyIds = await db.transaction().execute((tx) =>
-      importKeys(tx, caller.workspaceId, items, {
+    const keyIds = await transact(db, async (tx, changes) => {
+      const ids = await importKeys(tx, caller.workspaceId, items, {
         actor: actorOf(caller),
         requestId: caller.requestId,
         vault,
         authorize,
-      }),
-    );
+      });
+      changes.keysAdded(caller.workspaceId);
+      return ids;
+    });
     return { keyIds };
   } catch (err) {
     if (isUniqueViolation(err)) throw new AppError('data/conflict', 'a key with one of these hashes was created concurrently');

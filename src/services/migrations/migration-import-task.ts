@@ -3,6 +3,7 @@ import { quoted } from '../../domain/errors.ts';
 import type { Sealed } from '../../crypto/vault.ts';
 import type { TaskDefinition, TaskRegistry } from '../../jobs/queue.ts';
 import type { Tx } from '../../store/store.ts';
+import { writeChangeFeed } from '../changes.ts';
 import type { Actor } from '../caller.ts';
 import type { EnqueueKeyItem } from './enqueue-keys.ts';
 import { importKeys } from './import-keys.ts';
@@ -178,6 +179,7 @@ async function importItems(
   valid.forEach((item, i) => {
     migrated.set(item.index, keyIds[i]);
   });
+  if (keyIds.length) await writeChangeFeed(tx, [{ kind: 'keys-added', id: workspaceId }]);
 }
 
 /**

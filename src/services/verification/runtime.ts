@@ -9,6 +9,7 @@ import { refillDueKeys } from '../keys/credits.ts';
 import { createRateLimiter, type RateLimiter } from './rate-limiter.ts';
 import { VerificationRecorder } from './verification-recorder.ts';
 import { KeyCache } from './key-cache.ts';
+import { KeyRecordLoader } from './key-record.ts';
 import { DependencyHealth, type Dependency } from '../dependency-health.ts';
 import { checkReadiness, type ReadinessReport } from '../readiness.ts';
 import { Verifier } from './verifier.ts';
@@ -30,6 +31,8 @@ export interface RuntimeOptions {
   changePollMs?: number;
   /** How often due refills are swept (ms). */
   refillSweepMs?: number;
+  /** Keys the verification cache holds at most (KEYHOLD_KEY_CACHE_SIZE). */
+  keyCacheSize?: number;
 }
 
 export interface Runtime {
@@ -121,7 +124,7 @@ export async function createRuntime(store: Store, opts: RuntimeOptions = {}): Pr
     if (!isStoreUnavailable(err)) warn(msg)(err);
   };
   const { redis, redisReport } = opts.redisUrl ? connectRedis(opts.redisUrl, health, logger) : {};
-  const cache = new KeyCache();
+  const cache = new KeyCache({ maxEntries: opts.keyCacheSize });
   // Every cache of store state in this process: each change, from any source below, reaches all of them.
   const namespaces = new NamespaceCache();
   const CACHES: ChangeListener[] = [cache, namespaces];
@@ -146,7 +149,7 @@ export async function createRuntime(store: Store, opts: RuntimeOptions = {}): Pr
   }, opts.refillSweepMs ?? 60_000).unref();
 
   return {
-    verifier: new Verifier({ db, cache, limiter, recorder }),
+    verifier: new Verifier({ db, cache, records: new KeyRecordLoader(db, store.caps.dialect), limiter, recorder }),
     cache,
     limiter,
     recorder,

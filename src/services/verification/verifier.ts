@@ -9,7 +9,7 @@ import type { VerificationRecorder } from './verification-recorder.ts';
 import { VERIFY_CODES, type VerifyCode } from '../../domain/verify-codes.ts';
 import type { KeyCache } from './key-cache.ts';
 import { CoalescedCounter, type GuardedOutcome } from './coalesced-counter.ts';
-import { loadKeyRecord, type KeyRecord } from './key-record.ts';
+import type { KeyRecord, KeyRecordLoader } from './key-record.ts';
 import { findApi } from '../lookups.ts';
 
 export interface VerifyRequest {
@@ -32,8 +32,8 @@ export interface VerifyResponse {
   remaining?: number;
   ratelimit?: { limit: number; remaining: number; reset: number };
   enabled?: boolean;
-  permissions?: string[];
-  roles?: string[];
+  permissions?: readonly string[];
+  roles?: readonly string[];
   environment?: string;
   identity?: { id: string; externalId: string; meta: Record<string, unknown> };
 }
@@ -49,6 +49,8 @@ export interface VerifierStats {
 export interface VerifierDeps {
   db: Db;
   cache: KeyCache;
+  /** Loads a key on a cache miss (one statement). */
+  records: KeyRecordLoader;
   limiter: RateLimiter;
   recorder?: VerificationRecorder;
 }
@@ -99,15 +101,12 @@ export class Verifier {
     return result;
   }
 
-  async #record(hash: string, now: number): Promise<KeyRecord | null> {
-    const { cache, db } = this.#deps;
-    const cached = cache.get(hash, now);
-    if (cached) return cached;
-    const generation = cache.generation;
-    const loaded = await loadKeyRecord(db, hash);
-    if (loaded) cache.set(loaded, generation, now);
-    return loaded;
+  /** The live key of `hash` (a hit costs no store read), or null. */
+  #record(hash: string, now: number): KeyRecord | null | Promise<KeyRecord | null> {
+    return this.#deps.cache.get(hash, this.#load, now);
   }
+
+  readonly #load = (hash: string) => this.#deps.records.load(hash);
 
   /** An apiId that is not the key's: FORBIDDEN when it is a live API of the key's workspace, else NOT_FOUND. */
   async #sameWorkspaceApi(apiId: string, workspaceId: string): Promise<boolean> {
