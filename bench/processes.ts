@@ -107,3 +107,15 @@ export function nonNegativeInt(name: string, fallback: number): number {
   if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer, got "${raw}"`);
   return n;
 }
+
+/** Resident set size of a process (VmRSS of /proc/<pid>/status) in MiB, or undefined where that is not available. */
+export async function residentMiB(pid: number | undefined): Promise<number | undefined> {
+  if (pid === undefined || process.platform !== 'linux') return undefined;
+  try {
+    const status = await readFile(`/proc/${pid}/status`, 'utf8');
+    const kb = /^VmRSS:\s+(\d+) kB/m.exec(status)?.[1];
+    return kb === undefined ? undefined : Number(kb) / 1024;
+  } catch {
+    return undefined;
+  }
+}

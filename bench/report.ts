@@ -1,7 +1,8 @@
-// What `npm run bench` (bench/run.ts) records and prints: each run, each case's summary over its rounds,
-// the results table and the verification lane's gain over Fastify's route.
+// What `npm run bench` (bench/run.ts) records and prints: each run, each case's summary over its rounds and
+// its ratios to the two references (the limit and the Fastify baseline), the rows of the results table (the
+// many-key cases add theirs, bench/many-keys.ts) and the verification lane's gain over Fastify's route.
 
-import { LANE_CASE_ID, ROUTE_CASE_ID, type AnsweredBy, type Case, type StoreKind } from './cases.ts';
+import { BASELINE, LANE_CASE_ID, LIMIT, ROUTE_CASE_ID, type AnsweredBy, type Case, type StoreKind, type Target } from './cases.ts';
 
 export interface RunResult {
   store: StoreKind;
@@ -44,10 +45,14 @@ export interface CaseSummary {
   latencyP99Ms: number;
   serverCpuUsPerRequest?: number;
   baselineRequestsPerSec: number;
-  /** The median of the rounds' ratios. */
+  /** The median of the rounds' ratios (to the baseline). */
   ratio: number;
   ratios: number[];
-  target?: number;
+  /** ratio over the limit's ratio (relateToLimit). */
+  ratioToLimit?: number;
+  /** serverCpuUsPerRequest over the limit's (relateToLimit). */
+  cpuRatioToLimit?: number;
+  target?: Target;
   met?: boolean;
   non2xx: number;
 }
@@ -78,8 +83,6 @@ const median = (xs: number[]): number => {
 export function summarize(store: StoreKind, kase: Case, rounds: RunResult[]): CaseSummary {
   const of = (pick: (r: RunResult) => number | undefined) => median(rounds.map(pick).filter((x): x is number => x !== undefined));
   const ratios = rounds.map((r) => r.ratio!);
-  const target = kase.target?.[store];
-  const ratio = median(ratios);
   const cpu = rounds.every((r) => r.serverCpuUsPerRequest !== undefined) ? of((r) => r.serverCpuUsPerRequest) : undefined;
   return {
     store,
@@ -92,12 +95,36 @@ export function summarize(store: StoreKind, kase: Case, rounds: RunResult[]): Ca
     latencyP99Ms: of((r) => r.latencyP99Ms),
     serverCpuUsPerRequest: cpu,
     baselineRequestsPerSec: of((r) => r.baselineRequestsPerSec),
-    ratio,
+    ratio: median(ratios),
     ratios,
-    target,
-    met: target === undefined ? undefined : ratio >= target,
+    target: kase.target?.[store],
     non2xx: rounds.reduce((n, r) => n + r.non2xx + r.errors + r.timeouts, 0),
   };
+}
+
+/** The baseline over all its runs on the store (its ratio to itself is 1). */
+export function summarizeBaseline(store: StoreKind, runs: RunResult[]): CaseSummary {
+  const baseline = runs.filter((r) => r.case === BASELINE.id);
+  const summary = summarize(
+    store,
+    BASELINE,
+    baseline.map((r) => ({ ...r, ratio: 1, baselineRequestsPerSec: r.requestsPerSec })),
+  );
+  return summary;
+}
+
+/** Sets each summary's ratios to the limit of its store (case ratio / limit ratio, both to the baseline) and whether it met its target. */
+export function relateToLimit(summaries: CaseSummary[]): void {
+  for (const s of summaries) {
+    const limit = summaries.find((l) => l.case === LIMIT.id && l.store === s.store);
+    if (limit) {
+      s.ratioToLimit = s.ratio / limit.ratio;
+      if (s.serverCpuUsPerRequest !== undefined && limit.serverCpuUsPerRequest)
+        s.cpuRatioToLimit = s.serverCpuUsPerRequest / limit.serverCpuUsPerRequest;
+    }
+    const ratio = s.target?.of === 'limit' ? s.ratioToLimit : s.ratio;
+    s.met = s.target === undefined || ratio === undefined ? undefined : ratio >= s.target.min;
+  }
 }
 
 /** Per store where both were measured: the lane's cached-key case against the same request through Fastify's route. */
@@ -119,70 +146,4 @@ export function laneVsRoute(summaries: CaseSummary[]): LaneVsRoute[] {
     });
   }
   return result;
-}
-
-function table(summaries: CaseSummary[]): string {
-  const header = [
-    'case',
-    'store',
-    'req/s',
-    'p50 ms',
-    'p99 ms',
-    'non-2xx',
-    'srv CPU µs/req',
-    'baseline req/s',
-    'ratio',
-    "rounds' ratios",
-    'target',
-    'met',
-  ];
-  const rows = summaries.map((r) => [
-    r.label,
-    r.store,
-    fmt(r.requestsPerSec, 0),
-    String(r.latencyP50Ms),
-    String(r.latencyP99Ms),
-    String(r.non2xx),
-    r.serverCpuUsPerRequest === undefined ? '' : fmt(r.serverCpuUsPerRequest, 0),
-    fmt(r.baselineRequestsPerSec, 0),
-    fmt(r.ratio, 3),
-    r.ratios.map((x) => fmt(x, 2)).join(' '),
-    r.target === undefined ? '-' : `>= ${fmt(r.target, 2)}`,
-    r.met === undefined ? '-' : r.met ? 'yes' : 'NO',
-  ]);
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i].length)));
-  const numeric = new Set([2, 3, 4, 5, 6, 7, 8]);
-  const line = (cells: string[]) => cells.map((c, i) => (numeric.has(i) ? c.padStart(widths[i]) : c.padEnd(widths[i]))).join('  ');
-  return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
-}
-
-function laneVsRouteLine(c: LaneVsRoute): string {
-  const cpu =
-    c.cpu === undefined
-      ? ''
-      : `; server CPU ${fmt(c.laneCpuUsPerRequest!, 0)} vs ${fmt(c.routeCpuUsPerRequest!, 0)} µs/req (lane/route ${fmt(c.cpu, 2)})`;
-  return `Lane vs Fastify's route (${c.store}): ratio ${fmt(c.laneRatio, 3)} vs ${fmt(c.routeRatio, 3)}, lane/route ${fmt(c.throughput, 2)}${cpu}`;
-}
-
-/** Prints the results table, the lane's gain, the targets and any case that stopped verifying. */
-export function printResults(
-  settings: { connections: number; pipelining: number; rounds: number; duration: number },
-  summaries: CaseSummary[],
-  runs: RunResult[],
-): void {
-  console.log(
-    `\nResults (${settings.connections} connections, pipelining ${settings.pipelining}, ${settings.rounds} rounds of ${settings.duration} s per case; a round's ratio = its req/s / the mean of the baseline runs just before and after it; ratio = the median of the rounds' ratios; req/s, latency, srv CPU (server process CPU time per request) and baseline req/s are medians over the rounds; latency resolution 1 ms)\n`,
-  );
-  console.log(table(summaries));
-  const gains = laneVsRoute(summaries);
-  if (gains.length) console.log('');
-  for (const gain of gains) console.log(laneVsRouteLine(gain));
-  const withTarget = summaries.filter((r) => r.met !== undefined);
-  const missed = withTarget.filter((r) => !r.met);
-  console.log(
-    `\nTargets met: ${withTarget.length - missed.length} of ${withTarget.length}${missed.length ? ` (missed: ${missed.map((r) => `${r.label} on ${r.store}`).join('; ')})` : ''}`,
-  );
-  const invalid = runs.filter((r) => r.checkedAfterRun === false);
-  if (invalid.length)
-    console.log(`Warning: failed its check after its run: ${invalid.map((r) => `${r.label} #${r.round} on ${r.store}`).join('; ')}`);
 }

@@ -1,183 +1,122 @@
-// `npm run bench`: the keys.verifyKey and ratelimits.limit load benchmark.
+// `npm run bench`: how close the server comes to this machine's limit, case by case.
 //
-// For each store (a temporary SQLite file always; PostgreSQL in a fresh schema when KEYHOLD_BENCH_POSTGRES_URL
-// or KEYHOLD_TEST_POSTGRES_URL is set; "sqlite+redis", a temporary SQLite file with the server's REDIS_URL
-// set, when KEYHOLD_BENCH_REDIS_URL or KEYHOLD_TEST_REDIS_URL is set) it starts the real server (src/main.ts,
-// bench/server.ts) in its own process on 127.0.0.1, creates an API and one key per verify case through the
-// HTTP interface with the bootstrap root key, checks that every case answers correctly (verify cases 200 /
-// valid: true, ratelimits.limit cases 200 / success: true), and then puts load on the server from a SEPARATE
-// process (the autocannon CLI, `--json`): the trivial baseline `GET /v1/liveness`, then each case, all with
-// the same connections, pipelining and duration. The cases are in bench/cases.ts:
-//   - keys.verifyKey: every case is answered by the verification lane except "verifyKey through Fastify's
-//     route", the lane's cached-key case sent with a Content-Type the lane leaves to Fastify, so that the
-//     lane's gain stays measurable (printed as the lane/route ratio). Before measuring, the bench checks
-//     which of the two answers each case.
-//   - ratelimits.limit (root key, a limit that never refuses): `async: true` and `async: false` on one
-//     identifier (one counter hammered), and `async: false` with a new identifier per request. Namespace and
-//     identifiers are random per run, so no two runs share a counter, in the store or in Redis; nothing in
-//     Redis is deleted (the counters expire with their 60 s window). Only these cases run on sqlite+redis
-//     (the verify cases' timings do not depend on Redis).
+// Two references are measured in every run, beside every case: the Fastify baseline (GET /v1/liveness of the
+// real server: what Fastify alone costs) and the limit (bench/limit-server.ts: a raw node:http server, same
+// Node binary, own process, that parses the JSON body, SHA-256-hashes its `key`, looks it up in a Map and
+// answers a constant: the least any server can do to answer a verification here). Every case is reported as
+// req/s, its ratio to the limit, its ratio to the baseline, and the server's CPU time per request (utime +
+// stime of the server process over the run, from /proc, divided by the requests; with its ratio to the
+// limit's): CPU per request is far less noisy than req/s on a shared machine. The load always comes from a
+// SEPARATE process (the autocannon CLI, or bench/list-load.ts), on 127.0.0.1.
 //
-// This machine's throughput drifts by tens of percent within seconds (a shared virtual machine, and the
-// load generator shares its 2 CPUs with the server), so a case is measured in several short rounds
-// interleaved with baseline runs (B C B C B C B): each round's ratio is its req/s over the mean of the
-// baseline runs just before and just after it, and the case's ratio is the MEDIAN of its rounds' ratios
-// (all of them are printed and written). It prints requests/s, p50/p99 and the ratio next to the target
-// (bench/report.ts), and writes every run to bench/out/results.json. It reports numbers and never asserts
-// them: a missed target is printed, not an error. It exits non-zero only when the setup is wrong (a case
-// fails its check or is answered by the wrong code, the server does not start or dies) or a run fails.
-// Every process it starts is killed on the way out, success or not (bench/processes.ts).
+// Per store (a temporary SQLite file always; PostgreSQL in a fresh schema when KEYHOLD_BENCH_POSTGRES_URL or
+// KEYHOLD_TEST_POSTGRES_URL is set; "sqlite+redis", a SQLite file with the server's REDIS_URL set, when
+// KEYHOLD_BENCH_REDIS_URL or KEYHOLD_TEST_REDIS_URL is set) it starts the real server (src/main.ts,
+// bench/server.ts) and the limit, creates an API and the keys the cases need with the bootstrap root key,
+// checks that every case answers correctly, then measures with autocannon's one repeated request
+// (bench/cases.ts, bench/measure.ts):
+//   - limit: the verify request (path, Content-Type, body shape) sent to the limit server;
+//   - keys.verifyKey, cached key: no credits (target ≥ 0.85 of the limit), through Fastify's route instead of
+//     the lane (SQLite only; the lane/route gain is printed), with credits (SQLite ≥ 0.65 of the baseline, PostgreSQL ≥ 0.50
+//     of the limit), with a `consistent` and with a `fast` rate limit;
+//   - ratelimits.limit (root key, a limit that never refuses, namespace random per run): async and sync on one
+//     identifier, sync with a new identifier per request (the only cases on sqlite+redis);
+//   - keys.createKey, one key per request (SQLite ≥ 0.25 of the limit, PostgreSQL ≥ 0.12).
+// A case is measured in rounds interleaved with baseline runs (B C B C … B); a round's ratio to the baseline
+// is its req/s over the mean of the baseline runs around it, the case's is the median of its rounds', and
+// its ratio to the limit is that over the limit's own (so both references share the drift correction).
+//
+// Then, on SQLite only (the whole default run must take under 10 minutes), the many-key cases (bench/many-keys.ts, bench/cold-start.ts): 100,000 keys
+// imported as hashes, verified once each (all cache misses: target CPU/req ≤ 2.0× the hits') and again (all
+// hits), RSS of the server with them cached (≤ 250 MB), a flood of unknown keys (≥ 0.7× the hits' req/s), each
+// pass with its own baseline and limit passes from the same load generator; then cold start, spawn → first
+// 200 from keys.verifyKey on the database with the keys (≤ 1.0 s), on an empty database, and a trivial
+// Fastify server's as the floor (medians of BENCH_COLD_STARTS starts).
+//
+// It prints each run as it goes, then a markdown table (case | store | req/s | ratio to limit | ratio to
+// Fastify baseline | server CPU µs/req | target | met?) with the machine, the command and the wall time; it
+// keeps every run: bench/out/<UTC timestamp>.json (and results.json, the latest), bench/out/latest.md (the
+// table, for the README). It reports numbers and never asserts them: a missed target is printed, not an
+// error. It exits non-zero only when the setup is wrong (a case fails its check or is answered by the wrong
+// code, a server does not start or dies, a load run fails). Every process it starts is killed on the way out.
 //
 // Settings (environment):
-//   BENCH_DURATION     seconds of each measured run (default 4)
-//   BENCH_ROUNDS       measured rounds per case, each followed by a baseline run (default 5)
-//   BENCH_CONNECTIONS  concurrent connections (default 50)
-//   BENCH_PIPELINING   pipelined requests per connection (default 1)
-//   BENCH_WARMUP       seconds of load before the first baseline run and before each case's first round, not measured (default 3)
+//   BENCH_DURATION     seconds of each measured autocannon run (default 2)
+//   BENCH_ROUNDS       measured rounds per case, each followed by a baseline run (default 3)
+//   BENCH_WARMUP       seconds of load before the first baseline run and before each case's first round (default 1)
+//   BENCH_CONNECTIONS  concurrent connections, every case (default 50)
+//   BENCH_PIPELINING   pipelined requests per connection, autocannon cases (default 1)
 //   BENCH_STORES       comma-separated subset of "sqlite,postgres,sqlite+redis" (default: sqlite, plus postgres
 //                      and sqlite+redis when their URL is set); a store none of the chosen cases runs on is skipped
-//   BENCH_CASES        comma-separated subset of the case ids (default: all): verify-cached, verify-route,
-//                      verify-credits, verify-ratelimit-consistent, verify-ratelimit-fast, ratelimit-async,
-//                      ratelimit-sync, ratelimit-sync-unique
+//   BENCH_CASES        comma-separated subset of the case ids (default: all; the two references always run):
+//                      verify-cached, verify-route, verify-credits, verify-ratelimit-consistent,
+//                      verify-ratelimit-fast, ratelimit-async, ratelimit-sync, ratelimit-sync-unique,
+//                      create-key, many-keys (misses, hits, RSS, unknown keys), cold-start
+//   BENCH_KEYS         distinct keys of the many-key cases (default 100000)
+//   BENCH_FLOOD        requests (each a different unknown key) of the unknown-key flood (default 20000)
+//   BENCH_MILLION      set to 1 to also import keys up to 1,000,000 and report RSS while all are verified
+//                      once, cache capacity BENCH_KEYS + 1,000 (long: the import alone takes minutes)
+//   BENCH_COLD_STARTS  starts of each cold-start kind (default 3)
 //   BENCH_CPU_PROF     set to 1 to run the server with --cpu-prof (profiles in bench/out/prof-<store>/; slows it down)
 //   KEYHOLD_BENCH_POSTGRES_URL / KEYHOLD_TEST_POSTGRES_URL  postgres://… (a schema kh_bench_<random> is created and dropped)
 //   KEYHOLD_BENCH_REDIS_URL / KEYHOLD_TEST_REDIS_URL        redis://… for sqlite+redis (nothing in it is flushed or deleted)
 
-import { mkdir, writeFile } from 'node:fs/promises';
-import { cpus, loadavg, totalmem } from 'node:os';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { CASES, runsOn, type Case, type StoreKind } from './cases.ts';
+import { randomKeys, writeKeys } from './keyset.ts';
+import { benchManyKeys } from './many-keys.ts';
+import { measureCases } from './measure.ts';
+import { writeOutputs, machineLine, printStart } from './output.ts';
+import { checkAnsweredBy, checkCase, prepare } from './prepare.ts';
+import { addCleanup, killAll, nonNegativeInt, positiveInt, runCleanups, stopChild } from './processes.ts';
+import { relateToLimit, type CaseSummary, type RunResult } from './report.ts';
 import { BENCH_PG_URL, scratchStore } from './scratch-store.ts';
-import { BASELINE, CASES, runsOn, type Case, type StoreKind } from './cases.ts';
-import { checkAnsweredBy, checkCase, prepare, type Prepared } from './prepare.ts';
-import { fmt, laneVsRoute, printResults, summarize, type CaseSummary, type RunResult } from './report.ts';
-import { addCleanup, killAll, nonNegativeInt, positiveInt, processCpuSeconds, runCleanups, sleep, stopChild } from './processes.ts';
-import { autocannon, OUT_DIR, startServer, type Server } from './server.ts';
+import { OUT_DIR, startLimitServer, startServer } from './server.ts';
+import { rowsOf, type Row } from './table.ts';
 
 const settings = {
-  duration: positiveInt('BENCH_DURATION', 4),
-  rounds: positiveInt('BENCH_ROUNDS', 5),
+  duration: positiveInt('BENCH_DURATION', 2),
+  rounds: positiveInt('BENCH_ROUNDS', 3),
   connections: positiveInt('BENCH_CONNECTIONS', 50),
   pipelining: positiveInt('BENCH_PIPELINING', 1),
-  warmup: nonNegativeInt('BENCH_WARMUP', 3),
+  warmup: nonNegativeInt('BENCH_WARMUP', 1),
   cpuProf: process.env.BENCH_CPU_PROF === '1',
+  keys: positiveInt('BENCH_KEYS', 100_000),
+  flood: positiveInt('BENCH_FLOOD', 20_000),
+  million: process.env.BENCH_MILLION === '1',
+  coldStarts: positiveInt('BENCH_COLD_STARTS', 3),
 };
 const POSTGRES_URL = BENCH_PG_URL;
 const REDIS_URL = process.env.KEYHOLD_BENCH_REDIS_URL || process.env.KEYHOLD_TEST_REDIS_URL;
 const STORES: StoreKind[] = ['sqlite', 'postgres', 'sqlite+redis'];
+const MANY_KEYS = 'many-keys';
+const COLD_START = 'cold-start';
 
 /** Requests each case must answer correctly before it is measured. */
 const CHECK_REQUESTS = 200;
 const CHECK_CONCURRENCY = 20;
 
-/** The cases of this run (BENCH_CASES). */
-let cases: Case[] = CASES;
-
-// ---------------------------------------------------------------- one store
-
-/** Load before a measured run, not measured; fails on any error response. */
-async function warmUp(server: Server, p: Prepared, label: string): Promise<void> {
-  const warm = await autocannon(server, p.load, settings.warmup, settings);
-  if (warm.non2xx || warm.errors || warm.timeouts) {
-    throw new Error(
-      `warm-up of "${label}" had ${warm.non2xx} non-2xx responses, ${warm.errors} errors, ${warm.timeouts} timeouts:\n${server.output.slice(-10).join('\n')}`,
-    );
-  }
-}
-
-/** One measured run of a case: autocannon's numbers and the server's CPU time over it. */
-async function measure(server: Server, store: StoreKind, p: Prepared, label: string, warm: boolean): Promise<RunResult> {
-  if (warm && settings.warmup > 0) await warmUp(server, p, label);
-  const cpuBefore = await processCpuSeconds(server.child.pid);
-  const r = await autocannon(server, p.load, settings.duration, settings);
-  const cpuAfter = await processCpuSeconds(server.child.pid);
-  if (server.child.exitCode !== null || server.child.signalCode !== null) {
-    throw new Error(
-      `the server died during "${label}" (${server.child.exitCode ?? server.child.signalCode}):\n${server.output.slice(-10).join('\n')}`,
-    );
-  }
-  const perRequest = (seconds: number) => Math.round((seconds * 1e6 * 10) / r.requests.total) / 10;
-  const cpu =
-    cpuBefore && cpuAfter && r.requests.total > 0
-      ? { user: perRequest(cpuAfter.user - cpuBefore.user), system: perRequest(cpuAfter.system - cpuBefore.system) }
-      : undefined;
-  const load1 = loadavg()[0];
-  const checkedAfterRun =
-    p.kase === BASELINE
-      ? undefined
-      : await checkCase(server, p, 1, 1).then(
-          () => true,
-          () => false,
-        );
-  const result: RunResult = {
-    store,
-    case: p.kase.id,
-    label: p.kase.label,
-    requestsPerSec: r.requests.average,
-    latencyP50Ms: r.latency.p50,
-    latencyP99Ms: r.latency.p99,
-    latencyMeanMs: r.latency.mean,
-    totalRequests: r.requests.total,
-    non2xx: r.non2xx,
-    errors: r.errors,
-    timeouts: r.timeouts,
-    serverCpuUsPerRequest: cpu && cpu.user + cpu.system,
-    serverCpuUsPerRequestUserSystem: cpu,
-    load1,
-    checkedAfterRun,
-  };
-  console.log(runLine(label, result));
-  await sleep(500);
-  return result;
-}
-
-function runLine(label: string, r: RunResult): string {
-  const cpu = r.serverCpuUsPerRequestUserSystem;
-  return (
-    `   ${label.padEnd(44)} ${fmt(r.requestsPerSec, 0).padStart(8)} req/s  p50 ${r.latencyP50Ms} ms  p99 ${r.latencyP99Ms} ms` +
-    (r.non2xx ? `  non-2xx ${r.non2xx}` : '') +
-    (cpu === undefined
-      ? ''
-      : `  server CPU ${fmt(cpu.user + cpu.system, 0)} µs/req (user ${fmt(cpu.user, 0)}, sys ${fmt(cpu.system, 0)})`) +
-    `  (load avg ${fmt(r.load1, 1)})`
-  );
-}
-
-/** Each case in rounds interleaved with baseline runs (B C B C … B): a round is compared with the mean of the two around it. */
-async function measureCases(
-  server: Server,
+/** Starts the server and the limit on the store, checks every case, measures them. */
+async function benchStore(
   store: StoreKind,
-  prepared: Prepared[],
+  databaseUrl: string,
+  cases: Case[],
+  dir: string,
 ): Promise<{ runs: RunResult[]; summaries: CaseSummary[] }> {
-  const runs: RunResult[] = [];
-  const summaries: CaseSummary[] = [];
-  const [baseline, ...measured] = prepared;
-  let before = await measure(server, store, baseline, BASELINE.label, true);
-  runs.push(before);
-  for (const p of measured) {
-    const rounds: RunResult[] = [];
-    for (let round = 1; round <= settings.rounds; round++) {
-      const r = await measure(server, store, p, `${p.kase.label} #${round}`, round === 1);
-      const after = await measure(server, store, baseline, BASELINE.label, false);
-      r.round = round;
-      r.baselineRequestsPerSec = (before.requestsPerSec + after.requestsPerSec) / 2;
-      r.ratio = r.requestsPerSec / r.baselineRequestsPerSec;
-      rounds.push(r);
-      runs.push(r, after);
-      before = after;
-    }
-    summaries.push(summarize(store, p.kase, rounds));
-  }
-  return { runs, summaries };
-}
-
-async function benchStore(store: StoreKind, databaseUrl: string): Promise<{ runs: RunResult[]; summaries: CaseSummary[] }> {
-  console.log(`\n== ${store}: starting the server`);
+  console.log(`\n== ${store}: starting the server and the limit`);
   const server = await startServer(databaseUrl, {
     cpuProfDir: settings.cpuProf ? join(OUT_DIR, `prof-${store}`) : undefined,
     redisUrl: store === 'sqlite+redis' ? REDIS_URL : undefined,
   });
+  const [limitKey] = randomKeys(1, 'bench');
+  const limit = await startLimitServer(await writeKeys(dir, `limit-${store}.txt`, [limitKey])).catch(async (err: Error) => {
+    await stopChild(server.child);
+    throw err;
+  });
   try {
-    const prepared = await prepare(server, store, cases);
+    const prepared = await prepare(server, store, cases, limit, limitKey);
     console.log(
       `== ${store}: checking every case (${CHECK_REQUESTS} requests each, ${CHECK_CONCURRENCY} concurrent, and which code answers it)`,
     );
@@ -188,16 +127,15 @@ async function benchStore(store: StoreKind, databaseUrl: string): Promise<{ runs
     console.log(
       `== ${store}: load (${settings.connections} connections, pipelining ${settings.pipelining}, ${settings.rounds} rounds of ${settings.duration} s per case, ${settings.warmup} s warm-up)`,
     );
-    const measured = await measureCases(server, store, prepared);
+    const measured = await measureCases(server, store, prepared, settings);
     if (server.warnings)
       console.log(`   (the server logged ${server.warnings} warnings/errors; last lines:\n${server.output.slice(-5).join('\n')})`);
     return measured;
   } finally {
+    await stopChild(limit.child);
     await stopChild(server.child);
   }
 }
-
-// ---------------------------------------------------------------- main
 
 const list = (raw: string): string[] =>
   raw
@@ -205,8 +143,15 @@ const list = (raw: string): string[] =>
     .map((s) => s.trim())
     .filter(Boolean);
 
+interface Choice {
+  stores: StoreKind[];
+  cases: Case[];
+  manyKeys: boolean;
+  coldStart: boolean;
+}
+
 /** The stores (BENCH_STORES) and cases (BENCH_CASES) of this run; a store none of the cases runs on is left out. */
-function choose(): StoreKind[] {
+function choose(): Choice {
   const defaults = STORES.filter((s) => s === 'sqlite' || (s === 'postgres' ? POSTGRES_URL : REDIS_URL));
   const wanted = list(process.env.BENCH_STORES || defaults.join(','));
   for (const s of wanted)
@@ -215,61 +160,63 @@ function choose(): StoreKind[] {
     throw new Error('BENCH_STORES names postgres but neither KEYHOLD_BENCH_POSTGRES_URL nor KEYHOLD_TEST_POSTGRES_URL is set');
   if (wanted.includes('sqlite+redis') && !REDIS_URL)
     throw new Error('BENCH_STORES names sqlite+redis but neither KEYHOLD_BENCH_REDIS_URL nor KEYHOLD_TEST_REDIS_URL is set');
-  const caseIds = list(process.env.BENCH_CASES || CASES.map((c) => c.id).join(','));
-  for (const id of caseIds)
-    if (!CASES.some((c) => c.id === id)) throw new Error(`BENCH_CASES: unknown case "${id}" (known: ${CASES.map((c) => c.id).join(', ')})`);
-  cases = CASES.filter((c) => caseIds.includes(c.id));
-  return (wanted as StoreKind[]).filter((store) => cases.some((c) => runsOn(c, store)));
+  const known = [...CASES.map((c) => c.id), MANY_KEYS, COLD_START];
+  const caseIds = list(process.env.BENCH_CASES || known.join(','));
+  for (const id of caseIds) if (!known.includes(id)) throw new Error(`BENCH_CASES: unknown case "${id}" (known: ${known.join(', ')})`);
+  const cases = CASES.filter((c) => caseIds.includes(c.id));
+  const onSqlite = wanted.includes('sqlite');
+  return {
+    stores: (wanted as StoreKind[]).filter((store) => cases.some((c) => runsOn(c, store))),
+    cases,
+    manyKeys: onSqlite && caseIds.includes(MANY_KEYS),
+    coldStart: onSqlite && caseIds.includes(COLD_START),
+  };
 }
 
-function printMachine(stores: StoreKind[]): string {
-  const startLoad = loadavg()[0];
-  const machine = `${cpus().length} x ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
-  console.log(`keyhold benchmark (keys.verifyKey, ratelimits.limit): ${machine}; stores: ${stores.join(', ')}`);
-  console.log(
-    `server and load generator are separate processes sharing this machine's ${cpus().length} CPUs${settings.cpuProf ? '; the server runs with --cpu-prof (slower)' : ''}`,
-  );
-  if (startLoad > cpus().length)
-    console.log(`note: the machine is already busy (1-min load average ${fmt(startLoad, 1)} before starting); the numbers will be noisy`);
-  if (!POSTGRES_URL) console.log('PostgreSQL: skipped (set KEYHOLD_BENCH_POSTGRES_URL or KEYHOLD_TEST_POSTGRES_URL to include it)');
-  if (!REDIS_URL) console.log('sqlite+redis: skipped (set KEYHOLD_BENCH_REDIS_URL or KEYHOLD_TEST_REDIS_URL to include it)');
-  return machine;
+/** Every chosen store's autocannon cases, then the many-key cases; the summaries, runs and table rows. */
+async function benchAll(choice: Choice): Promise<{ summaries: CaseSummary[]; runs: RunResult[]; rows: Row[] }> {
+  const dir = await mkdtemp(join(tmpdir(), 'keyhold-bench-'));
+  addCleanup(() => rm(dir, { recursive: true, force: true }));
+  const runs: RunResult[] = [];
+  const summaries: CaseSummary[] = [];
+  for (const store of choice.stores) {
+    const { url, cleanup } = scratchStore(store === 'postgres' ? 'postgres' : 'sqlite');
+    addCleanup(cleanup);
+    const measured = await benchStore(store, url, choice.cases, dir);
+    runs.push(...measured.runs);
+    summaries.push(...measured.summaries);
+  }
+  relateToLimit(summaries);
+  const rows = rowsOf(summaries);
+  if (choice.manyKeys || choice.coldStart) {
+    const many = { ...settings, passes: choice.manyKeys, coldStarts: choice.coldStart ? settings.coldStarts : 0 };
+    rows.push(...(await benchManyKeys(many)));
+  }
+  return { summaries, runs, rows };
 }
 
 async function main(): Promise<number> {
-  const stores = choose();
+  const started = Date.now();
+  const choice = choose();
   // Bounded: every run has its own timeout; this is the backstop for the whole benchmark.
-  const runCount = 2 * settings.rounds * cases.length + 1;
-  const budgetMs = stores.length * (runCount * (settings.warmup + settings.duration + 35) + 120) * 1000;
+  const runCount = 2 * settings.rounds * (choice.cases.length + 1) + 1;
+  const manyKeysMs = (choice.manyKeys || choice.coldStart ? 1_200 : 0) + (settings.million ? 3_600 : 0);
+  const budgetMs = (choice.stores.length * (runCount * (settings.warmup + settings.duration + 35) + 120) + manyKeysMs) * 1000;
   const watchdog = setTimeout(() => {
     console.error(`bench: still running after ${Math.round(budgetMs / 1000)} s; stopping`);
     killAll();
     void runCleanups().finally(() => process.exit(1));
   }, budgetMs);
   watchdog.unref();
-  const machine = printMachine(stores);
-
-  const runs: RunResult[] = [];
-  const summaries: CaseSummary[] = [];
+  printStart(choice.stores, settings, { postgres: !!POSTGRES_URL, redis: !!REDIS_URL });
+  let results: Awaited<ReturnType<typeof benchAll>>;
   try {
-    for (const store of stores) {
-      const { url, cleanup } = scratchStore(store === 'postgres' ? 'postgres' : 'sqlite');
-      addCleanup(cleanup);
-      const measured = await benchStore(store, url);
-      runs.push(...measured.runs);
-      summaries.push(...measured.summaries);
-    }
+    results = await benchAll(choice);
   } finally {
     killAll();
     await runCleanups();
   }
-
-  printResults(settings, summaries, runs);
-  await mkdir(OUT_DIR, { recursive: true });
-  const file = join(OUT_DIR, 'results.json');
-  const results = { date: new Date().toISOString(), machine, settings, summaries, laneVsRoute: laneVsRoute(summaries), runs };
-  await writeFile(file, `${JSON.stringify(results, null, 2)}\n`);
-  console.log(`Written: ${file}`);
+  await writeOutputs({ ...results, settings, wallSeconds: (Date.now() - started) / 1000, machine: machineLine() });
   return 0;
 }
 

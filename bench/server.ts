@@ -1,20 +1,18 @@
-// The server `npm run bench` (bench/run.ts) measures, and the requests it sends: the real server (src/main.ts)
-// in its own process, single requests to it (setup and checks), and load from the autocannon CLI in another
-// process.
+// The servers `npm run bench` (bench/run.ts) measures, and the requests it sends: the real server (src/main.ts)
+// and the limit (bench/limit-server.ts), each in its own process; single requests (setup and checks); load
+// from autocannon in the load worker (bench/load-worker.ts) and from bench/list-load.ts, each in its own process.
 
-import { spawn, type ChildProcess } from 'node:child_process';
+import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { mkdir } from 'node:fs/promises';
 import { request } from 'node:http';
-import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
 import { answeredByHeaders, ID_PLACEHOLDER, LANE_CONTENT_TYPE, type AnsweredBy } from './cases.ts';
 import { base58, exited, freePort, HOST, sleep, track } from './processes.ts';
+import type { ListLoadResult, Spec } from './list-load.ts';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 export const OUT_DIR = join(ROOT, 'bench', 'out');
-// The CLI's script, run with this same Node (node_modules/.bin/autocannon would run whichever `node` is first on PATH).
-const AUTOCANNON = createRequire(import.meta.url).resolve('autocannon');
 
 export interface Server {
   base: string;
@@ -31,17 +29,21 @@ export interface ServerOptions {
   cpuProfDir?: string;
   /** The server's REDIS_URL; empty (no Redis) when absent. */
   redisUrl?: string;
+  /** The bootstrap root key (a new one when absent); a restart on the same store passes the first start's. */
+  rootKey?: string;
+  /** More environment for the server (e.g. KEYHOLD_KEY_CACHE_SIZE). */
+  env?: Record<string, string>;
 }
 
-/** Starts src/main.ts on `databaseUrl` with a bootstrap root key, and waits until /v1/liveness answers. */
-export async function startServer(databaseUrl: string, opts: ServerOptions): Promise<Server> {
-  const port = await freePort();
-  const rootKey = `kh_root_${base58(32)}`;
+/** How src/main.ts is started on `databaseUrl`: Node's arguments and the environment. */
+export function serverCommand(
+  databaseUrl: string,
+  port: number,
+  rootKey: string,
+  opts: ServerOptions,
+): { args: string[]; env: NodeJS.ProcessEnv } {
   const args = ['--disable-warning=ExperimentalWarning'];
-  if (opts.cpuProfDir) {
-    await mkdir(opts.cpuProfDir, { recursive: true });
-    args.push('--cpu-prof', `--cpu-prof-dir=${opts.cpuProfDir}`);
-  }
+  if (opts.cpuProfDir) args.push('--cpu-prof', `--cpu-prof-dir=${opts.cpuProfDir}`);
   args.push(join(ROOT, 'src', 'main.ts'));
   const env = {
     ...process.env,
@@ -51,9 +53,40 @@ export async function startServer(databaseUrl: string, opts: ServerOptions): Pro
     DATABASE_URL: databaseUrl,
     KEYHOLD_BOOTSTRAP_ROOT_KEY: rootKey,
     REDIS_URL: opts.redisUrl ?? '', // only the sqlite+redis store runs with Redis
+    ...opts.env,
   };
+  return { args, env };
+}
+
+/** Starts src/main.ts on `databaseUrl` with a bootstrap root key, and waits until /v1/liveness answers. */
+export async function startServer(databaseUrl: string, opts: ServerOptions): Promise<Server> {
+  const port = await freePort();
+  const rootKey = opts.rootKey ?? `kh_root_${base58(32)}`;
+  if (opts.cpuProfDir) await mkdir(opts.cpuProfDir, { recursive: true });
+  const { args, env } = serverCommand(databaseUrl, port, rootKey, opts);
   const child = track(spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] }));
   const server: Server = { base: `http://${HOST}:${port}`, rootKey, child, output: [], warnings: 0 };
+  collectOutput(server);
+  await waitUntilUp(server, '/v1/liveness');
+  server.warnings = 0; // first-start notices (bootstrap, generated files) are not about the load
+  return server;
+}
+
+/** Starts the limit (bench/limit-server.ts) knowing the keys in `keysFile`, and waits until it answers. */
+export async function startLimitServer(keysFile: string): Promise<Server> {
+  const port = await freePort();
+  const env = { ...process.env, PORT: String(port), HOST, BENCH_LIMIT_KEYS_FILE: keysFile };
+  const child = track(
+    spawn(process.execPath, [join(ROOT, 'bench', 'limit-server.ts')], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] }),
+  );
+  const server: Server = { base: `http://${HOST}:${port}`, rootKey: '', child, output: [], warnings: 0 };
+  collectOutput(server);
+  await waitUntilUp(server, '/');
+  return server;
+}
+
+/** Keeps the last output lines of the process and counts its log lines at warn or above. */
+function collectOutput(server: Server): void {
   const collect = (chunk: Buffer) => {
     for (const line of chunk.toString('utf8').split('\n')) {
       if (!line.trim()) continue;
@@ -66,27 +99,26 @@ export async function startServer(databaseUrl: string, opts: ServerOptions): Pro
       }
     }
   };
-  child.stdout!.on('data', collect);
-  child.stderr!.on('data', collect);
-  await waitUntilUp(server);
-  server.warnings = 0; // first-start notices (bootstrap, generated files) are not about the load
-  return server;
+  server.child.stdout!.on('data', collect);
+  server.child.stderr!.on('data', collect);
 }
 
-async function waitUntilUp(server: Server): Promise<void> {
+async function waitUntilUp(server: Server, path: string): Promise<void> {
   const { child } = server;
   const deadline = Date.now() + 30_000;
   for (;;) {
     if (child.exitCode !== null || child.signalCode !== null) {
-      throw new Error(`the server exited (${child.exitCode ?? child.signalCode}) before it was up:\n${server.output.join('\n')}`);
+      throw new Error(
+        `the server (${path === '/' ? 'limit' : 'keyhold'}) exited (${child.exitCode ?? child.signalCode}) before it was up:\n${server.output.join('\n')}`,
+      );
     }
     try {
-      const res = await fetch(`${server.base}/v1/liveness`, { signal: AbortSignal.timeout(1_000) });
+      const res = await fetch(server.base + path, { signal: AbortSignal.timeout(1_000) });
       if (res.ok) return;
     } catch {
       /* not listening yet */
     }
-    if (Date.now() > deadline) throw new Error(`the server did not answer /v1/liveness within 30 s:\n${server.output.join('\n')}`);
+    if (Date.now() > deadline) throw new Error(`the server did not answer ${path} within 30 s:\n${server.output.join('\n')}`);
     await sleep(100);
   }
 }
@@ -153,20 +185,63 @@ export interface AutocannonJson {
   timeouts: number;
 }
 
-/** Runs the autocannon CLI in its own process (same Node binary) and returns its JSON summary. */
-export async function autocannon(
+let loadWorker: ChildProcess | undefined;
+let loadWorkerErrors = '';
+
+/** The load worker (bench/load-worker.ts), started on first use. */
+function worker(): ChildProcess {
+  if (loadWorker && loadWorker.exitCode === null && loadWorker.signalCode === null) return loadWorker;
+  loadWorkerErrors = '';
+  const child = track(
+    fork(join(ROOT, 'bench', 'load-worker.ts'), [], { cwd: ROOT, execPath: process.execPath, stdio: ['ignore', 'ignore', 'pipe', 'ipc'] }),
+  );
+  child.stderr!.on('data', (c: Buffer) => {
+    loadWorkerErrors = (loadWorkerErrors + c.toString('utf8')).slice(-2000);
+  });
+  loadWorker = child;
+  return child;
+}
+
+/** Runs autocannon in the load worker (its own process, same Node binary) and returns its summary. */
+export function autocannon(
   server: Server,
   load: Load,
   seconds: number,
   opts: { connections: number; pipelining: number },
 ): Promise<AutocannonJson> {
-  const args = [AUTOCANNON, '--json', '--no-progress', '--connections', String(opts.connections), '--pipelining'];
-  args.push(String(opts.pipelining), '--duration', String(seconds), '--timeout', '10', '--method', load.method);
-  for (const [name, value] of Object.entries(headersOf(load))) args.push('--headers', `${name}=${value}`);
-  if (load.body !== undefined) args.push('--body', load.body);
-  if (load.idReplacement) args.push('--idReplacement');
-  args.push(server.base + load.path);
-  const child = track(spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] }));
+  const child = worker();
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), (seconds + 30) * 1000);
+    const onExit = () => {
+      clearTimeout(timer);
+      reject(new Error(`the load worker exited (${child.exitCode ?? child.signalCode}): ${loadWorkerErrors.trim()}`));
+    };
+    child.once('exit', onExit);
+    child.once('message', (msg: { result?: AutocannonJson; error?: string }) => {
+      clearTimeout(timer);
+      child.off('exit', onExit);
+      if (msg.error) reject(new Error(`autocannon: ${msg.error}`));
+      else resolve(msg.result!);
+    });
+    child.send({
+      url: server.base + load.path,
+      method: load.method,
+      headers: headersOf(load),
+      body: load.body,
+      idReplacement: load.idReplacement ?? false,
+      connections: opts.connections,
+      pipelining: opts.pipelining,
+      duration: seconds,
+      timeout: 10,
+    });
+  });
+}
+
+/** Runs bench/list-load.ts (autocannon over a list of keys) in its own process and returns its result. */
+export async function listLoad(spec: Spec, timeoutSeconds: number): Promise<ListLoadResult> {
+  const child = track(
+    spawn(process.execPath, [join(ROOT, 'bench', 'list-load.ts'), JSON.stringify(spec)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] }),
+  );
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (c: Buffer) => {
@@ -175,11 +250,9 @@ export async function autocannon(
   child.stderr!.on('data', (c: Buffer) => {
     stderr += c.toString('utf8');
   });
-  const timer = setTimeout(() => child.kill('SIGKILL'), (seconds + 30) * 1000);
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutSeconds * 1000);
   await exited(child);
   clearTimeout(timer);
-  if (child.exitCode !== 0) throw new Error(`autocannon exited with ${child.exitCode ?? child.signalCode}: ${stderr.trim()}`);
-  const line = stdout.trim().split('\n').filter(Boolean).at(-1);
-  if (!line) throw new Error(`autocannon printed no result: ${stderr.trim()}`);
-  return JSON.parse(line) as AutocannonJson;
+  if (child.exitCode !== 0) throw new Error(`bench/list-load.ts exited with ${child.exitCode ?? child.signalCode}: ${stderr.trim()}`);
+  return JSON.parse(stdout.trim().split('\n').at(-1)!) as ListLoadResult;
 }
