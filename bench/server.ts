@@ -42,7 +42,8 @@ export function serverCommand(
   rootKey: string,
   opts: ServerOptions,
 ): { args: string[]; env: NodeJS.ProcessEnv } {
-  const args = ['--disable-warning=ExperimentalWarning'];
+  // As `npm start` runs it (package.json): the same V8 flags.
+  const args = ['--max-semi-space-size=8', '--disable-warning=ExperimentalWarning'];
   if (opts.cpuProfDir) args.push('--cpu-prof', `--cpu-prof-dir=${opts.cpuProfDir}`);
   args.push(join(ROOT, 'src', 'main.ts'));
   const env = {

@@ -14,5 +14,8 @@ process.emitWarning = (warning, ...rest) => {
   if (type === 'ExperimentalWarning') return;
   return emitWarning.call(process, warning, ...rest);
 };
+// Node's compile cache keeps the type-stripped and compiled modules from one run to the next (see src/main.ts).
+const { enableCompileCache } = await import('node:module');
+enableCompileCache();
 const { run } = await import('../src/cli/main.ts');
 process.exitCode = await run(process.argv.slice(2));

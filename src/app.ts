@@ -7,6 +7,7 @@ import { createMetrics } from './http/metrics.ts';
 import { jobQueueStats } from './jobs/queue.ts';
 import { installHooks } from './http/hooks.ts';
 import { guardedJsonParser, guardedValidator } from './http/input-guards.ts';
+import { serializerFactory, validatorCompiler } from './http/route-compilers.ts';
 import { answerClientError } from './http/connection-errors.ts';
 import { registerDocs, registerOpenApiRoute } from './http/docs.ts';
 import { ErrorEnvelope } from './http/schemas/common.ts';
@@ -23,6 +24,8 @@ import type { Vault } from './crypto/vault.ts';
 export interface AppOptions {
   /** Redis for cluster-wide rate limits and cache invalidation (REDIS_URL). */
   redisUrl?: string;
+  /** Keys the verification cache holds at most (KEYHOLD_KEY_CACHE_SIZE; default 100,000). */
+  keyCacheSize?: number;
   /** A pino logger; none in tests. */
   logger?: FastifyBaseLogger;
   /** Process-wide metrics (CPU, memory, event loop); off in tests, where many apps share a process. */
@@ -74,7 +77,7 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
   const { accessLog, guard } = installHooks(app, store, metrics, options);
   await registerDocs(app);
 
-  const runtime = await createRuntime(store, { redisUrl: options.redisUrl, logger: options.logger });
+  const runtime = await createRuntime(store, { redisUrl: options.redisUrl, logger: options.logger, keyCacheSize: options.keyCacheSize });
   app.addHook('onClose', () => runtime.close());
   const { verifier, limiter, cache, readiness, ratelimits } = runtime;
   const deps: Deps = { store, vault: options.vault, verifier, limiter, cache, readiness, ratelimits };
@@ -105,13 +108,11 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
 
 /**
  * How bodies and queries are read and checked: only JSON bodies, through Fastify's own parser guarded by
- * http/input-guards.ts, and validators that run the input guards before the schema. Returns the JSON parser,
- * which the lane uses too.
+ * http/input-guards.ts, and validators that run the input guards before the schema (compiled on a route's
+ * first request: http/route-compilers.ts). Returns the JSON parser, which the lane uses too.
  */
 function installInputChecks(app: App): FastifyBodyParser<string> {
-  app.setValidatorCompiler(({ schema, httpPart }) =>
-    httpPart === 'body' ? guardedValidator(bodyAjv, schema, 'body') : guardedValidator(queryAjv, schema, 'query'),
-  );
+  app.setValidatorCompiler(validatorCompiler({ body: bodyAjv, query: queryAjv }));
   app.removeContentTypeParser('text/plain');
   const parseJson = guardedJsonParser(
     app.getDefaultJsonParser(app.initialConfig.onProtoPoisoning ?? 'error', app.initialConfig.onConstructorPoisoning ?? 'error'),
@@ -126,6 +127,7 @@ function createFastify(logger: FastifyBaseLogger | undefined, lane: () => Lane |
   return Fastify({
     serverFactory: (handler, opts) => createLaneServer(handler, lane, opts),
     ...(logger ? { loggerInstance: logger } : { logger: false }),
+    schemaController: { compilersFactory: { buildSerializer: serializerFactory } },
     // No log line per request (a large share of a fast route's cost): errors are logged, the rest counted in /metrics.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: BODY_LIMIT,

@@ -102,9 +102,14 @@ export function openStore(url: string, options: StoreOptions = {}): Store {
         if (target !== db) await target.destroy();
       }
     },
+    // In a transaction: the store answers it only when it can take writes too (SQLite reads have a connection
+    // of their own, which answers while the writer is held by a long transaction or another process' lock).
     ping: (timeoutMs) =>
       withDeadline(
-        sql`select 1`.execute(db).then(() => {}),
+        db
+          .transaction()
+          .execute((tx) => sql`select 1`.execute(tx))
+          .then(() => {}),
         timeoutMs,
         () => new StoreUnavailableError(`the store did not answer within ${timeoutMs} ms`),
       ),

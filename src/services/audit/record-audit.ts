@@ -1,6 +1,7 @@
 import { newId } from '../../domain/ids.ts';
 import type { Executor } from '../../store/store.ts';
-import { insertAll } from '../../store/bulk-statements.ts';
+import { insertRows } from '../../store/bulk-statements.ts';
+import type { AuditLogRow } from '../../store/schema.ts';
 import { actorOf, type Actor, type Caller } from '../caller.ts';
 
 export interface AuditEntry {
@@ -27,7 +28,12 @@ export const callerAudit = (
  * Any number of them (apis.deleteKeys records one per key): in statements within the bound-parameter limits.
  */
 export async function recordAudit(db: Executor, entries: AuditEntry[], now = Date.now()): Promise<void> {
-  const rows = entries.map((e) => ({
+  await insertRows(db, 'audit_logs', auditRows(entries, now));
+}
+
+/** The audit_logs rows of `entries`, for a caller that inserts them together with the rows they describe. */
+export const auditRows = (entries: AuditEntry[], now = Date.now()): AuditLogRow[] =>
+  entries.map((e) => ({
     id: newId('log'),
     workspace_id: e.workspaceId,
     event: e.event,
@@ -40,5 +46,3 @@ export async function recordAudit(db: Executor, entries: AuditEntry[], now = Dat
     diff: e.diff ? JSON.stringify(e.diff) : null,
     created_at: now,
   }));
-  await insertAll(rows, (part) => db.insertInto('audit_logs').values(part).execute());
-}

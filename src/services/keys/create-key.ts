@@ -2,13 +2,15 @@ import { invalid } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
 import { generateKey, hashKey } from '../../crypto/keys.ts';
 import { requireVault, type Vault } from '../../crypto/vault.ts';
-import type { Db, Tx } from '../../store/store.ts';
-import { callerAudit, recordAudit, type AuditEntry } from '../audit/record-audit.ts';
+import type { Db, Executor } from '../../store/store.ts';
+import type { KeyRow } from '../../store/schema.ts';
+import { insertOf, insertTogether, type Insert } from '../../store/insert-together.ts';
+import { auditRows, callerAudit, type AuditEntry } from '../audit/record-audit.ts';
 import { requirePermissions, type Caller } from '../caller.ts';
 import { ensureIdentity } from '../identities/identities.ts';
 import { requireApi } from '../lookups.ts';
 import { resolveOrCreateAll, type Named } from '../rbac/find-or-create-by-name.ts';
-import { defaultRatelimitRow, keyAttributeProblems, refillColumns, type KeyAttributes, type RatelimitInput } from './key-attributes.ts';
+import { defaultRatelimitRow, keyAttributeProblems, refillColumns, type KeyAttributes } from './key-attributes.ts';
 
 export interface CreateKeyInput extends KeyAttributes {
   byteLength?: number;
@@ -16,7 +18,7 @@ export interface CreateKeyInput extends KeyAttributes {
 }
 
 /**
- * keys.createKey, in one transaction: the key, its encrypted copy (recoverable keys, under `vault`; README:
+ * keys.createKey, all or nothing: the key, its encrypted copy (recoverable keys, under `vault`; README:
  * Secrets at rest), its `default` rate limit, roles and permissions (missing ones created with the create
  * rights), its identity (created on first use), and the audit records. Without a vault, `recoverable` is a 412.
  */
@@ -35,26 +37,19 @@ export async function createKey(db: Db, caller: Caller, input: CreateKeyInput, v
     externalId: input.externalId ?? input.ownerId,
     now: Date.now(),
   };
-  await db.transaction().execute(async (tx) => {
+  const write = async (db: Executor) => {
     // Roles and permissions first: a 403 for a missing create right (naming every one) comes before any write.
-    const links = await resolveOrCreateAll(tx, caller, { role: input.roles ?? [], permission: input.permissions ?? [] }, created.now);
-    await insertKey(tx, caller, input, created);
-    if (encryptor) {
-      const [sealed] = await encryptor.encrypt(tx, caller.workspaceId, [key]);
-      await tx
-        .insertInto('encrypted_keys')
-        .values({
-          key_id: created.keyId,
-          workspace_id: caller.workspaceId,
-          data_key_id: sealed.dataKeyId,
-          ciphertext: sealed.ciphertext,
-          created_at: created.now,
-        })
-        .execute();
-    }
-    await insertLinks(tx, caller.workspaceId, created, input.ratelimit, links);
-    await recordAudit(tx, createAudit(caller, input, created, links, !!encryptor), created.now);
-  });
+    const links = await resolveOrCreateAll(db, caller, { role: input.roles ?? [], permission: input.permissions ?? [] }, created.now);
+    const identity =
+      created.externalId !== undefined ? await ensureIdentity(db, caller.workspaceId, created.externalId, created.now) : undefined;
+    const sealed = encryptor ? (await encryptor.encrypt(db, caller.workspaceId, [key]))[0] : undefined;
+    await insertTogether(db, keyInserts(caller, input, created, { links, identityId: identity?.id ?? null, sealed }));
+  };
+  // The inserts are atomic by themselves (insertTogether): only reads and writes before them need a transaction
+  // around all (on PostgreSQL a plain key is one statement, no BEGIN/COMMIT).
+  const readsFirst = !!(input.roles?.length || input.permissions?.length || created.externalId !== undefined || encryptor);
+  if (readsFirst) await db.transaction().execute(write);
+  else await write(db);
   return { keyId: created.keyId, key };
 }
 
@@ -67,58 +62,53 @@ interface NewKey {
   now: number;
 }
 
-async function insertKey(tx: Tx, caller: Caller, input: CreateKeyInput, k: NewKey): Promise<void> {
-  const identity = k.externalId !== undefined ? await ensureIdentity(tx, caller.workspaceId, k.externalId, k.now) : undefined;
-  await tx
-    .insertInto('keys')
-    .values({
-      id: k.keyId,
-      workspace_id: caller.workspaceId,
-      api_id: k.apiId,
-      hash: hashKey(k.key),
-      start: k.start,
-      name: input.name ?? null,
-      identity_id: identity?.id ?? null,
-      meta: input.meta !== undefined ? JSON.stringify(input.meta) : null,
-      enabled: input.enabled === false ? 0 : 1,
-      environment: input.environment ?? null,
-      expires_at: input.expires ?? null,
-      remaining: input.remaining ?? null,
-      ...refillColumns(input.refill, k.now),
-      migration_id: null,
-      created_at: k.now,
-      updated_at: k.now,
-      last_used_at: null,
-      deleted_at: null,
-    })
-    .execute();
+/** The rows of a new key, in an order in which each refers only to rows before it or already stored. */
+function keyInserts(
+  caller: Caller,
+  input: CreateKeyInput,
+  k: NewKey,
+  parts: { links: Record<'role' | 'permission', Named[]>; identityId: string | null; sealed?: { dataKeyId: string; ciphertext: string } },
+): Insert[] {
+  const ws = caller.workspaceId;
+  const { links, sealed } = parts;
+  const linked = { key_id: k.keyId, workspace_id: ws, created_at: k.now };
+  return [
+    insertOf('keys', [keyRow(caller, input, k, parts.identityId)]),
+    insertOf('encrypted_keys', sealed ? [{ ...linked, data_key_id: sealed.dataKeyId, ciphertext: sealed.ciphertext }] : []),
+    insertOf('ratelimits', input.ratelimit ? [defaultRatelimitRow(ws, k.keyId, input.ratelimit, k.now)] : []),
+    insertOf(
+      'keys_roles',
+      links.role.map((r) => ({ ...linked, role_id: r.id })),
+    ),
+    insertOf(
+      'keys_permissions',
+      links.permission.map((p) => ({ ...linked, permission_id: p.id })),
+    ),
+    insertOf('audit_logs', auditRows(createAudit(caller, input, k, links, !!sealed), k.now)),
+  ];
 }
 
-/** The key's `default` rate limit and its role and permission links. */
-async function insertLinks(
-  tx: Tx,
-  workspaceId: string,
-  k: NewKey,
-  ratelimit: RatelimitInput | undefined,
-  links: Record<'role' | 'permission', Named[]>,
-) {
-  if (ratelimit)
-    await tx
-      .insertInto('ratelimits')
-      .values(defaultRatelimitRow(workspaceId, k.keyId, ratelimit, k.now))
-      .execute();
-  if (links.role.length) {
-    await tx
-      .insertInto('keys_roles')
-      .values(links.role.map((r) => ({ key_id: k.keyId, role_id: r.id, workspace_id: workspaceId, created_at: k.now })))
-      .execute();
-  }
-  if (links.permission.length) {
-    await tx
-      .insertInto('keys_permissions')
-      .values(links.permission.map((p) => ({ key_id: k.keyId, permission_id: p.id, workspace_id: workspaceId, created_at: k.now })))
-      .execute();
-  }
+function keyRow(caller: Caller, input: CreateKeyInput, k: NewKey, identityId: string | null): KeyRow {
+  return {
+    id: k.keyId,
+    workspace_id: caller.workspaceId,
+    api_id: k.apiId,
+    hash: hashKey(k.key),
+    start: k.start,
+    name: input.name ?? null,
+    identity_id: identityId,
+    meta: input.meta !== undefined ? JSON.stringify(input.meta) : null,
+    enabled: input.enabled === false ? 0 : 1,
+    environment: input.environment ?? null,
+    expires_at: input.expires ?? null,
+    remaining: input.remaining ?? null,
+    ...refillColumns(input.refill, k.now),
+    migration_id: null,
+    created_at: k.now,
+    updated_at: k.now,
+    last_used_at: null,
+    deleted_at: null,
+  };
 }
 
 /** `key.create`, then one connect record per role and per permission. */

@@ -1,5 +1,5 @@
 import { lastRefillDue } from '../../domain/refill.ts';
-import type { ExpressionBuilder } from 'kysely';
+import type { CompiledQuery, ExpressionBuilder } from 'kysely';
 import type { Executor } from '../../store/store.ts';
 import type { Database } from '../../store/schema.ts';
 
@@ -13,14 +13,33 @@ export const MAX_REMAINING = Number.MAX_SAFE_INTEGER;
  * N calls on R credits succeed exactly min(N, R) times (for cost 1). Returns what is left, or null when refused.
  */
 export async function decrementCreditsIfEnough(db: Executor, keyId: string, cost: number): Promise<number | null> {
-  const row = await db
-    .updateTable('keys')
-    .set((eb) => ({ remaining: eb('remaining', '-', cost) }))
-    .where('id', '=', keyId)
-    .where('remaining', '>=', cost)
-    .returning('remaining')
-    .executeTakeFirst();
-  return row ? row.remaining : null;
+  const { rows } = await db.executeQuery<{ remaining: number }>({ ...decrementQuery(db), parameters: [cost, keyId, cost] });
+  return rows.length ? rows[0].remaining : null;
+}
+
+/**
+ * decrementCreditsIfEnough's statement, compiled once per database (or transaction): every verification of
+ * a key with credits runs it, so building the same query each time is work for nothing. Its parameters
+ * are cost, key id, cost.
+ */
+const decrementQueries = new WeakMap<Executor, CompiledQuery<{ remaining: number }>>();
+
+function decrementQuery(db: Executor): CompiledQuery<{ remaining: number }> {
+  let compiled = decrementQueries.get(db);
+  if (!compiled) {
+    compiled = db
+      .updateTable('keys')
+      .set((eb) => ({ remaining: eb('remaining', '-', -1) }))
+      .where('id', '=', '')
+      .where('remaining', '>=', -1)
+      .returning('remaining')
+      .compile();
+    const [cost, id, guard] = compiled.parameters;
+    if (compiled.parameters.length !== 3 || cost !== -1 || id !== '' || guard !== -1)
+      throw new Error('decrementCreditsIfEnough: unexpected parameters in its compiled query');
+    decrementQueries.set(db, compiled);
+  }
+  return compiled;
 }
 
 /** The credits a key has now (null: unlimited, or no such key). */

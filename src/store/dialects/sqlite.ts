@@ -1,4 +1,4 @@
-import { DatabaseSync, type StatementSync, type SQLInputValue } from 'node:sqlite';
+import { DatabaseSync } from 'node:sqlite';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import {
@@ -13,15 +13,20 @@ import {
   type QueryResult,
   type TransactionSettings,
 } from 'kysely';
+import { isRead, retryWhileBusy, SqliteConnection } from './sqlite-connection.ts';
+import { GroupCommitWriter } from './sqlite-group-commit.ts';
 
 /** How long a statement waits for another connection's write lock: as long as PostgreSQL's statement timeout. */
 export const SQLITE_BUSY_TIMEOUT_MS = 5_000;
 
 /**
- * A Kysely dialect over Node's built-in `node:sqlite`. One connection per store, used by one query
- * or transaction at a time (a mutex), in WAL mode so other connections can read while one writes.
- * Transactions start with `BEGIN IMMEDIATE`, so a transaction that will write takes the write lock
- * up front instead of failing mid-way when another connection holds it.
+ * A Kysely dialect over Node's built-in `node:sqlite`, in WAL mode so other connections can read while one
+ * writes. Two connections per store: the writer, used by one transaction or autocommit write at a time, with
+ * concurrent transactions committed together (GroupCommitWriter); and a reader (`query_only`) for reads
+ * outside transactions, which so see only committed data and never wait for writes. (`:memory:` has no
+ * second connection to the same database: there everything runs on the writer.) Transactions start with
+ * `BEGIN IMMEDIATE`, so a transaction that will write takes the write lock up front instead of failing
+ * mid-way when another connection holds it.
  *
  * Waiting for the lock is asynchronous: `DatabaseSync` runs on the event loop, so SQLite's own busy
  * timeout would block the whole process, and when the lock holder is another store of the same
@@ -42,8 +47,10 @@ export function sqliteDialect(path: string, busyTimeoutMs = SQLITE_BUSY_TIMEOUT_
 }
 
 class NodeSqliteDriver implements Driver {
-  #connection?: NodeSqliteConnection;
-  #queue: Promise<void> = Promise.resolve();
+  #writer?: GroupCommitWriter;
+  #reader?: SqliteConnection;
+  /** Leases not in use: Kysely keeps every connection object it was given, so they are reused, not made anew. */
+  readonly #idle: Lease[] = [];
   readonly #path: string;
   readonly #busyTimeoutMs: number;
 
@@ -65,150 +72,131 @@ class NodeSqliteDriver implements Driver {
       db.close();
       throw err;
     }
-    this.#connection = new NodeSqliteConnection(db, this.#busyTimeoutMs);
+    this.#writer = new GroupCommitWriter(new SqliteConnection(db, this.#busyTimeoutMs), this.#busyTimeoutMs);
+    if (this.#path !== ':memory:') {
+      const reader = new DatabaseSync(this.#path, { timeout: 0 });
+      reader.exec('PRAGMA query_only = ON;');
+      this.#reader = new SqliteConnection(reader, this.#busyTimeoutMs);
+    }
   }
 
   async acquireConnection(): Promise<DatabaseConnection> {
-    let release!: () => void;
-    const previous = this.#queue;
-    this.#queue = new Promise<void>((r) => {
-      release = r;
-    });
-    await previous;
-    this.#connection!.release = release;
-    return this.#connection!;
+    return this.#idle.pop() ?? new Lease(this.#writer!, this.#reader);
   }
 
   async releaseConnection(connection: DatabaseConnection): Promise<void> {
-    (connection as NodeSqliteConnection).release();
+    (connection as Lease).end();
+    this.#idle.push(connection as Lease);
   }
 
   async beginTransaction(connection: DatabaseConnection, _settings: TransactionSettings): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
-    (connection as NodeSqliteConnection).transactionOpen = true;
+    await connection.executeQuery(BEGIN);
   }
 
   async commitTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('commit'));
-    (connection as NodeSqliteConnection).transactionOpen = false;
+    await connection.executeQuery(COMMIT);
   }
 
   async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
-    (connection as NodeSqliteConnection).transactionOpen = false;
-    // SQLite rolls back by itself on some errors (SQLITE_FULL, SQLITE_IOERR…); a second rollback would
-    // replace the original error with "no transaction is active".
-    if ((connection as NodeSqliteConnection).inTransaction) await connection.executeQuery(CompiledQuery.raw('rollback'));
+    (connection as Lease).rollback();
   }
 
   async destroy(): Promise<void> {
-    this.#connection?.close();
-    this.#connection = undefined;
-  }
-}
-
-/** SQLITE_BUSY and its extended codes (BUSY_RECOVERY, BUSY_SNAPSHOT, BUSY_TIMEOUT). */
-const isBusy = (err: unknown): boolean => {
-  const code = (err as { errcode?: unknown })?.errcode;
-  return typeof code === 'number' && (code & 0xff) === 5;
-};
-
-/** Runs `fn` again, on timers with growing delays, while it fails with SQLITE_BUSY and `timeoutMs` has not passed. */
-async function retryWhileBusy<T>(fn: () => T, timeoutMs: number, canRetry: () => boolean = () => true): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (let delay = 1; ; delay = Math.min(delay * 2, 25)) {
-    try {
-      return fn();
-    } catch (err) {
-      if (!isBusy(err) || !canRetry() || Date.now() >= deadline) throw err;
-    }
-    await new Promise((resolve) => setTimeout(resolve, delay / 2 + Math.random() * delay));
+    this.#writer?.close();
+    this.#writer?.connection.close();
+    this.#reader?.close();
+    this.#writer = undefined;
+    this.#reader = undefined;
+    this.#idle.length = 0;
   }
 }
 
 /**
- * A parameter as node:sqlite binds it. A number that is not finite is refused: every numeric column is an
- * INTEGER, which SQLite's type affinity would let hold Infinity as a REAL (and NaN as NULL) without an error,
- * so the transaction would commit a value nothing can answer with (the JSON serializer refuses it) — where
- * PostgreSQL refuses the statement and the transaction rolls back.
+ * Beginning and committing are statements given to the connection, as with any other driver, so whatever
+ * wraps connections sees them as statements; the Lease runs them as its begin() and commit().
  */
-const toSqlite = (v: unknown): SQLInputValue => {
-  if (v === undefined || v === null) return null;
-  if (typeof v === 'number' && !Number.isFinite(v)) throw new RangeError(`SQLite does not store the number ${v}: columns hold integers`);
-  if (typeof v === 'boolean') return v ? 1 : 0;
-  if (typeof v === 'object' && !(v instanceof Uint8Array)) return JSON.stringify(v);
-  return v as SQLInputValue;
-};
+const BEGIN = CompiledQuery.raw('begin immediate');
+const COMMIT = CompiledQuery.raw('commit');
+const NO_ROWS: QueryResult<never> = { rows: [] };
 
 /**
- * node:sqlite returns rows with a null prototype; copy them into ordinary objects so rows look the same
- * as PostgreSQL's (deep equality, `hasOwnProperty`, spreading into typed objects).
+ * What Kysely holds as a connection for one query, one transaction or one `db.connection()` scope. It takes
+ * the writer's turn only when it writes (a transaction, or an autocommit statement that is not a read) and
+ * keeps it until Kysely releases it; reads outside a transaction go to the reader at once.
  */
-const plainRow = (row: object): object => ({ ...row });
+class Lease implements DatabaseConnection {
+  readonly #writer: GroupCommitWriter;
+  readonly #reader: SqliteConnection | undefined;
+  #hasTurn = false;
+  #inTransaction = false;
 
-class NodeSqliteConnection implements DatabaseConnection {
-  release: () => void = () => {};
-  readonly #db: DatabaseSync;
-  /** Prepared statements by SQL text: Kysely compiles the same text for the same query shape. */
-  readonly #statements = new Map<string, StatementSync>();
-
-  readonly #busyTimeoutMs: number;
-
-  constructor(db: DatabaseSync, busyTimeoutMs: number) {
-    this.#db = db;
-    this.#busyTimeoutMs = busyTimeoutMs;
+  constructor(writer: GroupCommitWriter, reader: SqliteConnection | undefined) {
+    this.#writer = writer;
+    this.#reader = reader;
   }
 
-  /**
-   * Whether Kysely's transaction is open on this connection (set by the driver), which SQLite may have ended
-   * on its own (see executeQuery).
-   */
-  transactionOpen = false;
-
-  /** Whether a transaction is open on this connection. */
-  get inTransaction(): boolean {
-    return this.#db.isTransaction;
+  async #takeTurn(): Promise<void> {
+    if (this.#hasTurn) return;
+    await this.#writer.takeTurn();
+    this.#hasTurn = true;
   }
 
-  #prepare(sql: string): StatementSync {
-    let statement = this.#statements.get(sql);
-    if (!statement) {
-      statement = this.#db.prepare(sql);
-      if (this.#statements.size >= 1000) this.#statements.delete(this.#statements.keys().next().value!);
-      this.#statements.set(sql, statement);
-    }
-    return statement;
+  async #begin(): Promise<void> {
+    await this.#takeTurn();
+    await this.#writer.begin();
+    this.#inTransaction = true;
+  }
+
+  async #commit(): Promise<void> {
+    this.#inTransaction = false;
+    const committed = this.#writer.commit(); // throws, keeping the turn, when there is nothing left to commit
+    this.#hasTurn = false; // given up by commit(): later transactions run while this one waits for its batch
+    await committed;
+  }
+
+  rollback(): void {
+    this.#inTransaction = false;
+    // Without the turn the transaction has ended in a batch whose commit failed: it rolled back with it.
+    if (this.#hasTurn) this.#writer.rollback();
+  }
+
+  end(): void {
+    this.#inTransaction = false;
+    if (!this.#hasTurn) return;
+    this.#hasTurn = false;
+    this.#writer.giveTurn();
   }
 
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
-    // SQLite rolls the whole transaction back by itself on some errors (SQLITE_FULL, SQLITE_IOERR, a trigger's
-    // RAISE(ROLLBACK)…). A statement of that transaction issued after it (one already queued by Promise.all,
-    // or after a caught error) would run in autocommit mode and commit on its own: refuse it instead.
-    if (this.transactionOpen && !this.#db.isTransaction) {
-      throw new Error('SQLite rolled this transaction back after an error; its later statements are refused');
+    if (query === BEGIN || query === COMMIT) {
+      await (query === BEGIN ? this.#begin() : this.#commit());
+      return NO_ROWS;
     }
-    const statement = this.#prepare(query.sql);
-    const params = query.parameters.map(toSqlite);
-    // Inside a transaction we already hold the write lock (BEGIN IMMEDIATE), so SQLITE_BUSY there is
-    // not a wait-and-retry case; outside one, the failed statement had no effect and can run again.
-    const outsideTransaction = !this.#db.isTransaction;
-    return retryWhileBusy(
-      (): QueryResult<R> => {
-        if (statement.columns().length > 0) return { rows: statement.all(...params).map(plainRow) as R[] };
-        const { changes, lastInsertRowid } = statement.run(...params);
-        return { rows: [], numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid) };
-      },
-      this.#busyTimeoutMs,
-      () => outsideTransaction,
-    );
+    if (this.#inTransaction) {
+      // SQLite rolls the whole transaction back by itself on some errors (SQLITE_FULL, SQLITE_IOERR, a trigger's
+      // RAISE(ROLLBACK)…). A statement of that transaction issued after it (one already queued by Promise.all,
+      // or after a caught error) would run in autocommit mode and commit on its own: refuse it instead.
+      this.#writer.checkInTransaction();
+      try {
+        return await this.#writer.connection.run<R>(query.sql, query.parameters);
+      } catch (err) {
+        this.#writer.failedInTransaction(err);
+        throw err;
+      }
+    }
+    if (this.#reader && isRead(query.sql)) return this.#reader.run<R>(query.sql, query.parameters);
+    await this.#takeTurn();
+    this.#writer.commitBatch(); // an autocommit statement never rides along in a batch
+    return this.#writer.connection.run<R>(query.sql, query.parameters);
   }
 
   async *streamQuery<R>(query: CompiledQuery): AsyncIterableIterator<QueryResult<R>> {
-    const statement = this.#prepare(query.sql);
-    for (const row of statement.iterate(...query.parameters.map(toSqlite))) yield { rows: [plainRow(row) as R] };
-  }
-
-  close(): void {
-    this.#statements.clear();
-    this.#db.close();
+    if (this.#inTransaction) this.#writer.checkInTransaction();
+    else if (this.#reader && isRead(query.sql)) return yield* this.#reader.iterate<R>(query.sql, query.parameters);
+    else {
+      await this.#takeTurn();
+      this.#writer.commitBatch();
+    }
+    yield* this.#writer.connection.iterate<R>(query.sql, query.parameters);
   }
 }

@@ -38,7 +38,7 @@ for (const dialect of DIALECTS) {
     });
 
     test('503 store/unavailable, naming the store, when it does not answer within 1 s; 200 again once it does', async () => {
-      // Make the store unreachable: PostgreSQL behind a cut proxy; SQLite's one connection held by a long transaction.
+      // Make the store unreachable: PostgreSQL behind a cut proxy; SQLite's writer held by a long transaction.
       let release: Promise<unknown> | undefined;
       if (proxy) proxy.cut();
       else release = w.store.db.transaction().execute(() => sleep(1_500));

@@ -1,0 +1,128 @@
+import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
+import type { QueryResult } from 'kysely';
+
+/** SQLITE_BUSY and its extended codes (BUSY_RECOVERY, BUSY_SNAPSHOT, BUSY_TIMEOUT). */
+const isBusy = (err: unknown): boolean => {
+  const code = (err as { errcode?: unknown })?.errcode;
+  return typeof code === 'number' && (code & 0xff) === 5;
+};
+
+/** Runs `fn` again, on timers with growing delays, while it fails with SQLITE_BUSY and `timeoutMs` has not passed. */
+export async function retryWhileBusy<T>(fn: () => T, timeoutMs: number, canRetry: () => boolean = () => true): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (let delay = 1; ; delay = Math.min(delay * 2, 25)) {
+    try {
+      return fn();
+    } catch (err) {
+      if (!isBusy(err) || !canRetry() || Date.now() >= deadline) throw err;
+    }
+    await new Promise((resolve) => setTimeout(resolve, delay / 2 + Math.random() * delay));
+  }
+}
+
+/**
+ * A parameter as node:sqlite binds it. A number that is not finite is refused: every numeric column is an
+ * INTEGER, which SQLite's type affinity would let hold Infinity as a REAL (and NaN as NULL) without an error,
+ * so the transaction would commit a value nothing can answer with (the JSON serializer refuses it) — where
+ * PostgreSQL refuses the statement and the transaction rolls back.
+ */
+const toSqlite = (v: unknown): SQLInputValue => {
+  if (v === undefined || v === null) return null;
+  if (typeof v === 'number' && !Number.isFinite(v)) throw new RangeError(`SQLite does not store the number ${v}: columns hold integers`);
+  if (typeof v === 'boolean') return v ? 1 : 0;
+  if (typeof v === 'object' && !(v instanceof Uint8Array)) return JSON.stringify(v);
+  return v as SQLInputValue;
+};
+
+/**
+ * node:sqlite returns rows with a null prototype; copy them into ordinary objects so rows look the same
+ * as PostgreSQL's (deep equality, `hasOwnProperty`, spreading into typed objects).
+ */
+const plainRow = (row: object): object => ({ ...row });
+
+interface Prepared {
+  statement: StatementSync;
+  /** Whether it answers rows (a select, a pragma, `returning`): asked once, `columns()` allocates. */
+  returnsRows: boolean;
+}
+
+/**
+ * Whether a statement only reads, so a connection that sees only committed data may run it. By its text:
+ * Kysely compiles a read as `select …` or `with … select …`; anything naming a write goes to the writer.
+ * The reader connection is `query_only`, so a misjudged write fails instead of writing.
+ */
+export const isRead = (sql: string): boolean => /^\s*(select|with)\b/i.test(sql) && !/\b(insert|update|delete|replace)\b/i.test(sql);
+
+/**
+ * Prepared statements kept per connection, and the longest SQL text kept. A multi-row statement (a batch
+ * of analytics counters, an import chunk) has one text per row count, each compiled to a program of
+ * hundreds of kilobytes outside the JavaScript heap: kept, a few hundred of them held most of a server's
+ * memory (RSS 420 MB with 100,000 keys verified, ~160 MB of it these). Such statements are prepared
+ * each time they run instead; they run at most a few times a second.
+ */
+const MAX_CACHED_STATEMENTS = 500;
+const MAX_CACHED_SQL = 4_096;
+
+/** One node:sqlite connection and its prepared statements (by SQL text: Kysely compiles the same text for one query shape). */
+export class SqliteConnection {
+  readonly db: DatabaseSync;
+  readonly #statements = new Map<string, Prepared>();
+  readonly #busyTimeoutMs: number;
+
+  constructor(db: DatabaseSync, busyTimeoutMs: number) {
+    this.db = db;
+    this.#busyTimeoutMs = busyTimeoutMs;
+  }
+
+  /** Whether a transaction is open on this connection. */
+  get inTransaction(): boolean {
+    return this.db.isTransaction;
+  }
+
+  #prepare(sql: string): Prepared {
+    let prepared = this.#statements.get(sql);
+    if (!prepared) {
+      const statement = this.db.prepare(sql);
+      prepared = { statement, returnsRows: statement.columns().length > 0 };
+      if (sql.length > MAX_CACHED_SQL) return prepared;
+      if (this.#statements.size >= MAX_CACHED_STATEMENTS) this.#statements.delete(this.#statements.keys().next().value!);
+      this.#statements.set(sql, prepared);
+    }
+    return prepared;
+  }
+
+  /** A statement without parameters or rows (transaction control). */
+  exec(sql: string): void {
+    this.#prepare(sql).statement.run();
+  }
+
+  /**
+   * Runs one statement. Inside a transaction this connection already holds the write lock (BEGIN IMMEDIATE),
+   * so SQLITE_BUSY there is not a wait-and-retry case; outside one, the failed statement had no effect and
+   * can run again.
+   */
+  run<R>(sql: string, parameters: readonly unknown[]): Promise<QueryResult<R>> {
+    const { statement, returnsRows } = this.#prepare(sql);
+    const params = parameters.map(toSqlite);
+    const outsideTransaction = !this.db.isTransaction;
+    return retryWhileBusy(
+      (): QueryResult<R> => {
+        if (returnsRows) return { rows: statement.all(...params).map(plainRow) as R[] };
+        const { changes, lastInsertRowid } = statement.run(...params);
+        return { rows: [], numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid) };
+      },
+      this.#busyTimeoutMs,
+      () => outsideTransaction,
+    );
+  }
+
+  *iterate<R>(sql: string, parameters: readonly unknown[]): IterableIterator<QueryResult<R>> {
+    const { statement } = this.#prepare(sql);
+    for (const row of statement.iterate(...parameters.map(toSqlite))) yield { rows: [plainRow(row) as R] };
+  }
+
+  close(): void {
+    this.#statements.clear();
+    this.db.close();
+  }
+}
