@@ -5,8 +5,8 @@ import { guardedValidator } from './input-guards.ts';
 
 /**
  * The validators and response serializers of Fastify's routes, each compiled on its route's first request
- * rather than when the server starts: compiling those of every route was the largest part of a start
- * (issue 12), and most routes are called seldom or never by a given server. The hot operations (the lane's)
+ * rather than when the server starts: compiling those of every route was the largest part of a start,
+ * and most routes are called seldom or never by a given server. The hot operations (the lane's)
  * compile theirs at start, in app.ts. A schema that fails to compile therefore fails its route's first
  * request (a 500) instead of the start; every route's tests compile them.
  */
