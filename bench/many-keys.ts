@@ -157,12 +157,17 @@ async function passes(
 }
 
 /** BENCH_MILLION: imports keys up to 1,000,000, verifies all of them once, and samples the server's RSS meanwhile. */
-async function million(server: Server, apiId: string, keys: string[], dir: string, s: ManyKeysSettings): Promise<Row> {
+async function million(first: Server, databaseUrl: string, apiId: string, keys: string[], dir: string, s: ManyKeysSettings): Promise<Row> {
   const more = randomKeys(1_000_000 - keys.length, PREFIX);
   console.log(`   importing ${fmt(more.length, 0)} more keys …`);
-  console.log(`   ${fmt(await importKeys(server, apiId, more, PREFIX), 0)} keys/s`);
+  console.log(`   ${fmt(await importKeys(first, apiId, more, PREFIX), 0)} keys/s`);
   const all = [...keys, ...more];
   const file = await writeKeys(dir, 'million.txt', all);
+  // A fresh process, as for the 100,000 keys: what the import used is not charged to the verifications.
+  await stopChild(first.child);
+  const server = await startServer(databaseUrl, { env: { KEYHOLD_KEY_CACHE_SIZE: String(s.keys + 1_000) }, rootKey: first.rootKey });
+  addCleanup(() => stopChild(server.child));
+  const start = await residentMiB(server.child.pid);
   let max = 0;
   const sampler = setInterval(() => void residentMiB(server.child.pid).then((m) => (max = Math.max(max, m ?? 0))), 1_000);
   try {
@@ -180,7 +185,7 @@ async function million(server: Server, apiId: string, keys: string[], dir: strin
   }
   const end = await residentMiB(server.child.pid);
   const peak = Math.max(max, end ?? 0);
-  const label = `RSS while 1,000,000 keys are verified (cache ${fmt(s.keys + 1_000, 0)} entries): max ${mib(peak)}, end ${mib(end)}`;
+  const label = `RSS while 1,000,000 keys are verified (cache ${fmt(s.keys + 1_000, 0)} entries): ${mib(start)} at start, max ${mib(peak)}, end ${mib(end)}`;
   return { case: label, store: 'sqlite', target: '≤ 250 MB', met: peak <= 250 };
 }
 
@@ -221,7 +226,7 @@ export async function benchManyKeys(s: ManyKeysSettings): Promise<Row[]> {
       };
       limit = await startLimitServer(files.keys);
       rows.push(...(await passes(server, limit, apiId, files, s)));
-      if (s.million) rows.push(await million(server, apiId, keys, dir, s));
+      if (s.million) rows.push(await million(server, store.url, apiId, keys, dir, s));
     }
   } finally {
     if (limit) await stopChild(limit.child);

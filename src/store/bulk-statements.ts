@@ -10,6 +10,24 @@ export const chunk = <T>(xs: readonly T[], size: number): T[][] => {
   return out;
 };
 
+/**
+ * `xs` in chunks of `max`, and the rest in chunks of powers of two (300 with max 500: 256, 32, 8, 4): a
+ * statement over each chunk has one of a few fixed shapes, whose prepared statements the store keeps,
+ * instead of one shape per row count. For statements that run again and again (the analytics recorders).
+ */
+export function fixedShapeChunks<T>(xs: readonly T[], max: number): T[][] {
+  const out: T[][] = [];
+  let i = 0;
+  for (; xs.length - i >= max; i += max) out.push(xs.slice(i, i + max));
+  for (let size = 2 ** Math.floor(Math.log2(max)); size >= 1 && i < xs.length; size /= 2) {
+    if (xs.length - i >= size) {
+      out.push(xs.slice(i, i + size));
+      i += size;
+    }
+  }
+  return out;
+}
+
 /** Runs `query` once per IN_LIST_CHUNK values and concatenates the rows. */
 export async function selectIn<V, R>(values: readonly V[], query: (chunk: V[]) => Promise<R[]>): Promise<R[]> {
   if (values.length === 0) return [];

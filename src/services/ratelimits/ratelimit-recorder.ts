@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Database, RatelimitHourlyRow } from '../../store/schema.ts';
 import { IN_LIST_CHUNK } from '../../store/store.ts';
+import { fixedShapeChunks } from '../../store/bulk-statements.ts';
 import { BufferedRecorder, type RecorderOptions } from '../analytics/buffered-recorder.ts';
 import { floorTo } from '../analytics/hourly-sums.ts';
 
@@ -126,10 +127,10 @@ async function writeBatch(db: Kysely<Database>, batch: Buffer): Promise<void> {
     }
   }
   await db.transaction().execute(async (tx) => {
-    for (let i = 0; i < rows.length; i += IN_LIST_CHUNK) {
+    for (const part of fixedShapeChunks(rows, IN_LIST_CHUNK)) {
       await tx
         .insertInto('ratelimit_hourly')
-        .values(rows.slice(i, i + IN_LIST_CHUNK))
+        .values(part)
         .onConflict((oc) =>
           oc.columns(['namespace_id', 'identifier', 'hour']).doUpdateSet((eb) => ({
             passed: eb('ratelimit_hourly.passed', '+', eb.ref('excluded.passed')),

@@ -1,6 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database, KeyVerificationHourlyRow } from '../../store/schema.ts';
 import { IN_LIST_CHUNK } from '../../store/store.ts';
+import { fixedShapeChunks } from '../../store/bulk-statements.ts';
 import { VERIFY_CODES, type VerifyCode } from '../../domain/verify-codes.ts';
 import { BufferedRecorder, type RecorderOptions } from '../analytics/buffered-recorder.ts';
 
@@ -149,10 +150,10 @@ async function writeBatch(db: Kysely<Database>, batch: Map<string, KeyBuffer>): 
     }
   }
   await db.transaction().execute(async (tx) => {
-    for (let i = 0; i < rows.length; i += IN_LIST_CHUNK) {
+    for (const part of fixedShapeChunks(rows, IN_LIST_CHUNK)) {
       await tx
         .insertInto('key_verifications_hourly')
-        .values(rows.slice(i, i + IN_LIST_CHUNK))
+        .values(part)
         .onConflict((oc) =>
           oc
             .columns(['key_id', 'hour', 'outcome'])
@@ -160,8 +161,7 @@ async function writeBatch(db: Kysely<Database>, batch: Map<string, KeyBuffer>): 
         )
         .execute();
     }
-    for (let i = 0; i < keyIds.length; i += IN_LIST_CHUNK) {
-      const ids = keyIds.slice(i, i + IN_LIST_CHUNK);
+    for (const ids of fixedShapeChunks(keyIds, IN_LIST_CHUNK)) {
       // The CAST gives PostgreSQL the parameter's type (a bare parameter in CASE would be text).
       const latest = sql<number>`(case ${sql.ref('id')} ${sql.join(
         ids.map((id) => sql`when ${id} then cast(${batch.get(id)!.latest} as bigint)`),

@@ -54,19 +54,21 @@ interface Prepared {
 export const isRead = (sql: string): boolean => /^\s*(select|with)\b/i.test(sql) && !/\b(insert|update|delete|replace)\b/i.test(sql);
 
 /**
- * Prepared statements kept per connection, and the longest SQL text kept. A multi-row statement (a batch
- * of analytics counters, an import chunk) has one text per row count, each compiled to a program of
- * hundreds of kilobytes outside the JavaScript heap: kept, a few hundred of them held most of a server's
- * memory (RSS 420 MB with 100,000 keys verified, ~160 MB of it these). Such statements are prepared
- * each time they run instead; they run at most a few times a second.
+ * Prepared statements kept per connection. A multi-row statement (a batch of analytics counters, an import
+ * chunk) compiles to a program of hundreds of kilobytes outside the JavaScript heap, and V8 does not know it
+ * is there: a statement dropped from the cache stays in memory until a garbage collection happens to find
+ * it, and one text per row count kept them by the hundred (RSS 420 MB with 100,000 keys verified). So
+ * statements up to 4 KiB of SQL are kept (500 of them), larger ones up to 64 KiB in a cache of their own (32:
+ * the few fixed shapes of the recorders' batches, see fixedShapeChunks), and larger still are not kept.
  */
-const MAX_CACHED_STATEMENTS = 500;
-const MAX_CACHED_SQL = 4_096;
+const SMALL = { maxSql: 4_096, maxStatements: 500 };
+const LARGE = { maxSql: 65_536, maxStatements: 32 };
 
 /** One node:sqlite connection and its prepared statements (by SQL text: Kysely compiles the same text for one query shape). */
 export class SqliteConnection {
   readonly db: DatabaseSync;
   readonly #statements = new Map<string, Prepared>();
+  readonly #large = new Map<string, Prepared>();
   readonly #busyTimeoutMs: number;
 
   constructor(db: DatabaseSync, busyTimeoutMs: number) {
@@ -80,13 +82,14 @@ export class SqliteConnection {
   }
 
   #prepare(sql: string): Prepared {
-    let prepared = this.#statements.get(sql);
+    const [cache, limits] = sql.length <= SMALL.maxSql ? [this.#statements, SMALL] : [this.#large, LARGE];
+    let prepared = cache.get(sql);
     if (!prepared) {
       const statement = this.db.prepare(sql);
       prepared = { statement, returnsRows: statement.columns().length > 0 };
-      if (sql.length > MAX_CACHED_SQL) return prepared;
-      if (this.#statements.size >= MAX_CACHED_STATEMENTS) this.#statements.delete(this.#statements.keys().next().value!);
-      this.#statements.set(sql, prepared);
+      if (sql.length > limits.maxSql) return prepared;
+      if (cache.size >= limits.maxStatements) cache.delete(cache.keys().next().value!);
+      cache.set(sql, prepared);
     }
     return prepared;
   }
@@ -123,6 +126,7 @@ export class SqliteConnection {
 
   close(): void {
     this.#statements.clear();
+    this.#large.clear();
     this.db.close();
   }
 }
