@@ -53,13 +53,36 @@ export async function insertAll<R extends object>(rows: readonly R[], insert: (c
 }
 
 /**
- * SQL text of multi-row INSERTs, by dialect (its adapter) and shape (table, columns, row count). Kysely builds
- * and compiles one node per bound value, which for a batch of 1000 keys costs about as much as the
+ * SQL text of multi-row INSERTs, by dialect (its adapter) and shape (tables, columns, row counts). Kysely
+ * builds and compiles one node per bound value, which for a batch of 1000 keys costs about as much as the
  * database's own work; a shape is compiled by Kysely once, then reused with fresh parameters.
  */
 const insertTexts = new WeakMap<object, Map<string, string>>();
 /** Shapes kept per dialect (least recently used dropped): the texts of big batches are 100+ KB each. */
 const MAX_INSERT_TEXTS = 64;
+
+/** The text of `shape` on `db`'s dialect: cached, or made by `compile` and cached. */
+export function insertText(db: Executor, shape: string, compile: () => string): string {
+  const adapter = db.getExecutor().adapter;
+  let texts = insertTexts.get(adapter);
+  if (!texts) {
+    texts = new Map();
+    insertTexts.set(adapter, texts);
+  }
+  let text = texts.get(shape);
+  if (text === undefined) {
+    text = compile();
+    if (texts.size >= MAX_INSERT_TEXTS) texts.delete(texts.keys().next().value!);
+  } else {
+    texts.delete(shape);
+  }
+  texts.set(shape, text);
+  return text;
+}
+
+/** A shape's name for insertText: table, columns and row count. */
+export const insertShape = (table: string, rows: ReadonlyArray<object>): string =>
+  `${table}(${Object.keys(rows[0]).join(',')})x${rows.length}`;
 
 /**
  * `INSERT INTO table (…) VALUES (…), (…)…` of `rows` (all with the same members in the same order, none
@@ -68,25 +91,11 @@ const MAX_INSERT_TEXTS = 64;
 export async function insertRows<T extends keyof Database>(tx: Executor, table: T, rows: ReadonlyArray<Database[T]>): Promise<void> {
   if (rows.length === 0) return;
   const columns = Object.keys(rows[0]) as Array<keyof Database[T]>;
-  const adapter = tx.getExecutor().adapter;
-  let texts = insertTexts.get(adapter);
-  if (!texts) {
-    texts = new Map();
-    insertTexts.set(adapter, texts);
-  }
   await insertAll(rows, async (part) => {
-    const shape = `${table}(${columns.join(',')})x${part.length}`;
-    let text = texts.get(shape);
-    if (text === undefined) {
-      // Kysely cannot type an insert into a table chosen by a type parameter.
-      // biome-ignore lint/suspicious/noExplicitAny: see above
-      const values = part as any;
-      text = tx.insertInto(table).values(values).compile().sql;
-      if (texts.size >= MAX_INSERT_TEXTS) texts.delete(texts.keys().next().value!);
-    } else {
-      texts.delete(shape);
-    }
-    texts.set(shape, text);
+    // Kysely cannot type an insert into a table chosen by a type parameter.
+    // biome-ignore lint/suspicious/noExplicitAny: see above
+    const values = part as any;
+    const text = insertText(tx, insertShape(table, part), () => tx.insertInto(table).values(values).compile().sql);
     const params: unknown[] = new Array(part.length * columns.length);
     let k = 0;
     for (const row of part) for (const c of columns) params[k++] = row[c];

@@ -1,6 +1,6 @@
 import { CompiledQuery, PostgresAdapter } from 'kysely';
 import type { Database } from './schema.ts';
-import { insertRows } from './bulk-statements.ts';
+import { insertRows, insertShape, insertText } from './bulk-statements.ts';
 import { MAX_PARAMS, type Executor } from './store.ts';
 
 /** Rows for one table: all with the same members in the same order, none undefined (as insertRows takes them). */
@@ -9,10 +9,6 @@ export interface Insert {
   rows: ReadonlyArray<object>;
 }
 export const insertOf = <T extends keyof Database>(table: T, rows: ReadonlyArray<Database[T]>): Insert => ({ table, rows });
-
-/** PostgreSQL statement texts by adapter and shape (tables, columns, row counts), compiled by Kysely once. */
-const texts = new WeakMap<object, Map<string, string>>();
-const MAX_TEXTS = 64;
 
 /**
  * Inserts every part's rows, in the order given (so a row may refer to one of an earlier part), all or
@@ -36,16 +32,10 @@ export async function insertTogether(db: Executor, parts: readonly Insert[]): Pr
   }
 }
 
+/** One INSERT with the parts before the last as data-modifying CTEs, its text compiled once per shape. */
 function statementText(db: Executor, parts: readonly Insert[]): string {
-  const adapter = db.getExecutor().adapter;
-  let byShape = texts.get(adapter);
-  if (!byShape) {
-    byShape = new Map();
-    texts.set(adapter, byShape);
-  }
-  const shape = parts.map((p) => `${p.table}(${Object.keys(p.rows[0]).join(',')})x${p.rows.length}`).join(';');
-  let text = byShape.get(shape);
-  if (text === undefined) {
+  const shape = parts.map((p) => insertShape(p.table, p.rows)).join(';');
+  return insertText(db, shape, () => {
     // Kysely cannot type tables chosen at run time.
     // biome-ignore lint/suspicious/noExplicitAny: see above
     let query: any = db;
@@ -54,11 +44,8 @@ function statementText(db: Executor, parts: readonly Insert[]): string {
       query = query.with(`w${i}`, (q: any) => q.insertInto(p.table).values(p.rows));
     });
     const last = parts[parts.length - 1];
-    text = query.insertInto(last.table).values(last.rows).compile().sql as string;
-    if (byShape.size >= MAX_TEXTS) byShape.delete(byShape.keys().next().value!);
-    byShape.set(shape, text);
-  }
-  return text;
+    return query.insertInto(last.table).values(last.rows).compile().sql as string;
+  });
 }
 
 /** The rows' values in the order Kysely numbers them: part by part, row by row, column by column. */
