@@ -18,6 +18,7 @@ import { createLane, createLaneServer, type Lane } from './http/lane.ts';
 import { ratelimitsLimitOperation, verifyKeyOperation } from './http/lane-operations.ts';
 import type { App, Deps } from './http/types.ts';
 import type { Store } from './store/store.ts';
+import { registerDashboard } from './http/dashboard/register.ts';
 import { createRuntime } from './services/verification/runtime.ts';
 import type { Vault } from './crypto/vault.ts';
 
@@ -36,6 +37,8 @@ export interface AppOptions {
   accessLog?: boolean;
   /** Failed root-key authentications per client address and minute before 429 (KEYHOLD_AUTH_FAILURE_LIMIT; 0: no limit). Default 100. */
   authFailureLimit?: number;
+  /** Where users reach the server (KEYHOLD_PUBLIC_URL): dashboard cookies are Secure when it is https. */
+  publicUrl?: string;
 }
 
 export const BODY_LIMIT = 5 * 1024 * 1024;
@@ -74,7 +77,7 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
   app.decorateRequest('caller', null as never);
 
   const metrics = createMetrics(options.processMetrics ?? false);
-  const { accessLog, guard } = installHooks(app, store, metrics, options);
+  const { accessLog, guard, internal } = installHooks(app, store, metrics, options);
   await registerDocs(app);
 
   const runtime = await createRuntime(store, { redisUrl: options.redisUrl, logger: options.logger, keyCacheSize: options.keyCacheSize });
@@ -82,6 +85,7 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
   const { verifier, limiter, cache, readiness, ratelimits } = runtime;
   const deps: Deps = { store, vault: options.vault, verifier, limiter, cache, readiness, ratelimits };
   for (const register of ROUTES) register(app, deps);
+  registerDashboard(app, { deps, internal, publicUrl: options.publicUrl ?? 'http://127.0.0.1' });
   metrics.watch({ verifier, cache, health: runtime.health, jobs: () => jobQueueStats(store.db) });
   lane = createLane({
     operations: [

@@ -23,6 +23,8 @@ export interface Config {
   bootstrapKeyFile: string;
   /** KEYHOLD_KEY_CACHE_SIZE: keys the verification cache holds at most (least recently used dropped first). */
   keyCacheSize: number;
+  /** KEYHOLD_PUBLIC_URL: the address users reach this server at (dashboard sign-in links); default `http://HOST:PORT`. */
+  publicUrl: string;
 }
 
 export const DEFAULT_DATABASE_URL = 'sqlite:./data/keyhold.db';
@@ -51,6 +53,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const accessLog = booleanFrom(env, 'KEYHOLD_ACCESS_LOG', logLevel === 'debug' || logLevel === 'trace', problems);
   const authFailureLimit = authFailureLimitFrom(env, problems);
   const keyCacheSize = keyCacheSizeFrom(env, problems);
+  const publicUrl = publicUrlFrom(env, problems);
   if (problems.length) throw new ConfigError(`Invalid configuration:\n- ${problems.join('\n- ')}`);
   return {
     host: env.HOST || '127.0.0.1',
@@ -65,7 +68,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     authFailureLimit,
     bootstrapKeyFile: resolve(env.KEYHOLD_BOOTSTRAP_KEY_FILE || join(sqliteDataDirectory(databaseUrl) ?? 'data', 'bootstrap-root-key')),
     keyCacheSize,
+    publicUrl,
   };
+}
+
+/**
+ * KEYHOLD_PUBLIC_URL: an http(s) URL without query or fragment (a trailing slash is dropped); unset,
+ * `http://HOST:PORT` (with HOST 127.0.0.1 and PORT 8080 when those are unset, as the server listens).
+ */
+export function publicUrlFrom(env: NodeJS.ProcessEnv, problems: string[]): string {
+  const value = (env.KEYHOLD_PUBLIC_URL ?? '').trim();
+  if (value === '') return `http://${env.HOST || '127.0.0.1'}:${env.PORT || 8080}`;
+  const url = URL.canParse(value) ? new URL(value) : undefined;
+  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.search || url.hash || url.username || url.password) {
+    problems.push(`KEYHOLD_PUBLIC_URL must be an http:// or https:// URL without credentials, query or fragment, got "${value}"`);
+    return value;
+  }
+  return value.replace(/\/+$/, '');
 }
 
 /**

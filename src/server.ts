@@ -48,6 +48,7 @@ async function main(): Promise<void> {
       accessLog: config.accessLog,
       authFailureLimit: config.authFailureLimit,
       keyCacheSize: config.keyCacheSize,
+      publicUrl: config.publicUrl,
     },
   );
   // The address was free a moment ago; another process may still take it first.

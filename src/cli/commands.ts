@@ -5,6 +5,7 @@ import { AUDIT_COMMANDS } from './commands/audit.ts';
 import { MIGRATION_COMMANDS } from './commands/migrations.ts';
 import { MAINTENANCE_COMMANDS } from './commands/maintenance.ts';
 import { RATELIMIT_COMMANDS } from './commands/ratelimits.ts';
+import { DASHBOARD_COMMANDS } from './commands/dashboard.ts';
 
 /**
  * Every `keyhold` command, by name, in the order `keyhold --help` lists them. A new group of commands is a
@@ -16,5 +17,6 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
   ...AUDIT_COMMANDS,
   ...MIGRATION_COMMANDS,
   ...RATELIMIT_COMMANDS,
+  ...DASHBOARD_COMMANDS,
   ...MAINTENANCE_COMMANDS,
 };

@@ -18,7 +18,9 @@ export type IdPrefix =
   | 'job'
   | 'chg'
   | 'rlns'
-  | 'rlor';
+  | 'rlor'
+  | 'dsl'
+  | 'dss';
 
 // Random bytes are drawn from the OS in blocks, not one call per id (ids are made for every key imported).
 const pool = Buffer.alloc(4096);

@@ -7,6 +7,7 @@ import { sendError } from './errors.ts';
 import type { Metrics } from './metrics.ts';
 import type { App } from './types.ts';
 import { installBodyRules } from './validation.ts';
+import { InternalCallers, TICKET_HEADER } from './internal-callers.ts';
 
 export interface HookOptions {
   /** Where the access log goes. */
@@ -23,14 +24,16 @@ export interface HookOptions {
  * path of routes with body rules, metrics and the access log, and the envelope for unknown paths and methods.
  * The lane (lane.ts) runs none of these: what a hook here adds to every response, the lane adds too (a test
  * compares their headers). Returns, for the lane, the access log (undefined when off) and the RootKeyGuard,
- * which the lane's authenticated operations share with the hooks (one failure count, one unknown-key memory).
+ * which the lane's authenticated operations share with the hooks (one failure count, one unknown-key memory);
+ * and, for the dashboard, the tickets by which its in-process requests name their caller.
  */
 export function installHooks(
   app: App,
   store: Store,
   metrics: Metrics,
   options: HookOptions = {},
-): { accessLog: AccessLog | undefined; guard: RootKeyGuard } {
+): { accessLog: AccessLog | undefined; guard: RootKeyGuard; internal: InternalCallers } {
+  const internal = new InternalCallers();
   const guard = new RootKeyGuard(store.db, { failureLimit: options.authFailureLimit });
   app.addHook('onClose', async () => guard.close());
   metrics.watch({ rootKeys: guard.stats });
@@ -46,6 +49,12 @@ export function installHooks(
     const url = request.routeOptions.url;
     // Authentication comes first: before the body is read or validated, and before any lookup.
     if (url?.startsWith('/v1/') && !request.routeOptions.config.public) {
+      // An in-process request of the dashboard carries its session's caller (internal-callers.ts).
+      const ticketed = request.headers[TICKET_HEADER] === undefined ? undefined : internal.take(request.headers[TICKET_HEADER]);
+      if (ticketed) {
+        request.caller = { ...ticketed, requestId: request.id };
+        return;
+      }
       try {
         request.caller = await guard.authenticate(request.headers.authorization, request.id, request.ip);
       } catch (err) {
@@ -81,5 +90,5 @@ export function installHooks(
     }
     return sendError(request, reply, 'request/route-not-found', `No operation at ${request.method} ${path}`);
   });
-  return { accessLog, guard };
+  return { accessLog, guard, internal };
 }

@@ -1,9 +1,9 @@
 import { AppError } from '../domain/errors.ts';
 import { grants } from '../domain/permissions.ts';
 
-/** Who performs a change: a root key over HTTP, or the operator through the CLI. */
+/** Who performs a change: a root key over HTTP, the operator through the CLI, or a dashboard session. */
 export interface Actor {
-  type: 'root_key' | 'operator';
+  type: 'root_key' | 'operator' | 'dashboard_session';
   id: string;
 }
 
@@ -16,14 +16,14 @@ export interface Caller {
   rootKeyId: string;
   permissions: ReadonlySet<string>;
   requestId: string;
-  /** Set for the operator; a root key otherwise. */
+  /** Set for the operator and dashboard sessions; a root key otherwise. */
   operator?: Actor;
 }
 
 export const actorOf = (caller: Caller): Actor => caller.operator ?? { type: 'root_key', id: caller.rootKeyId };
 
 /**
- * The operator (CLI, and later the dashboard) calling the same services in a workspace: every permission, and
+ * The operator (CLI, or a dashboard session) calling the same services in a workspace: every permission, and
  * audit records name the operator. Services do not look the workspace up: the command does first.
  */
 export const operatorCaller = (workspaceId: string, operator: Actor, requestId: string): Caller => ({

@@ -221,6 +221,26 @@ export interface ChangeFeedRow {
   created_at: number;
 }
 
+export interface DashboardLinkRow {
+  id: string;
+  token_hash: string;
+  workspace_id: string | null;
+  operator: number;
+  created_at: number;
+  expires_at: number;
+  used_at: number | null;
+}
+export interface DashboardSessionRow {
+  id: string;
+  token_hash: string;
+  link_id: string;
+  workspace_id: string | null;
+  operator: number;
+  created_at: number;
+  expires_at: number;
+  ended_at: number | null;
+}
+
 export interface Database {
   workspaces: WorkspaceRow;
   settings: SettingRow;
@@ -246,4 +266,6 @@ export interface Database {
   jobs: JobRow;
   key_verifications_hourly: KeyVerificationHourlyRow;
   change_feed: ChangeFeedRow;
+  dashboard_links: DashboardLinkRow;
+  dashboard_sessions: DashboardSessionRow;
 }

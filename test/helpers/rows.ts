@@ -29,6 +29,8 @@ export const ALL_TABLES = [
   'jobs',
   'key_verifications_hourly',
   'change_feed',
+  'dashboard_links',
+  'dashboard_sessions',
 ] as const satisfies ReadonlyArray<keyof Database>;
 export const everyTableListed: [Exclude<keyof Database, (typeof ALL_TABLES)[number]>] extends [never] ? true : false = true;
 

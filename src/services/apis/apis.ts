@@ -40,6 +40,45 @@ export async function getApi(db: Db, caller: Caller, apiId: string): Promise<{ i
   return { id: api.id, name: api.name, workspaceId: api.workspace_id };
 }
 
+export interface ApiSummary {
+  id: string;
+  name: string;
+  createdAt: number;
+  /** Live keys of the API. */
+  keys: number;
+}
+
+/** The workspace's live APIs, oldest first, `limit` at a time (the dashboard); needs `api.*.read_api`. */
+export async function listApis(
+  db: Db,
+  caller: Caller,
+  q: { limit: number; cursor?: string },
+): Promise<{ apis: ApiSummary[]; cursor?: string }> {
+  requirePermissions(caller, 'api.*.read_api');
+  let query = db
+    .selectFrom('apis')
+    .select((eb) => [
+      'apis.id',
+      'apis.name',
+      'apis.created_at',
+      eb
+        .selectFrom('keys')
+        .select((k) => k.fn.countAll<number>().as('n'))
+        .whereRef('keys.api_id', '=', 'apis.id')
+        .where('keys.deleted_at', 'is', null)
+        .as('keys'),
+    ])
+    .where('apis.workspace_id', '=', caller.workspaceId)
+    .where('apis.deleted_at', 'is', null);
+  if (q.cursor) query = query.where('apis.id', '>', q.cursor);
+  const rows = await query
+    .orderBy('apis.id')
+    .limit(q.limit + 1)
+    .execute();
+  const { page, cursor } = splitPage(rows, q.limit);
+  return { apis: page.map((r) => ({ id: r.id, name: r.name, createdAt: r.created_at, keys: Number(r.keys ?? 0) })), cursor };
+}
+
 /** Soft-deletes the API and every live key of it in one transaction. */
 export async function deleteApi(db: Db, caller: Caller, apiId: string): Promise<void> {
   await transact(db, async (tx, changes) => {

@@ -5,6 +5,8 @@ import { permissionProblem } from '../../domain/permissions.ts';
 import { generateRootKey, hashKey, isWellFormedRootKey, keyStart } from '../../crypto/keys.ts';
 import type { CompiledQuery } from 'kysely';
 import type { Db, Executor } from '../../store/store.ts';
+import type { RootKeyRow as RootKeyRowOfTable } from '../../store/schema.ts';
+import { splitPage } from '../pagination.ts';
 import { recordAudit } from '../audit/record-audit.ts';
 import type { Actor, Caller } from '../caller.ts';
 import { requireWorkspace } from '../lookups.ts';
@@ -39,6 +41,7 @@ export async function insertRootKey(
   if (input.rootKey !== undefined && !isWellFormedRootKey(input.rootKey)) {
     problems.push({ path: '/rootKey', message: 'a root key is kh_root_ followed by 22 to 64 base58 characters' });
   }
+  if (input.name !== undefined && input.name.length > 256) problems.push({ path: '/name', message: 'must be at most 256 characters' });
   if (input.expiresAt !== undefined && !Number.isSafeInteger(input.expiresAt))
     problems.push({ path: '/expiresAt', message: 'must be epoch milliseconds' });
   if (problems.length) throw invalid(problems);
@@ -92,10 +95,19 @@ export async function createRootKey(db: Db, input: NewRootKey, actor: Actor): Pr
   return insertRootKey(db, input, actor);
 }
 
-export async function revokeRootKey(db: Db, rootKeyId: string, actor: Actor): Promise<{ rootKeyId: string; revokedAt: number }> {
+/**
+ * Revokes a root key (audited). With `workspaceId` (the dashboard), a key of another workspace is not found,
+ * exactly as an unknown one.
+ */
+export async function revokeRootKey(
+  db: Db,
+  rootKeyId: string,
+  actor: Actor,
+  workspaceId?: string,
+): Promise<{ rootKeyId: string; revokedAt: number }> {
   return db.transaction().execute(async (tx) => {
     const row = await tx.selectFrom('root_keys').select(['workspace_id', 'revoked_at']).where('id', '=', rootKeyId).executeTakeFirst();
-    if (!row) throw notFound('root key', rootKeyId);
+    if (!row || (workspaceId !== undefined && row.workspace_id !== workspaceId)) throw notFound('root key', rootKeyId);
     if (row.revoked_at !== null) return { rootKeyId, revokedAt: row.revoked_at };
     const now = Date.now();
     await tx.updateTable('root_keys').set({ revoked_at: now }).where('id', '=', rootKeyId).execute();
@@ -116,20 +128,41 @@ export interface RootKeyInfo {
   createdAt: number;
   expiresAt: number | null;
   revokedAt: number | null;
+  /** When it last authenticated a request (recorded at most about once a minute per key); null: never. */
+  lastUsedAt: number | null;
 }
 
+const rootKeyInfo = (r: RootKeyRowOfTable): RootKeyInfo => ({
+  rootKeyId: r.id,
+  name: r.name,
+  start: r.start,
+  permissions: JSON.parse(r.permissions) as string[],
+  createdAt: r.created_at,
+  expiresAt: r.expires_at,
+  revokedAt: r.revoked_at,
+  lastUsedAt: r.last_used_at,
+});
+
+/** Every root key of the workspace, oldest first (the CLI). */
 export async function listRootKeys(db: Db, workspaceId: string): Promise<RootKeyInfo[]> {
+  return (await rootKeyPage(db, workspaceId, { limit: Number.MAX_SAFE_INTEGER })).rootKeys;
+}
+
+/** The workspace's root keys, oldest first, `limit` at a time; `cursor` is returned when more remain. */
+export async function rootKeyPage(
+  db: Db,
+  workspaceId: string,
+  q: { limit: number; cursor?: string },
+): Promise<{ rootKeys: RootKeyInfo[]; cursor?: string }> {
   await requireWorkspace(db, workspaceId);
-  const rows = await db.selectFrom('root_keys').selectAll().where('workspace_id', '=', workspaceId).orderBy('id').execute();
-  return rows.map((r) => ({
-    rootKeyId: r.id,
-    name: r.name,
-    start: r.start,
-    permissions: JSON.parse(r.permissions) as string[],
-    createdAt: r.created_at,
-    expiresAt: r.expires_at,
-    revokedAt: r.revoked_at,
-  }));
+  let query = db.selectFrom('root_keys').selectAll().where('workspace_id', '=', workspaceId);
+  if (q.cursor) query = query.where('id', '>', q.cursor);
+  const rows = await query
+    .orderBy('id')
+    .$if(q.limit < Number.MAX_SAFE_INTEGER, (qb) => qb.limit(q.limit + 1))
+    .execute();
+  const { page, cursor } = splitPage(rows, q.limit);
+  return { rootKeys: page.map(rootKeyInfo), cursor };
 }
 
 /**

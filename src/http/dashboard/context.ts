@@ -1,0 +1,41 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Caller } from '../../services/caller.ts';
+import type { DashboardSession } from '../../services/dashboard/sessions.ts';
+import type { App, Deps } from '../types.ts';
+import type { Html } from './html.ts';
+import type { Outcome } from './operations.ts';
+
+/** A submitted form: every field as sent (a field sent several times is a list). */
+export type Form = Record<string, string | string[]>;
+
+/** What a page handler works with: the signed-in session, its caller, the request's parts and the services. */
+export interface PageContext {
+  session: DashboardSession;
+  /** The session acting in its workspace (every permission there; audited as the session). */
+  caller: Caller;
+  /** This session's CSRF token, for the forms the page renders. */
+  csrf: string;
+  params: Record<string, string>;
+  query: Record<string, string>;
+  form: Form;
+  deps: Deps;
+  /** Whether cookies are set Secure (KEYHOLD_PUBLIC_URL is https). */
+  secureCookies: boolean;
+  request: FastifyRequest;
+  reply: FastifyReply;
+  /** Performs a `/v1/` operation as this session (the API's own route: its schema, rules and answer). */
+  perform<T = Record<string, unknown>>(method: 'GET' | 'POST', operation: string, input: object): Promise<Outcome<T>>;
+}
+
+/** What a page handler answers: a page (status 200 unless given), or a redirect after a change (303). */
+export type PageResult = { page: Html; status?: number } | { redirect: string };
+
+export type PageHandler = (ctx: PageContext) => Promise<PageResult>;
+
+/** Registers a page module's routes; `workspace: false` marks a page an operator reaches before choosing a workspace. */
+export interface PageRouter {
+  get(path: string, handler: PageHandler, options?: { workspace?: boolean }): void;
+  post(path: string, handler: PageHandler, options?: { workspace?: boolean }): void;
+  /** The root application, for in-process operations. */
+  readonly app: App;
+}

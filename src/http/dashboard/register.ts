@@ -1,0 +1,147 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { AppError } from '../../domain/errors.ts';
+import { operatorCaller } from '../../services/caller.ts';
+import { findSession, sessionActor, type DashboardSession } from '../../services/dashboard/sessions.ts';
+import { isStoreUnavailable } from '../../store/errors.ts';
+import type { App, Deps } from '../types.ts';
+import type { InternalCallers } from '../internal-callers.ts';
+import type { Form, PageContext, PageHandler, PageResult, PageRouter } from './context.ts';
+import { errorPage, reloadPage, signInPage } from './layout.ts';
+import { performOperation } from './operations.ts';
+import { CSRF_FIELD, CSRF_HEADER, csrfTokenFor, isCsrfToken, sessionTokenOf } from './session-cookie.ts';
+import { registerAssets } from './assets.ts';
+import { PAGES } from './pages.ts';
+import { parseForm } from './form-body.ts';
+import { sendPage } from './send-page.ts';
+import { registerSignIn } from './pages/sign-in.ts';
+
+const secureCookies = (options: DashboardOptions): boolean => options.publicUrl.startsWith('https:');
+
+export interface DashboardOptions {
+  deps: Deps;
+  internal: InternalCallers;
+  /** KEYHOLD_PUBLIC_URL: cookies are Secure when it is https. */
+  publicUrl: string;
+}
+
+/**
+ * What every dashboard response carries: a CSP without inline scripts or styles, no framing, no referrer
+ * (a sign-in link never leaks through one), and no caching of pages that show workspace data.
+ */
+const SECURITY_HEADERS = {
+  'content-security-policy':
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'no-referrer',
+  'cache-control': 'no-store',
+};
+
+/** The dashboard under /dashboard: server-rendered pages calling the same services and operations as the API. */
+export function registerDashboard(app: App, options: DashboardOptions): void {
+  app.register(
+    async (scope) => {
+      scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 256 * 1024 }, (_req, body, done) => {
+        done(null, parseForm(body as string));
+      });
+      scope.addHook('onRequest', async (_request, reply) => {
+        reply.headers(SECURITY_HEADERS);
+      });
+      registerAssets(scope);
+      registerSignIn(scope as unknown as App, options.deps, secureCookies(options));
+      const router = pageRouter(scope as unknown as App, app, options);
+      for (const register of PAGES) register(router);
+      scope.setNotFoundHandler((_request, reply) => {
+        sendPage(reply, errorPage('Not found', 'There is no dashboard page at this address.'), 404);
+      });
+    },
+    { prefix: '/dashboard' },
+  );
+}
+
+function pageRouter(scope: App, app: App, options: DashboardOptions): PageRouter {
+  const add = (method: 'GET' | 'POST', path: string, handler: PageHandler, { workspace = true } = {}) => {
+    scope.route({
+      method,
+      url: path === '/dashboard' ? '/' : path.slice('/dashboard'.length),
+      schema: { hide: true },
+      handler: async (request, reply) => {
+        const token = sessionTokenOf(request.headers.cookie);
+        const session = token ? await findSession(options.deps.store.db, token) : undefined;
+        if (!session || !token) return noSession(request, reply);
+        if (method === 'POST' && !hasCsrfToken(request, token)) {
+          return sendPage(
+            reply,
+            errorPage(
+              'Forbidden',
+              'This request did not carry the form’s security token; nothing was changed. Reload the page and try again.',
+            ),
+            403,
+          );
+        }
+        if (workspace && session.workspaceId === null) return reply.redirect('/dashboard/workspaces', 303);
+        const ctx = context(request, reply, session, token, app, options);
+        ctx.secureCookies = secureCookies(options);
+        try {
+          return answer(reply, await handler(ctx));
+        } catch (err) {
+          return failure(reply, err);
+        }
+      },
+    });
+  };
+  return { get: (p, h, o) => add('GET', p, h, o), post: (p, h, o) => add('POST', p, h, o), app };
+}
+
+function context(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  session: DashboardSession,
+  token: string,
+  app: App,
+  options: DashboardOptions,
+): PageContext {
+  // An operator session without a chosen workspace reaches only pages that need none (they do not use `caller`).
+  const caller = operatorCaller(session.workspaceId ?? '', sessionActor(session), request.id);
+  return {
+    session,
+    caller,
+    csrf: csrfTokenFor(token),
+    params: (request.params ?? {}) as Record<string, string>,
+    query: (request.query ?? {}) as Record<string, string>,
+    form: (request.body && typeof request.body === 'object' ? request.body : {}) as Form,
+    deps: options.deps,
+    request,
+    reply,
+    secureCookies: false,
+    perform: (method, operation, input) => performOperation(app, options.internal, caller, method, operation, input),
+  };
+}
+
+function hasCsrfToken(request: FastifyRequest, token: string): boolean {
+  const body = request.body as Form | undefined;
+  const given = request.headers[CSRF_HEADER] ?? (body && typeof body === 'object' ? body[CSRF_FIELD] : undefined);
+  return isCsrfToken(token, given);
+}
+
+/**
+ * No session: the sign-in page (401). A navigation from another site does not send the SameSite=Strict cookie,
+ * so such a request is answered once with a page that loads the same address again from this origin.
+ */
+function noSession(request: FastifyRequest, reply: FastifyReply) {
+  if (request.method === 'GET' && request.headers['sec-fetch-site'] === 'cross-site') return sendPage(reply, reloadPage(request.url), 200);
+  return sendPage(reply, signInPage(), 401);
+}
+
+function answer(reply: FastifyReply, result: PageResult) {
+  if ('redirect' in result) return reply.redirect(result.redirect, 303);
+  return sendPage(reply, result.page, result.status ?? 200);
+}
+
+function failure(reply: FastifyReply, err: unknown) {
+  if (err instanceof AppError)
+    return sendPage(reply, errorPage(err.status === 404 ? 'Not found' : 'Request failed', err.message), err.status);
+  if (isStoreUnavailable(err))
+    return sendPage(reply, errorPage('Unavailable', 'The database did not answer in time; try again shortly.'), 503);
+  throw err;
+}

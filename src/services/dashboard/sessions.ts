@@ -1,0 +1,171 @@
+import { randomBytes } from 'node:crypto';
+import { base58 } from '../../domain/base58.ts';
+import { invalid } from '../../domain/errors.ts';
+import { newId } from '../../domain/ids.ts';
+import { hashKey } from '../../crypto/keys.ts';
+import type { Db } from '../../store/store.ts';
+import { recordAudit } from '../audit/record-audit.ts';
+import type { Actor } from '../caller.ts';
+import { requireWorkspace } from '../lookups.ts';
+
+/** A sign-in link is valid this long, and opens a session once. */
+export const SIGN_IN_LINK_TTL_MS = 10 * 60_000;
+/** A dashboard session lasts this long from sign-in (no sliding renewal: sign in again). */
+export const SESSION_TTL_MS = 12 * 60 * 60_000;
+
+/** Who a link or session is for: one workspace, or the operator (every workspace). */
+export type Audience = { workspaceId: string } | { operator: true };
+
+export interface DashboardSession {
+  sessionId: string;
+  operator: boolean;
+  /** The workspace the session acts in; for an operator the one chosen last, null before the first choice. */
+  workspaceId: string | null;
+  expiresAt: number;
+}
+
+// Tokens are 32 random bytes in base58; the store keeps their SHA-256 only (as for keys).
+const newToken = (): string => base58(randomBytes(32), 44);
+
+/** A one-time sign-in token (shown once; only its hash is stored), valid for SIGN_IN_LINK_TTL_MS. */
+export async function createSignInLink(
+  db: Db,
+  audience: Audience,
+  actor: Actor,
+  now = Date.now(),
+): Promise<{ token: string; expiresAt: number }> {
+  const workspaceId = 'workspaceId' in audience ? audience.workspaceId : null;
+  if (workspaceId !== null) await requireWorkspace(db, workspaceId);
+  const token = newToken();
+  const id = newId('dsl');
+  const expiresAt = now + SIGN_IN_LINK_TTL_MS;
+  await db.transaction().execute(async (tx) => {
+    await tx
+      .insertInto('dashboard_links')
+      .values({
+        id,
+        token_hash: hashKey(token),
+        workspace_id: workspaceId,
+        operator: workspaceId === null ? 1 : 0,
+        created_at: now,
+        expires_at: expiresAt,
+        used_at: null,
+      })
+      .execute();
+    if (workspaceId !== null) {
+      await recordAudit(
+        tx,
+        [{ workspaceId, event: 'dashboard.link_create', actor, target: { type: 'dashboard_link', id }, diff: { expiresAt } }],
+        now,
+      );
+    }
+  });
+  return { token, expiresAt };
+}
+
+/**
+ * Opens a session with a sign-in token: exactly once (a conditional update marks the link used, so two
+ * concurrent redemptions cannot both succeed), and only before it expires. Returns the session's token
+ * (for the cookie; only its hash is stored) or throws 400 when the link is unknown, used or expired.
+ */
+export async function redeemSignInLink(db: Db, token: string, now = Date.now()): Promise<{ token: string; session: DashboardSession }> {
+  const refused = () =>
+    invalid([{ path: '/token', message: 'this sign-in link is unknown, already used or expired: run `keyhold dashboard link` again' }]);
+  if (token.length === 0 || token.length > 128) throw refused();
+  const sessionToken = newToken();
+  return db.transaction().execute(async (tx) => {
+    const link = await tx.selectFrom('dashboard_links').selectAll().where('token_hash', '=', hashKey(token)).executeTakeFirst();
+    if (!link || link.used_at !== null || link.expires_at <= now) throw refused();
+    const claimed = await tx
+      .updateTable('dashboard_links')
+      .set({ used_at: now })
+      .where('id', '=', link.id)
+      .where('used_at', 'is', null)
+      .executeTakeFirst();
+    if (claimed.numUpdatedRows !== 1n) throw refused();
+    const session: DashboardSession = {
+      sessionId: newId('dss'),
+      operator: link.operator === 1,
+      workspaceId: link.workspace_id,
+      expiresAt: now + SESSION_TTL_MS,
+    };
+    await tx
+      .insertInto('dashboard_sessions')
+      .values({
+        id: session.sessionId,
+        token_hash: hashKey(sessionToken),
+        link_id: link.id,
+        workspace_id: session.workspaceId,
+        operator: link.operator,
+        created_at: now,
+        expires_at: session.expiresAt,
+        ended_at: null,
+      })
+      .execute();
+    if (session.workspaceId !== null) await auditSession(tx, session, 'dashboard.sign_in', now);
+    return { token: sessionToken, session };
+  });
+}
+
+/** The live session with this token, or undefined (unknown, ended, expired, or its workspace deleted). */
+export async function findSession(db: Db, token: string, now = Date.now()): Promise<DashboardSession | undefined> {
+  if (token.length === 0 || token.length > 128) return undefined;
+  const row = await db
+    .selectFrom('dashboard_sessions')
+    .leftJoin('workspaces', 'workspaces.id', 'dashboard_sessions.workspace_id')
+    .select([
+      'dashboard_sessions.id',
+      'dashboard_sessions.workspace_id',
+      'dashboard_sessions.operator',
+      'dashboard_sessions.expires_at',
+      'dashboard_sessions.ended_at',
+      'workspaces.deleted_at',
+    ])
+    .where('dashboard_sessions.token_hash', '=', hashKey(token))
+    .executeTakeFirst();
+  if (!row || row.ended_at !== null || row.expires_at <= now) return undefined;
+  const operator = row.operator === 1;
+  // A deleted workspace ends a workspace session; an operator merely has to choose another.
+  if (row.deleted_at !== null && row.deleted_at !== undefined && !operator) return undefined;
+  const workspaceId = row.deleted_at === null || row.deleted_at === undefined ? row.workspace_id : null;
+  return { sessionId: row.id, operator, workspaceId, expiresAt: row.expires_at };
+}
+
+/** An operator session acts in this workspace from now on. */
+export async function chooseWorkspace(db: Db, session: DashboardSession, workspaceId: string): Promise<void> {
+  if (!session.operator) throw invalid([{ path: '/workspaceId', message: 'only an operator session chooses its workspace' }]);
+  await requireWorkspace(db, workspaceId);
+  await db.updateTable('dashboard_sessions').set({ workspace_id: workspaceId }).where('id', '=', session.sessionId).execute();
+}
+
+/** Signs out: the session is refused from its next request on. Ending it twice is harmless. */
+export async function endSession(db: Db, session: DashboardSession, now = Date.now()): Promise<void> {
+  await db.transaction().execute(async (tx) => {
+    const ended = await tx
+      .updateTable('dashboard_sessions')
+      .set({ ended_at: now })
+      .where('id', '=', session.sessionId)
+      .where('ended_at', 'is', null)
+      .executeTakeFirst();
+    if (ended.numUpdatedRows === 1n && session.workspaceId !== null && !session.operator)
+      await auditSession(tx, session, 'dashboard.sign_out', now);
+  });
+}
+
+/** The actor of what a session does: the session itself (its id names no secret). */
+export const sessionActor = (session: DashboardSession): Actor => ({ type: 'dashboard_session', id: session.sessionId });
+
+function auditSession(tx: Db, session: DashboardSession, event: string, now: number) {
+  return recordAudit(
+    tx,
+    [
+      {
+        workspaceId: session.workspaceId!,
+        event,
+        actor: sessionActor(session),
+        target: { type: 'dashboard_session', id: session.sessionId },
+      },
+    ],
+    now,
+  );
+}

@@ -1,0 +1,89 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Browser, Page } from 'playwright-core';
+import { DIALECTS } from '../helpers/harness.ts';
+import { checkPage, dashboardWorld, launchBrowser, watchConsole, type DashboardWorld } from '../helpers/browser.ts';
+
+for (const dialect of DIALECTS) {
+  describe(`dashboard root keys (${dialect})`, () => {
+    let w: DashboardWorld;
+    let browser: Browser;
+    before(async () => {
+      [w, browser] = await Promise.all([dashboardWorld(dialect), launchBrowser()]);
+    });
+    after(async () => {
+      await browser?.close();
+      await w?.close();
+    });
+
+    const signedIn = async (): Promise<{ page: Page; errors: string[] }> => {
+      const page = await browser.newPage();
+      const errors = watchConsole(page);
+      await page.goto(await w.link());
+      assert.equal(new URL(page.url()).pathname, '/dashboard/apis');
+      return { page, errors };
+    };
+
+    it('creates a root key with two permissions, shows it once, and revoking it in the UI makes the API refuse it', async () => {
+      const { page, errors } = await signedIn();
+      await page.getByRole('navigation', { name: 'Dashboard' }).getByRole('link', { name: 'Root keys', exact: true }).click();
+      await page.getByRole('button', { name: 'Create root key' }).click();
+      await page.getByRole('textbox', { name: 'Name' }).fill('deploy bot');
+      await page.getByRole('checkbox', { name: 'api.*.create_api', exact: true }).check();
+      await page.getByRole('checkbox', { name: 'api.*.read_api', exact: true }).check();
+      await checkPage(page, `${dialect}-root-keys-create`);
+      await page.getByRole('button', { name: 'Create', exact: true }).click();
+
+      const shown = page.getByRole('textbox', { name: 'New root key' });
+      const rootKey = await shown.inputValue();
+      assert.match(rootKey, /^kh_root_/);
+      assert.equal(await shown.getAttribute('readonly'), '');
+      await checkPage(page, `${dialect}-root-keys-created`);
+
+      // The key works over HTTP with exactly its permissions.
+      const created = await fetch(`${w.baseUrl}/v1/apis.createApi`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${rootKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'from-dashboard-key' }),
+      });
+      assert.equal(created.status, 200);
+      const { apiId } = (await created.json()) as { apiId: string };
+      const got = await fetch(`${w.baseUrl}/v1/apis.getApi?apiId=${apiId}`, { headers: { authorization: `Bearer ${rootKey}` } });
+      assert.equal(got.status, 200);
+
+      // Shown once: the list shows its start only.
+      await page.goto(`${w.baseUrl}/dashboard/root-keys`);
+      assert.equal(await page.getByRole('textbox', { name: 'New root key' }).count(), 0);
+      const row = page.getByRole('row').filter({ hasText: 'deploy bot' });
+      assert.match((await row.textContent()) ?? '', /api\.\*\.create_api api\.\*\.read_api/);
+      assert.ok(!(await page.content()).includes(rootKey), 'the full key is not on the list page');
+      await checkPage(page, `${dialect}-root-keys`);
+
+      await row.getByRole('button', { name: 'Revoke' }).click();
+      const dialog = page.getByRole('dialog');
+      await dialog.getByRole('button', { name: 'Revoke' }).click();
+      await page.waitForURL('**/dashboard/root-keys');
+      const revokedAt = Date.now();
+      assert.match((await page.getByRole('row').filter({ hasText: 'deploy bot' }).textContent()) ?? '', /revoked/);
+
+      const refused = await fetch(`${w.baseUrl}/v1/apis.getApi?apiId=${apiId}`, { headers: { authorization: `Bearer ${rootKey}` } });
+      assert.equal(refused.status, 401);
+      assert.ok(Date.now() - revokedAt < 1000, 'refused within 1 s of the revocation');
+      assert.deepEqual(errors, []);
+      await page.close();
+    });
+
+    it('shows the validation problems of the form next to its fields and creates nothing', async () => {
+      const { page, errors } = await signedIn();
+      await page.goto(`${w.baseUrl}/dashboard/root-keys?form=create`);
+      const before = await w.store.db.selectFrom('root_keys').select('id').execute();
+      await page.getByRole('textbox', { name: 'Permissions on specific resources' }).fill('api.*.fly');
+      await page.getByRole('button', { name: 'Create', exact: true }).click();
+      assert.match((await page.getByRole('alert').first().textContent()) ?? '', /unknown action "fly"/);
+      assert.equal((await w.store.db.selectFrom('root_keys').select('id').execute()).length, before.length);
+      await checkPage(page, `${dialect}-root-keys-invalid`);
+      assert.deepEqual(errors, []);
+      await page.close();
+    });
+  });
+}

@@ -1,0 +1,98 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import assert from 'node:assert/strict';
+import axe from 'axe-core';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { JobQueue } from '../../src/jobs/job-queue.ts';
+import { Worker } from '../../src/jobs/worker.ts';
+import { WORKER_TASKS } from '../../src/services/migrations/migration-import-task.ts';
+import { createSignInLink, type Audience } from '../../src/services/dashboard/sessions.ts';
+import { OPERATOR, world, type World } from './harness.ts';
+import { REPO_ROOT } from './repo.ts';
+
+export const CHROMIUM = '/usr/bin/chromium';
+/** Where screenshots of every page go (a CI artifact; not committed). */
+export const SCREENSHOTS = join(REPO_ROOT, 'test-artifacts', 'dashboard');
+
+/**
+ * Debian's chromium, installed with apt-get when it is missing (never a browser download). Fails, with the
+ * reason, when it cannot be installed: browser tests never skip.
+ */
+export function ensureChromium(): void {
+  if (existsSync(CHROMIUM)) return;
+  execFileSync('apt-get', ['install', '-y', '--no-install-recommends', 'chromium'], {
+    stdio: 'inherit',
+    env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+  });
+  assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing after apt-get install chromium`);
+}
+
+/** Headless Debian chromium with the flags this machine's closed network needs. */
+export async function launchBrowser(): Promise<Browser> {
+  ensureChromium();
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
+}
+
+/** A test world whose app listens on a local port, with a job worker (migrations import in the background). */
+export interface DashboardWorld extends World {
+  baseUrl: string;
+  /** A one-time sign-in URL for the world's workspace, another one, or the operator. */
+  link(audience?: Audience): Promise<string>;
+}
+
+export async function dashboardWorld(dialect: 'sqlite' | 'postgres'): Promise<DashboardWorld> {
+  const w = await world(dialect);
+  const address = await w.app.listen({ host: '127.0.0.1', port: 0 });
+  const worker = new Worker(new JobQueue(w.store, WORKER_TASKS), { concurrency: 2, pollMs: 50 });
+  worker.start();
+  const close = w.close;
+  return Object.assign(w, {
+    baseUrl: address,
+    async link(audience: Audience = { workspaceId: w.workspaceId }) {
+      const { token } = await createSignInLink(w.store.db, audience, OPERATOR);
+      return `${address}/dashboard/sign-in?token=${token}`;
+    },
+    async close() {
+      await worker.stop();
+      await close();
+    },
+  });
+}
+
+/** Console errors and failed page scripts of a page: a test asserts there are none. */
+export function watchConsole(page: Page): string[] {
+  const errors: string[] = [];
+  page.on('console', (m) => {
+    if (m.type() === 'error') errors.push(m.text());
+  });
+  page.on('pageerror', (e) => errors.push(e.message));
+  return errors;
+}
+
+/**
+ * Checks the page as every page is checked: a screenshot saved as `<name>.png`, and an axe-core scan with no
+ * serious or critical violation. axe runs through the DevTools protocol, which the page's CSP does not restrict.
+ */
+export async function checkPage(page: Page, name: string): Promise<void> {
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
+  if (!(await page.evaluate("'axe' in window"))) await page.evaluate(axe.source);
+  // A string, evaluated in the page (this file is type-checked without the DOM's types).
+  const violations = (await page.evaluate(`axe.run(document, { resultTypes: ['violations'] }).then((r) =>
+    r.violations
+      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+      .map((v) => v.impact + ' ' + v.id + ': ' + v.help + ' at ' + v.nodes.map((n) => n.target.join(' ')).join(', ')))`)) as string[];
+  assert.deepEqual(violations, [], `accessibility violations on ${name}`);
+}
