@@ -27,8 +27,11 @@ export interface PageContext {
   perform<T = Record<string, unknown>>(method: 'GET' | 'POST', operation: string, input: object): Promise<Outcome<T>>;
 }
 
-/** What a page handler answers: a page (status 200 unless given), or a redirect after a change (303). */
-export type PageResult = { page: Html; status?: number } | { redirect: string };
+/**
+ * What a page handler answers: a page (status 200 unless given), a redirect after a change (303), or JSON
+ * for a page's own script (live counts), which reads it with the session's cookie.
+ */
+export type PageResult = { page: Html; status?: number } | { redirect: string } | { json: object };
 
 export type PageHandler = (ctx: PageContext) => Promise<PageResult>;
 

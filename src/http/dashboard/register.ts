@@ -135,6 +135,7 @@ function noSession(request: FastifyRequest, reply: FastifyReply) {
 
 function answer(reply: FastifyReply, result: PageResult) {
   if ('redirect' in result) return reply.redirect(result.redirect, 303);
+  if ('json' in result) return reply.type('application/json; charset=utf-8').send(JSON.stringify(result.json));
   return sendPage(reply, result.page, result.status ?? 200);
 }
 

@@ -2,6 +2,7 @@ import { AppError } from '../../domain/errors.ts';
 import type { Db } from '../../store/store.ts';
 import type { Caller } from '../caller.ts';
 import { callerOf, findRootKey, rootKeyEvents, rootKeyHashOf } from './root-keys.ts';
+import { RootKeyUsage } from './root-key-usage.ts';
 
 export interface RootKeyGuardOptions {
   /** Failed authentications allowed per client address and window; the next ones are 429. 0: no limit. Default 100. */
@@ -42,7 +43,8 @@ export interface RootKeyGuardStats {
  *   per client address in fixed windows. An address over `failureLimit` is answered 429 `limit/rate-limited`
  *   before any lookup, except with a key that authenticated recently (it is then read as usual, so a
  *   revocation still applies at once): successful callers behind the same address are not refused, and
- *   every other address is unaffected. Successes cost nothing more than before: no I/O is added.
+ *   every other address is unaffected. Successes add no I/O on the request's path (their last use is
+ *   written in the background, at most once a minute per key: root-key-usage.ts).
  * - Found keys are never cached: every request reads the key, so revocations and expiries apply at once.
  */
 export class RootKeyGuard {
@@ -54,6 +56,7 @@ export class RootKeyGuard {
   readonly #trusted: ExpiringSet;
   readonly #maxAddresses: number;
   readonly #failuresByAddress = new Map<string, { window: number; count: number }>();
+  readonly #usage: RootKeyUsage;
   /** Changes with every root key created in this process. */
   #generation = 0;
   readonly #forget = (hash: string): void => {
@@ -69,6 +72,7 @@ export class RootKeyGuard {
     this.#unknown = new ExpiringSet(opts.unknownTtlMs ?? 1000, maxEntries);
     this.#trusted = new ExpiringSet(opts.trustedTtlMs ?? 600_000, maxEntries);
     this.#maxAddresses = maxEntries;
+    this.#usage = new RootKeyUsage(db);
     rootKeyEvents.on('created', this.#forget);
   }
 
@@ -86,6 +90,7 @@ export class RootKeyGuard {
     try {
       const caller = callerOf(row, requestId, now);
       this.#trusted.add(hash, now);
+      this.#usage.used(caller.rootKeyId, now);
       return caller;
     } catch (err) {
       this.#trusted.delete(hash);

@@ -1,11 +1,14 @@
+import { invalid } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
 import type { Db } from '../../store/store.ts';
 import { isUniqueViolation } from '../../store/errors.ts';
 import { recordAudit } from '../audit/record-audit.ts';
 import type { Actor } from '../caller.ts';
 import { insertRootKey } from './root-keys.ts';
+import { splitPage } from '../pagination.ts';
 
 export async function createWorkspace(db: Db, name: string, actor: Actor): Promise<{ workspaceId: string }> {
+  if (name.trim().length === 0 || name.length > 256) throw invalid([{ path: '/name', message: 'a workspace name is 1 to 256 characters' }]);
   const id = newId('ws');
   const now = Date.now();
   await db.transaction().execute(async (tx) => {
@@ -24,13 +27,22 @@ export interface WorkspaceInfo {
 
 /** Every live (not deleted) workspace, oldest first (ids are time-sortable). */
 export async function listWorkspaces(db: Db): Promise<WorkspaceInfo[]> {
-  const rows = await db
-    .selectFrom('workspaces')
-    .select(['id', 'name', 'created_at'])
-    .where('deleted_at', 'is', null)
+  return (await workspacePage(db, { limit: Number.MAX_SAFE_INTEGER })).workspaces;
+}
+
+/** Live workspaces, oldest first, `limit` at a time; `cursor` is returned when more remain (the operator's dashboard). */
+export async function workspacePage(
+  db: Db,
+  q: { limit: number; cursor?: string },
+): Promise<{ workspaces: WorkspaceInfo[]; cursor?: string }> {
+  let query = db.selectFrom('workspaces').select(['id', 'name', 'created_at']).where('deleted_at', 'is', null);
+  if (q.cursor) query = query.where('id', '>', q.cursor);
+  const rows = await query
     .orderBy('id')
+    .$if(q.limit < Number.MAX_SAFE_INTEGER, (qb) => qb.limit(q.limit + 1))
     .execute();
-  return rows.map((r) => ({ workspaceId: r.id, name: r.name, createdAt: r.created_at }));
+  const { page, cursor } = splitPage(rows, q.limit);
+  return { workspaces: page.map((r) => ({ workspaceId: r.id, name: r.name, createdAt: r.created_at })), cursor };
 }
 
 export interface BootstrapResult {

@@ -13,7 +13,8 @@ import { clearedSessionCookie, sessionCookie } from '../session-cookie.ts';
 export function registerSignIn(scope: App, deps: Deps, secure: boolean): void {
   scope.get('/sign-in', { schema: { hide: true } }, async (request, reply) => {
     const token = (request.query as { token?: unknown }).token;
-    if (typeof token !== 'string' || token === '') return sendPage(reply, signInPage(), 401);
+    // Without a token this is the page sign-out leads to: the sign-in page, answered as a page (200).
+    if (typeof token !== 'string' || token === '') return sendPage(reply, signInPage(), 200);
     try {
       const session = await redeemSignInLink(deps.store.db, token);
       reply.header('set-cookie', sessionCookie(session.token, secure));
@@ -33,7 +34,7 @@ export default function signOutPages(router: PageRouter): void {
     async (ctx) => {
       await endSession(ctx.deps.store.db, ctx.session);
       ctx.reply.header('set-cookie', clearedSessionCookie(ctx.secureCookies));
-      return { redirect: '/dashboard' };
+      return { redirect: '/dashboard/sign-in' };
     },
     { workspace: false },
   );

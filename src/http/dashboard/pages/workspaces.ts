@@ -1,4 +1,79 @@
-import type { PageRouter } from '../context.ts';
+import { AppError } from '../../../domain/errors.ts';
+import { actorOf } from '../../../services/caller.ts';
+import { chooseWorkspace } from '../../../services/dashboard/sessions.ts';
+import { createWorkspace, workspacePage } from '../../../services/workspaces/workspaces.ts';
+import type { PageContext, PageResult, PageRouter } from '../context.ts';
+import { csrfInput, field, formError, opener, pager, table, text, when } from '../components.ts';
+import { html } from '../html.ts';
+import { layout } from '../layout.ts';
+import type { FailedForm } from '../form-values.ts';
 
-/** (being written) */
-export default function workspacePages(_router: PageRouter): void {}
+const PATH = '/dashboard/workspaces';
+const PAGE_SIZE = 50;
+
+/** Workspaces (operators only): every workspace, creating one, and choosing the one the session acts in. */
+export default function workspacePages(router: PageRouter): void {
+  const operatorOnly = (ctx: PageContext) => {
+    if (!ctx.session.operator) throw new AppError('data/workspace-not-found', 'Only an operator session lists workspaces');
+  };
+  router.get(
+    PATH,
+    async (ctx) => {
+      operatorOnly(ctx);
+      return render(ctx, ctx.query.form === 'create' ? {} : undefined);
+    },
+    { workspace: false },
+  );
+  router.post(
+    PATH,
+    async (ctx) => {
+      operatorOnly(ctx);
+      try {
+        const { workspaceId } = await createWorkspace(ctx.deps.store.db, text(ctx.form.name) ?? '', actorOf(ctx.caller));
+        await chooseWorkspace(ctx.deps.store.db, ctx.session, workspaceId);
+        return { redirect: '/dashboard/root-keys' };
+      } catch (err) {
+        if (!(err instanceof AppError) || err.status !== 400) throw err;
+        return render(ctx, { values: ctx.form, error: { detail: err.message, errors: err.errors } });
+      }
+    },
+    { workspace: false },
+  );
+  router.post(
+    `${PATH}/:workspaceId/choose`,
+    async (ctx) => {
+      operatorOnly(ctx);
+      await chooseWorkspace(ctx.deps.store.db, ctx.session, ctx.params.workspaceId);
+      return { redirect: '/dashboard/apis' };
+    },
+    { workspace: false },
+  );
+}
+
+async function render(ctx: PageContext, form: FailedForm | undefined): Promise<PageResult> {
+  const page = await workspacePage(ctx.deps.store.db, { limit: PAGE_SIZE, cursor: ctx.query.cursor });
+  const rows = page.workspaces.map((w) => [
+    w.name,
+    html`<code>${w.workspaceId}</code>`,
+    when(w.createdAt),
+    w.workspaceId === ctx.session.workspaceId
+      ? html`<strong>current</strong>`
+      : html`<form method="post" action="${PATH}/${w.workspaceId}/choose" class="inline">${csrfInput(ctx.csrf)}<button type="submit" aria-label="Open ${w.name}">Open</button></form>`,
+  ]);
+  const main = html`<p>As the operator you see every workspace. Open one to manage its keys; the navigation then acts in it.</p>
+<div class="actions">${form ? '' : opener('Create workspace', 'create', PATH)}</div>
+${
+  form
+    ? html`<form method="post" action="${PATH}" class="panel" aria-labelledby="create-title">
+<h2 id="create-title">Create workspace</h2>
+${formError(form.error, ['/name'])}
+${csrfInput(ctx.csrf)}
+${field({ label: 'Name', name: 'name', value: text(form.values?.name), required: true }, form.error?.errors)}
+<div class="actions"><button type="submit">Create</button><a href="${PATH}">Cancel</a></div>
+</form>`
+    : ''
+}
+${table('Workspaces', ['Name', 'ID', 'Created', 'Actions'], rows, 'There are no workspaces.')}
+${pager(PATH, { cursor: ctx.query.cursor }, page.cursor)}`;
+  return { page: layout({ session: ctx.session, csrf: ctx.csrf, path: PATH }, 'Workspaces', main) };
+}
