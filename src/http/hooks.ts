@@ -1,7 +1,7 @@
 import { AppError } from '../domain/errors.ts';
 import { RootKeyGuard } from '../services/workspaces/root-key-guard.ts';
 import type { Store } from '../store/store.ts';
-import type { FastifyBaseLogger } from 'fastify';
+import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
 import { createAccessLog, type AccessLog } from './access-log.ts';
 import { sendError } from './errors.ts';
 import type { Metrics } from './metrics.ts';
@@ -44,25 +44,7 @@ export function installHooks(
     methodsByPath.set(route.url, [...(methodsByPath.get(route.url) ?? []), ...methods]);
   });
 
-  app.addHook('onRequest', async (request, reply) => {
-    reply.header('X-Request-Id', request.id);
-    const url = request.routeOptions.url;
-    // Authentication comes first: before the body is read or validated, and before any lookup.
-    if (url?.startsWith('/v1/') && !request.routeOptions.config.public) {
-      // An in-process request of the dashboard carries its session's caller (internal-callers.ts).
-      const ticketed = request.headers[TICKET_HEADER] === undefined ? undefined : internal.take(request.headers[TICKET_HEADER]);
-      if (ticketed) {
-        request.caller = { ...ticketed, requestId: request.id };
-        return;
-      }
-      try {
-        request.caller = await guard.authenticate(request.headers.authorization, request.id, request.ip);
-      } catch (err) {
-        if (err instanceof AppError && err.kind === 'limit/rate-limited') reply.header('Retry-After', String(guard.retryAfterSeconds()));
-        throw err;
-      }
-    }
-  });
+  app.addHook('onRequest', authenticate(guard, internal));
   const accessLog = createAccessLog(options.logger, options.accessLog ?? false);
   app.addHook('onResponse', async (request, reply) => {
     const route = request.routeOptions.url;
@@ -91,4 +73,25 @@ export function installHooks(
     return sendError(request, reply, 'request/route-not-found', `No operation at ${request.method} ${path}`);
   });
   return { accessLog, guard, internal };
+}
+
+/** The request id header, then authentication: before the body is read or validated, and before any lookup. */
+function authenticate(guard: RootKeyGuard, internal: InternalCallers) {
+  return async (request: FastifyRequest, reply: FastifyReply) => {
+    reply.header('X-Request-Id', request.id);
+    const url = request.routeOptions.url;
+    if (!url?.startsWith('/v1/') || request.routeOptions.config.public) return;
+    // An in-process request of the dashboard carries its session's caller (internal-callers.ts).
+    const ticketed = request.headers[TICKET_HEADER] === undefined ? undefined : internal.take(request.headers[TICKET_HEADER]);
+    if (ticketed) {
+      request.caller = { ...ticketed, requestId: request.id };
+      return;
+    }
+    try {
+      request.caller = await guard.authenticate(request.headers.authorization, request.id, request.ip);
+    } catch (err) {
+      if (err instanceof AppError && err.kind === 'limit/rate-limited') reply.header('Retry-After', String(guard.retryAfterSeconds()));
+      throw err;
+    }
+  };
 }

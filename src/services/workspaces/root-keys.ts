@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import { AppError, invalid, notFound } from '../../domain/errors.ts';
+import { AppError, invalid, notFound, type FieldProblem } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
 import { permissionProblem } from '../../domain/permissions.ts';
 import { generateRootKey, hashKey, isWellFormedRootKey, keyStart } from '../../crypto/keys.ts';
@@ -26,13 +26,8 @@ export interface NewRootKey {
   rootKey?: string;
 }
 
-/** Inserts a root key and its audit record, atomically, with `db`, which may be a transaction. The plaintext is returned once. */
-export async function insertRootKey(
-  db: Executor,
-  input: NewRootKey,
-  actor: Actor,
-  now = Date.now(),
-): Promise<{ rootKeyId: string; rootKey: string }> {
+/** Every problem of a new root key's input, with the JSON path of its member. */
+function rootKeyProblems(input: NewRootKey): FieldProblem[] {
   const problems = input.permissions
     .map((p, i) => ({ p, i, problem: permissionProblem(p) }))
     .filter((x) => x.problem !== null)
@@ -44,6 +39,17 @@ export async function insertRootKey(
   if (input.name !== undefined && input.name.length > 256) problems.push({ path: '/name', message: 'must be at most 256 characters' });
   if (input.expiresAt !== undefined && !Number.isSafeInteger(input.expiresAt))
     problems.push({ path: '/expiresAt', message: 'must be epoch milliseconds' });
+  return problems;
+}
+
+/** Inserts a root key and its audit record, atomically, with `db`, which may be a transaction. The plaintext is returned once. */
+export async function insertRootKey(
+  db: Executor,
+  input: NewRootKey,
+  actor: Actor,
+  now = Date.now(),
+): Promise<{ rootKeyId: string; rootKey: string }> {
+  const problems = rootKeyProblems(input);
   if (problems.length) throw invalid(problems);
   const rootKey = input.rootKey ?? generateRootKey();
   const hash = hashKey(rootKey);
