@@ -41,6 +41,7 @@ for (const dialect of DIALECTS) {
       await checkPage(page, `${dialect}-root-keys-created`);
 
       // The key works over HTTP with exactly its permissions.
+      const usedFrom = Date.now();
       const created = await fetch(`${w.baseUrl}/v1/apis.createApi`, {
         method: 'POST',
         headers: { authorization: `Bearer ${rootKey}`, 'content-type': 'application/json' },
@@ -51,11 +52,19 @@ for (const dialect of DIALECTS) {
       const got = await fetch(`${w.baseUrl}/v1/apis.getApi?apiId=${apiId}`, { headers: { authorization: `Bearer ${rootKey}` } });
       assert.equal(got.status, 200);
 
+      // Its last use is recorded in the background, and the list shows it.
+      const usedAt = async () =>
+        (await w.store.db.selectFrom('root_keys').select('last_used_at').where('name', '=', 'deploy bot').executeTakeFirstOrThrow())
+          .last_used_at;
+      for (let i = 0; i < 100 && (await usedAt()) === null; i++) await new Promise((r) => setTimeout(r, 20));
+      assert.ok(((await usedAt()) ?? 0) >= usedFrom, 'last_used_at is the time of the use');
+
       // Shown once: the list shows its start only.
       await page.goto(`${w.baseUrl}/dashboard/root-keys`);
       assert.equal(await page.getByRole('textbox', { name: 'New root key' }).count(), 0);
       const row = page.getByRole('row').filter({ hasText: 'deploy bot' });
       assert.match((await row.textContent()) ?? '', /api\.\*\.create_api api\.\*\.read_api/);
+      assert.equal(await row.locator('time').count(), 2, 'created and last used');
       assert.ok(!(await page.content()).includes(rootKey), 'the full key is not on the list page');
       await checkPage(page, `${dialect}-root-keys`);
 
