@@ -60,8 +60,15 @@ for (const dialect of DIALECTS) {
       assert.equal(set.code, 0, JSON.stringify(set));
       assert.match(set.json.overrideId, /^rlor_/);
       const listed = await cli<Overrides>('ratelimits', 'overrides', '--workspace', ws, '--namespace', 'email', '--json');
+      const row = await store.db
+        .selectFrom('ratelimit_overrides')
+        .select('updated_at')
+        .where('id', '=', set.json.overrideId)
+        .executeTakeFirstOrThrow();
       assert.deepEqual(listed.json, {
-        overrides: [{ id: set.json.overrideId, identifier: 'user_*', limit: 5, duration: 60000, async: true }],
+        overrides: [
+          { id: set.json.overrideId, identifier: 'user_*', limit: 5, duration: 60000, async: true, updatedAt: Number(row.updated_at) },
+        ],
         total: 1,
       });
       const audit = await store.db.selectFrom('audit_logs').selectAll().where('target_id', '=', set.json.overrideId).execute();

@@ -24,6 +24,8 @@ export interface OverrideView {
   limit: number;
   duration: number;
   async?: boolean;
+  /** When it was last set (epoch ms); not part of v1's Override object, whose schema leaves it out. */
+  updatedAt: number;
 }
 
 export interface OverridePage {
@@ -40,6 +42,7 @@ export const overrideView = (row: RatelimitOverrideRow): OverrideView => ({
   limit: Number(row.limit),
   duration: Number(row.duration),
   ...(row.async === null ? {} : { async: row.async === 1 }),
+  updatedAt: Number(row.updated_at),
 });
 
 /** Every override of a namespace, as the limiter matches them. */

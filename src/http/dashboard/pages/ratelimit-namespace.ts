@@ -1,6 +1,5 @@
-import { listAuditLogs } from '../../../services/audit/list-audit-logs.ts';
 import { getNamespace, type NamespaceView } from '../../../services/ratelimits/namespaces.ts';
-import { listOverrides, type OverrideView } from '../../../services/ratelimits/overrides.ts';
+import { listOverrides } from '../../../services/ratelimits/overrides.ts';
 import type { PageContext, PageResult } from '../context.ts';
 import { confirmAction, csrfInput, facts, field, formError, numeric, opener, pager, problemsAt, table, text, when } from '../components.ts';
 import { html, type Html } from '../html.ts';
@@ -61,13 +60,12 @@ async function render(ctx: PageContext, form: FailedForm | undefined): Promise<P
     listOverrides(db, ctx.caller, { namespaceId: namespace.id, limit: PAGE_SIZE, cursor: ctx.query.cursor }),
     ratelimitChart(ctx, namespace.id, path, range),
   ]);
-  const updated = await updatedTimes(ctx, overrides.overrides);
-  const rows = overrides.overrides.map((o, i) => [
+  const rows = overrides.overrides.map((o) => [
     html`<code>${o.identifier}</code>`,
     o.limit,
     `${o.duration} ms`,
     o.async === undefined ? html`<span class="muted">per request</span>` : o.async ? 'yes' : 'no',
-    when(updated[i]),
+    when(o.updatedAt),
     confirmAction({
       id: `delete-override-${o.id}`,
       label: 'Delete',
@@ -102,23 +100,6 @@ const namespaceActions = (ctx: PageContext, namespace: NamespaceView): Html =>
     detail:
       'Its overrides are deleted with it. Its next ratelimits.limit request creates it anew, with fresh counters. This cannot be undone.',
   });
-
-/**
- * When each override was last set: the time of its latest audit record (every setOverride writes one, at the
- * time it writes the row; the Override object of v1 carries no time). Absent when the record is gone.
- */
-async function updatedTimes(ctx: PageContext, overrides: OverrideView[]): Promise<Array<number | undefined>> {
-  return Promise.all(
-    overrides.map(async (o) => {
-      const { logs } = await listAuditLogs(ctx.deps.store.db, ctx.caller.workspaceId, {
-        limit: 1,
-        targetId: o.id,
-        event: 'ratelimit.set_override',
-      });
-      return logs[0]?.time;
-    }),
-  );
-}
 
 function overrideForm(csrf: string, path: string, form: FailedForm): Html {
   const v = form.values ?? {};
