@@ -146,6 +146,8 @@ function createFastify(logger: FastifyBaseLogger | undefined, lane: () => Lane |
     frameworkErrors: (err, request, reply) => {
       reply.header('X-Request-Id', request.id);
       if (err.code === 'FST_ERR_BAD_URL') return sendError(request, reply, 'request/invalid-body', 'The request path is not a valid URL');
+      // A path segment longer than any id (over 100 characters) names nothing: not found, not a failure to log.
+      if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') return sendError(request, reply, 'request/route-not-found', 'No resource at this path');
       return errorHandler(err, request, reply);
     },
   }).withTypeProvider<TypeBoxTypeProvider>() as App;

@@ -73,15 +73,24 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 }
 
 /**
- * KEYHOLD_PUBLIC_URL: an http(s) URL without query or fragment (a trailing slash is dropped); unset,
+ * KEYHOLD_PUBLIC_URL: an http(s) origin, without path, query or fragment (a trailing slash is dropped); unset,
  * `http://HOST:PORT` (with HOST 127.0.0.1 and PORT 8080 when those are unset, as the server listens).
  */
 export function publicUrlFrom(env: NodeJS.ProcessEnv, problems: string[]): string {
   const value = (env.KEYHOLD_PUBLIC_URL ?? '').trim();
   if (value === '') return `http://${env.HOST || '127.0.0.1'}:${env.PORT || 8080}`;
   const url = URL.canParse(value) ? new URL(value) : undefined;
-  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.search || url.hash || url.username || url.password) {
-    problems.push(`KEYHOLD_PUBLIC_URL must be an http:// or https:// URL without credentials, query or fragment, got "${value}"`);
+  // No path: the dashboard's links and its cookie live under /dashboard of the server's own origin.
+  if (
+    !url ||
+    (url.protocol !== 'http:' && url.protocol !== 'https:') ||
+    url.pathname !== '/' ||
+    url.search ||
+    url.hash ||
+    url.username ||
+    url.password
+  ) {
+    problems.push(`KEYHOLD_PUBLIC_URL must be an http:// or https:// origin without path, credentials, query or fragment, got "${value}"`);
     return value;
   }
   return value.replace(/\/+$/, '');

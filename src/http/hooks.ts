@@ -81,10 +81,11 @@ function authenticate(guard: RootKeyGuard, internal: InternalCallers) {
     reply.header('X-Request-Id', request.id);
     const url = request.routeOptions.url;
     if (!url?.startsWith('/v1/') || request.routeOptions.config.public) return;
-    // An in-process request of the dashboard carries its session's caller (internal-callers.ts).
+    // An in-process request of the dashboard carries its session's caller (internal-callers.ts), with the
+    // dashboard request's id: audit records of the change name the request the browser made.
     const ticketed = request.headers[TICKET_HEADER] === undefined ? undefined : internal.take(request.headers[TICKET_HEADER]);
     if (ticketed) {
-      request.caller = { ...ticketed, requestId: request.id };
+      request.caller = ticketed;
       return;
     }
     try {

@@ -3,7 +3,7 @@ import { grants } from '../domain/permissions.ts';
 
 /** Who performs a change: a root key over HTTP, the operator through the CLI, or a dashboard session. */
 export interface Actor {
-  type: 'root_key' | 'operator' | 'dashboard_session';
+  type: 'root_key' | 'operator' | 'dashboard_session' | 'dashboard_operator';
   id: string;
 }
 

@@ -68,9 +68,11 @@ for (const dialect of DIALECTS) {
         const r = await runCli(env(), [...argv, '--json']);
         assert.equal(r.code, 2, JSON.stringify(r));
       }
-      const badUrl = await runCli(env({ KEYHOLD_PUBLIC_URL: 'ftp://x' }), ['dashboard', 'link', '--operator', '--json']);
-      assert.equal(badUrl.code, 2);
-      assert.match(JSON.stringify(badUrl.json), /KEYHOLD_PUBLIC_URL/);
+      for (const bad of ['ftp://x', 'https://x/keyhold', 'https://x?a=1', 'not a url']) {
+        const badUrl = await runCli(env({ KEYHOLD_PUBLIC_URL: bad }), ['dashboard', 'link', '--operator', '--json']);
+        assert.equal(badUrl.code, 2, bad);
+        assert.match(JSON.stringify(badUrl.json), /KEYHOLD_PUBLIC_URL/);
+      }
       const unknown = await runCli(env(), ['dashboard', 'link', '--workspace', 'ws_nope', '--json']);
       assert.equal(unknown.code, 1);
       assert.equal(await links(), before);

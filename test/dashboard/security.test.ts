@@ -224,6 +224,50 @@ for (const dialect of DIALECTS) {
       assert.ok(!everything.includes(token) && !everything.includes(cookie.split('=')[1]) && !everything.includes(csrf));
     });
 
+    it('odd requests get a page or a 404, never a 500: repeated parameters, JSON bodies, long paths, huge forms', async () => {
+      const { cookie, csrf } = await signIn(w);
+      const repeated = await w.app.inject({ method: 'GET', url: '/dashboard/apis?cursor=a&cursor=b', headers: { cookie } });
+      assert.equal(repeated.statusCode, 200);
+      const apis = await count(w.store.db, 'apis');
+      const json = await w.app.inject({
+        method: 'POST',
+        url: '/dashboard/apis',
+        headers: { cookie, 'content-type': 'application/json', 'x-csrf-token': csrf },
+        payload: JSON.stringify({ name: { a: 1 } }),
+      });
+      assert.equal(json.statusCode, 415);
+      assert.match(String(json.headers['content-type']), /text\/html/);
+      const huge = await w.app.inject({
+        method: 'POST',
+        url: '/dashboard/apis',
+        headers: { ...FORM, cookie },
+        payload: form({ name: 'x'.repeat(300_000), _csrf: csrf }),
+      });
+      assert.equal(huge.statusCode, 413);
+      assert.equal(await count(w.store.db, 'apis'), apis);
+      for (const path of [`/dashboard/keys/${'a'.repeat(120)}`, `/dashboard/assets/${'a'.repeat(120)}`]) {
+        const long = await w.app.inject({ method: 'GET', url: path, headers: { cookie } });
+        assert.equal(long.statusCode, 404, path);
+      }
+    });
+
+    it('a change made in the dashboard is audited under the request id the browser got', async () => {
+      const { cookie, csrf } = await signIn(w);
+      const res = await w.app.inject({
+        method: 'POST',
+        url: '/dashboard/apis',
+        headers: { ...FORM, cookie },
+        payload: form({ name: 'traced', _csrf: csrf }),
+      });
+      const apiId = String(res.headers.location).split('/').pop()!;
+      const record = await w.store.db
+        .selectFrom('audit_logs')
+        .select('request_id')
+        .where('target_id', '=', apiId)
+        .executeTakeFirstOrThrow();
+      assert.equal(record.request_id, res.headers['x-request-id']);
+    });
+
     it('a ticket header sent from outside is not a caller', async () => {
       const res = await w.app.inject({
         method: 'POST',
@@ -255,13 +299,23 @@ for (const dialect of DIALECTS) {
       });
       assert.equal(made.statusCode, 303);
       const ws = await w.store.db.selectFrom('workspaces').select('id').where('name', '=', 'from the dashboard').executeTakeFirstOrThrow();
-      const audit = await w.store.db
-        .selectFrom('audit_logs')
-        .selectAll()
-        .where('workspace_id', '=', ws.id)
-        .where('event', '=', 'workspace.create')
-        .executeTakeFirstOrThrow();
-      assert.equal(audit.actor_type, 'dashboard_session');
+      const audit = await w.store.db.selectFrom('audit_logs').selectAll().where('workspace_id', '=', ws.id).orderBy('id').execute();
+      assert.deepEqual(
+        audit.map((a) => [a.event, a.actor_type]),
+        [
+          ['workspace.create', 'dashboard_operator'],
+          ['dashboard.workspace_choose', 'dashboard_operator'],
+        ],
+      );
+      // A form rendered for the workspace chosen before is refused once another tab chose a different one.
+      const stale = await w.app.inject({
+        method: 'POST',
+        url: '/dashboard/apis',
+        headers: { ...FORM, cookie },
+        payload: form({ name: 'stale', _csrf: csrf }),
+      });
+      assert.equal(stale.statusCode, 403);
+      assert.equal(await count(w.store.db, 'apis', ['workspace_id', ws.id]), 0);
     });
   });
 }

@@ -7,6 +7,8 @@ export const csrfInput = (csrf: string): Html => html`<input type="hidden" name=
 /** A time as `<time>` in UTC, or a dash when there is none. */
 export function when(ms: number | null | undefined): Html {
   if (ms === null || ms === undefined) return html`<span class="muted">—</span>`;
+  // A time beyond what a Date holds (stored before its bound was enforced) is shown as its number.
+  if (!Number.isFinite(new Date(ms).getTime())) return html`<span>${ms}</span>`;
   const iso = new Date(ms).toISOString();
   return html`<time datetime="${iso}">${iso.slice(0, 16).replace('T', ' ')} UTC</time>`;
 }

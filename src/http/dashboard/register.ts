@@ -41,6 +41,9 @@ const SECURITY_HEADERS = {
 export function registerDashboard(app: App, options: DashboardOptions): void {
   app.register(
     async (scope) => {
+      // Forms only: a JSON body never reaches a page (it could carry what a form field cannot, such as objects).
+      scope.removeContentTypeParser('application/json');
+      scope.setErrorHandler(failurePage);
       scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 256 * 1024 }, (_req, body, done) => {
         done(null, parseForm(body as string));
       });
@@ -69,7 +72,7 @@ function pageRouter(scope: App, app: App, options: DashboardOptions): PageRouter
         const token = sessionTokenOf(request.headers.cookie);
         const session = token ? await findSession(options.deps.store.db, token) : undefined;
         if (!session || !token) return noSession(request, reply);
-        if (method === 'POST' && !hasCsrfToken(request, token)) {
+        if (method === 'POST' && !hasCsrfToken(request, token, session.workspaceId)) {
           return sendPage(
             reply,
             errorPage(
@@ -82,11 +85,7 @@ function pageRouter(scope: App, app: App, options: DashboardOptions): PageRouter
         if (workspace && session.workspaceId === null) return reply.redirect('/dashboard/workspaces', 303);
         const ctx = context(request, reply, session, token, app, options);
         ctx.secureCookies = secureCookies(options);
-        try {
-          return answer(reply, await handler(ctx));
-        } catch (err) {
-          return failure(reply, err);
-        }
+        return answer(reply, await handler(ctx));
       },
     });
   };
@@ -106,22 +105,39 @@ function context(
   return {
     session,
     caller,
-    csrf: csrfTokenFor(token),
+    csrf: csrfTokenFor(token, session.workspaceId),
     params: (request.params ?? {}) as Record<string, string>,
-    query: (request.query ?? {}) as Record<string, string>,
+    query: singleValues(request.query),
     form: (request.body && typeof request.body === 'object' ? request.body : {}) as Form,
     deps: options.deps,
     request,
     reply,
     secureCookies: false,
-    perform: (method, operation, input) => performOperation(app, options.internal, caller, method, operation, input),
+    perform: async (method, operation, input) => {
+      const outcome = await performOperation<never>(app, options.internal, caller, method, operation, input);
+      // An outage or an internal failure is the error page (503/500), never a problem of the form.
+      if (!outcome.ok && outcome.status >= 500) {
+        throw new AppError(outcome.status === 503 ? 'store/unavailable' : 'internal', outcome.error.detail);
+      }
+      return outcome;
+    },
   };
 }
 
-function hasCsrfToken(request: FastifyRequest, token: string): boolean {
+function hasCsrfToken(request: FastifyRequest, token: string, workspaceId: string | null): boolean {
   const body = request.body as Form | undefined;
   const given = request.headers[CSRF_HEADER] ?? (body && typeof body === 'object' ? body[CSRF_FIELD] : undefined);
-  return isCsrfToken(token, given);
+  return isCsrfToken(token, workspaceId, given);
+}
+
+/** Query parameters as single strings: the first value of a repeated one (a page reads each parameter once). */
+function singleValues(query: unknown): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries((query ?? {}) as Record<string, unknown>)) {
+    const first = Array.isArray(value) ? value[0] : value;
+    if (typeof first === 'string') out[name] = first;
+  }
+  return out;
 }
 
 /**
@@ -139,10 +155,20 @@ function answer(reply: FastifyReply, result: PageResult) {
   return sendPage(reply, result.page, result.status ?? 200);
 }
 
-function failure(reply: FastifyReply, err: unknown) {
+/**
+ * Every failure under /dashboard is a page, never the API's JSON: a refused request (404, 403, …) names its
+ * reason, an outage is a 503, and anything unexpected is logged and a 500 without detail.
+ */
+function failurePage(err: unknown, request: FastifyRequest, reply: FastifyReply) {
   if (err instanceof AppError)
     return sendPage(reply, errorPage(err.status === 404 ? 'Not found' : 'Request failed', err.message), err.status);
   if (isStoreUnavailable(err))
     return sendPage(reply, errorPage('Unavailable', 'The database did not answer in time; try again shortly.'), 503);
-  throw err;
+  const code = (err as { code?: string }).code;
+  if (code === 'FST_ERR_CTP_BODY_TOO_LARGE') return sendPage(reply, errorPage('Request failed', 'The form is larger than 256 KiB.'), 413);
+  if (code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+    return sendPage(reply, errorPage('Request failed', 'Dashboard forms are sent as application/x-www-form-urlencoded.'), 415);
+  }
+  request.log.error({ err, requestId: request.id }, 'dashboard request failed');
+  return sendPage(reply, errorPage('Something went wrong', `The request failed; it has been logged as ${request.id}.`), 500);
 }

@@ -26,16 +26,20 @@ export function clearedSessionCookie(secure: boolean): string {
 }
 
 /**
- * The CSRF token of a session: an HMAC of a fixed label keyed by the session's own token. It is derived
- * (nothing more is stored), differs per session, and cannot be computed without the HttpOnly cookie.
+ * The CSRF token of a session acting in a workspace: an HMAC of a fixed label and the workspace id, keyed by
+ * the session's own token. It is derived (nothing more is stored), differs per session, and cannot be
+ * computed without the HttpOnly cookie. Binding it to the workspace makes a form an operator rendered for one
+ * workspace fail (403) after another tab chose a different one, instead of acting in the wrong workspace.
  */
-export const csrfTokenFor = (sessionToken: string): string =>
-  createHmac('sha256', sessionToken).update('keyhold-dashboard-csrf').digest('base64url');
+export const csrfTokenFor = (sessionToken: string, workspaceId: string | null): string =>
+  createHmac('sha256', sessionToken)
+    .update(`keyhold-dashboard-csrf:${workspaceId ?? ''}`)
+    .digest('base64url');
 
-/** Whether `given` is the session's CSRF token (compared in constant time). */
-export function isCsrfToken(sessionToken: string, given: unknown): boolean {
+/** Whether `given` is the CSRF token of the session in its current workspace (compared in constant time). */
+export function isCsrfToken(sessionToken: string, workspaceId: string | null, given: unknown): boolean {
   if (typeof given !== 'string') return false;
-  const expected = Buffer.from(csrfTokenFor(sessionToken));
+  const expected = Buffer.from(csrfTokenFor(sessionToken, workspaceId));
   const actual = Buffer.from(given);
   return actual.length === expected.length && timingSafeEqual(actual, expected);
 }

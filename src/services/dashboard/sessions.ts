@@ -13,6 +13,8 @@ export const SIGN_IN_LINK_TTL_MS = 10 * 60_000;
 /** A dashboard session lasts this long from sign-in (no sliding renewal: sign in again). */
 export const SESSION_TTL_MS = 12 * 60 * 60_000;
 
+const DAY_MS = 24 * 60 * 60_000;
+
 /** Who a link or session is for: one workspace, or the operator (every workspace). */
 export type Audience = { workspaceId: string } | { operator: true };
 
@@ -40,6 +42,9 @@ export async function createSignInLink(
   const id = newId('dsl');
   const expiresAt = now + SIGN_IN_LINK_TTL_MS;
   await db.transaction().execute(async (tx) => {
+    // Links and sessions over a day past their end are of no use any more: each new link clears them away.
+    await tx.deleteFrom('dashboard_links').where('expires_at', '<', now - DAY_MS).execute();
+    await tx.deleteFrom('dashboard_sessions').where('expires_at', '<', now - DAY_MS).execute();
     await tx
       .insertInto('dashboard_links')
       .values({
@@ -131,11 +136,17 @@ export async function findSession(db: Db, token: string, now = Date.now()): Prom
   return { sessionId: row.id, operator, workspaceId, expiresAt: row.expires_at };
 }
 
-/** An operator session acts in this workspace from now on. */
-export async function chooseWorkspace(db: Db, session: DashboardSession, workspaceId: string): Promise<void> {
+/**
+ * An operator session acts in this workspace from now on. Audited in that workspace, so its log shows
+ * which operator session entered it before the changes that session makes there.
+ */
+export async function chooseWorkspace(db: Db, session: DashboardSession, workspaceId: string, now = Date.now()): Promise<void> {
   if (!session.operator) throw invalid([{ path: '/workspaceId', message: 'only an operator session chooses its workspace' }]);
-  await requireWorkspace(db, workspaceId);
-  await db.updateTable('dashboard_sessions').set({ workspace_id: workspaceId }).where('id', '=', session.sessionId).execute();
+  await db.transaction().execute(async (tx) => {
+    await requireWorkspace(tx, workspaceId);
+    await tx.updateTable('dashboard_sessions').set({ workspace_id: workspaceId }).where('id', '=', session.sessionId).execute();
+    await auditSession(tx, { ...session, workspaceId }, 'dashboard.workspace_choose', now);
+  });
 }
 
 /** Signs out: the session is refused from its next request on. Ending it twice is harmless. */
@@ -152,8 +163,11 @@ export async function endSession(db: Db, session: DashboardSession, now = Date.n
   });
 }
 
-/** The actor of what a session does: the session itself (its id names no secret). */
-export const sessionActor = (session: DashboardSession): Actor => ({ type: 'dashboard_session', id: session.sessionId });
+/** The actor of what a session does: the session itself (its id names no secret), an operator's told apart. */
+export const sessionActor = (session: DashboardSession): Actor => ({
+  type: session.operator ? 'dashboard_operator' : 'dashboard_session',
+  id: session.sessionId,
+});
 
 function auditSession(tx: Db, session: DashboardSession, event: string, now: number) {
   return recordAudit(

@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import { AppError, invalid, notFound, type FieldProblem } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
 import { permissionProblem } from '../../domain/permissions.ts';
+import { BOUNDS } from '../../domain/bounds.ts';
 import { generateRootKey, hashKey, isWellFormedRootKey, keyStart } from '../../crypto/keys.ts';
 import type { CompiledQuery } from 'kysely';
 import type { Db, Executor } from '../../store/store.ts';
@@ -26,6 +27,9 @@ export interface NewRootKey {
   rootKey?: string;
 }
 
+/** A root key grants at most this many permissions (wildcards make more unnecessary). */
+export const MAX_ROOT_KEY_PERMISSIONS = 1000;
+
 /** Every problem of a new root key's input, with the JSON path of its member. */
 function rootKeyProblems(input: NewRootKey): FieldProblem[] {
   const problems = input.permissions
@@ -37,8 +41,11 @@ function rootKeyProblems(input: NewRootKey): FieldProblem[] {
     problems.push({ path: '/rootKey', message: 'a root key is kh_root_ followed by 22 to 64 base58 characters' });
   }
   if (input.name !== undefined && input.name.length > 256) problems.push({ path: '/name', message: 'must be at most 256 characters' });
-  if (input.expiresAt !== undefined && !Number.isSafeInteger(input.expiresAt))
-    problems.push({ path: '/expiresAt', message: 'must be epoch milliseconds' });
+  const { minimum, maximum } = BOUNDS.timestamp;
+  if (input.expiresAt !== undefined && !(Number.isSafeInteger(input.expiresAt) && input.expiresAt >= minimum && input.expiresAt <= maximum))
+    problems.push({ path: '/expiresAt', message: `must be epoch milliseconds, ${minimum}..${maximum}` });
+  if (input.permissions.length > MAX_ROOT_KEY_PERMISSIONS)
+    problems.push({ path: '/permissions', message: `at most ${MAX_ROOT_KEY_PERMISSIONS} permissions` });
   return problems;
 }
 

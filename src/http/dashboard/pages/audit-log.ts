@@ -26,9 +26,9 @@ async function render(ctx: PageContext): Promise<PageResult> {
     target(l),
     l.diff ? html`<code>${JSON.stringify(l.diff)}</code>` : '',
   ]);
-  const options = events.map((e) => html`<option value="${e}"${e === event ? html` selected` : ''}>${e}</option>`);
+  const options = events.map((e) => html`<option value="${e}"></option>`);
   const main = html`<form method="get" action="${PATH}" class="panel" aria-label="Filter">
-<div class="field"><label for="f-event">Event</label><select id="f-event" name="event"><option value="">All events</option>${options}</select></div>
+<div class="field"><label for="f-event">Event</label><input id="f-event" name="event" list="audit-events" value="${event ?? ''}" aria-describedby="f-event-hint"><datalist id="audit-events">${options}</datalist><p class="hint" id="f-event-hint">Empty: every event.</p></div>
 <div class="field"><label for="f-target">Target ID</label><input id="f-target" name="targetId" value="${targetId ?? ''}"></div>
 <div class="actions"><button type="submit">Filter</button>${event || targetId ? html`<a href="${PATH}">Clear</a>` : ''}</div>
 </form>
