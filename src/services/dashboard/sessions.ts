@@ -43,8 +43,14 @@ export async function createSignInLink(
   const expiresAt = now + SIGN_IN_LINK_TTL_MS;
   await db.transaction().execute(async (tx) => {
     // Links and sessions over a day past their end are of no use any more: each new link clears them away.
-    await tx.deleteFrom('dashboard_links').where('expires_at', '<', now - DAY_MS).execute();
-    await tx.deleteFrom('dashboard_sessions').where('expires_at', '<', now - DAY_MS).execute();
+    await tx
+      .deleteFrom('dashboard_links')
+      .where('expires_at', '<', now - DAY_MS)
+      .execute();
+    await tx
+      .deleteFrom('dashboard_sessions')
+      .where('expires_at', '<', now - DAY_MS)
+      .execute();
     await tx
       .insertInto('dashboard_links')
       .values({
