@@ -12,6 +12,8 @@ import { answerClientError } from './http/connection-errors.ts';
 import { registerDocs, registerOpenApiRoute } from './http/docs.ts';
 import { ErrorEnvelope } from './http/schemas/common.ts';
 import { ROUTES } from './http/v1/operations.ts';
+import { V2_ROUTES } from './http/v2/operations.ts';
+import { V2ErrorEnvelope } from './http/v2/envelope.ts';
 import { VerifyKeyBody } from './http/schemas/keys.ts';
 import { LimitBody } from './http/schemas/ratelimits.ts';
 import { createLane, createLaneServer, type Lane } from './http/lane.ts';
@@ -74,6 +76,7 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
   const parseJson = installInputChecks(app);
   app.setErrorHandler(errorHandler);
   app.addSchema(ErrorEnvelope);
+  app.addSchema(V2ErrorEnvelope);
   app.decorateRequest('caller', null as never);
 
   const metrics = createMetrics(options.processMetrics ?? false);
@@ -85,6 +88,7 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
   const { verifier, limiter, cache, readiness, ratelimits } = runtime;
   const deps: Deps = { store, vault: options.vault, verifier, limiter, cache, readiness, ratelimits };
   for (const register of ROUTES) register(app, deps);
+  for (const register of V2_ROUTES) register(app, deps);
   registerDashboard(app, { deps, internal, publicUrl: options.publicUrl ?? 'http://127.0.0.1' });
   metrics.watch({ verifier, cache, health: runtime.health, jobs: () => jobQueueStats(store.db) });
   lane = createLane({

@@ -20,6 +20,13 @@ export const TAGS: ReadonlyArray<{ name: string; description: string }> = [
   { name: 'analytics', description: 'Verification counts by outcome, key, identity and time.' },
   { name: 'audit', description: "The workspace's audit log: every change, who made it and when." },
   { name: 'health', description: 'Liveness and readiness of the server. They need no root key.' },
+  { name: 'v2 apis', description: "Unkey v2's apis.* operations, on the same APIs and keys as v1." },
+  { name: 'v2 keys', description: "Unkey v2's keys.* operations, on the same keys as v1." },
+  { name: 'v2 identities', description: "Unkey v2's identities.* operations." },
+  { name: 'v2 permissions', description: "Unkey v2's permissions.* operations: roles and permissions." },
+  { name: 'v2 ratelimit', description: "Unkey v2's ratelimit.* operations, on the same namespaces and counters as v1's ratelimits.*." },
+  { name: 'v2 analytics', description: "Unkey v2's analytics.* (not served: see the README)." },
+  { name: 'v2 health', description: "Unkey v2's liveness. It needs no root key." },
 ];
 
 const HEALTH_TAG = 'health';
@@ -29,6 +36,9 @@ const ROOT_KEY = [{ rootKey: [] }];
 export function operationName(url: string): string | undefined {
   return /^\/v1\/([A-Za-z][\w.]*)$/.exec(url)?.[1];
 }
+
+/** The name of the operation at `/v2/<name>`; its operationId is `v2.<name>` (v1 has the bare names). */
+export const v2OperationName = (url: string): string | undefined => /^\/v2\/([A-Za-z][\w.]*)$/.exec(url)?.[1];
 
 /** The tag of an operation: its group (what precedes the dot of its name), or `health` for one outside a group. */
 export function operationTag(name: string): string {
@@ -45,10 +55,13 @@ export function documentOperation({ schema, url, route }: { schema: FastifySchem
   schema: FastifySchema;
   url: string;
 } {
-  const name = operationName(url);
+  const v1 = operationName(url);
+  const v2 = v2OperationName(url);
+  const name = v1 ?? v2;
   if (!name) return { schema, url };
   const security = route.config?.public ? [] : ((schema as { security?: unknown[] } | undefined)?.security ?? ROOT_KEY);
-  return { url, schema: { ...schema, operationId: name, tags: [operationTag(name)], security } as FastifySchema };
+  const [operationId, tag] = v1 ? [name, operationTag(name)] : [`v2.${name}`, `v2 ${operationTag(name)}`];
+  return { url, schema: { ...schema, operationId, tags: [tag], security } as FastifySchema };
 }
 
 /** `/openapi.json`, generated from the route schemas, and the `/docs` page that renders it, grouped by tag. */

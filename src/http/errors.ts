@@ -3,6 +3,7 @@ import { AppError, ERROR_CATALOG, STATUS_TITLES, errorTypeUri, invalid, type Err
 import { isForeignKeyViolation, isStoreUnavailable } from '../store/errors.ts';
 import { validationProblems, type AjvIssue } from './validation.ts';
 import { discardRequestBody } from './connection-errors.ts';
+import { isV2Path, v2ErrorResponse } from './v2/errors.ts';
 
 /** Maps anything thrown during a request to a catalog kind. */
 function classify(err: unknown): AppError {
@@ -55,15 +56,20 @@ export function envelope(requestId: string, err: AppError) {
 }
 
 export function sendError(request: FastifyRequest, reply: FastifyReply, kind: ErrorKind, detail: string) {
-  const err = new AppError(kind, detail);
-  return reply.code(err.status).send(envelope(request.id, err));
+  const { status, body } = rendered(request.url, request.id, new AppError(kind, detail));
+  return reply.code(status).send(body);
+}
+
+/** An error as the API version of `url` answers it: v2's envelope and statuses under /v2/, else the catalog's. */
+function rendered(url: string, requestId: string, err: AppError): { status: number; body: object } {
+  return isV2Path(url) ? v2ErrorResponse(requestId, err) : { status: err.status, body: envelope(requestId, err) };
 }
 
 /** The status and envelope answering anything thrown during a request; an internal failure is logged with the request id. */
 export function errorResponse(err: unknown, requestId: string, url: string, log: FastifyBaseLogger | undefined) {
   const appErr = classify(err);
   if (appErr.kind === 'internal') log?.error({ err, requestId, url }, 'request failed');
-  return { status: appErr.status, body: envelope(requestId, appErr) };
+  return rendered(url, requestId, appErr);
 }
 
 export async function errorHandler(err: FastifyError | AppError, request: FastifyRequest, reply: FastifyReply) {

@@ -80,7 +80,7 @@ function authenticate(guard: RootKeyGuard, internal: InternalCallers) {
   return async (request: FastifyRequest, reply: FastifyReply) => {
     reply.header('X-Request-Id', request.id);
     const url = request.routeOptions.url;
-    if (!url?.startsWith('/v1/') || request.routeOptions.config.public) return;
+    if (!(url?.startsWith('/v1/') || url?.startsWith('/v2/')) || request.routeOptions.config.public) return;
     // An in-process request of the dashboard carries its session's caller (internal-callers.ts), with the
     // dashboard request's id: audit records of the change name the request the browser made.
     const ticketed = request.headers[TICKET_HEADER] === undefined ? undefined : internal.take(request.headers[TICKET_HEADER]);

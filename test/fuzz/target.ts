@@ -145,13 +145,13 @@ export interface Answer {
 }
 
 /** What is wrong with `res`, given the row counts before and after it. */
-export function violations(res: Answer, before: Counts, after: Counts): string[] {
+export function violations(res: Answer, before: Counts, after: Counts, path = ''): string[] {
   const out: string[] = [];
   if (res.status >= 500) out.push(`status ${res.status}`);
   const rid = res.headers['x-request-id'];
   if (typeof rid !== 'string' || !/^req_/.test(rid)) out.push(`X-Request-Id is ${JSON.stringify(rid)}`);
   if (res.status < 300) return out;
-  out.push(...envelopeProblems(res, rid));
+  out.push(...(path.startsWith('/v2/') ? v2EnvelopeProblems(res, rid) : envelopeProblems(res, rid)));
   if (res.status >= 400) {
     const changed = Object.keys(after).filter((t) => after[t] !== before[t]);
     if (changed.length) out.push(`rejected but wrote: ${changed.map((t) => `${t} ${before[t]} → ${after[t]}`).join(', ')}`);
@@ -176,6 +176,24 @@ function envelopeProblems(res: Answer, rid: unknown): string[] {
   if (e.message !== e.detail) out.push('error.message ≠ error.detail');
   if (e.docs !== e.type) out.push('error.docs ≠ error.type');
   if (e.requestId !== rid) out.push(`error.requestId ${JSON.stringify(e.requestId)} ≠ header ${rid}`);
+  return out;
+}
+
+/** What is wrong with a /v2 error answer: v2's envelope (no v1 members), `errors` exactly on a 400. */
+function v2EnvelopeProblems(res: Answer, rid: unknown): string[] {
+  let json: { meta?: { requestId?: unknown }; error?: Record<string, unknown> };
+  try {
+    json = JSON.parse(res.body);
+  } catch {
+    return [`body is not JSON: ${res.body.slice(0, 200)}`];
+  }
+  const e = json?.error ?? {};
+  const out: string[] = [];
+  if (json?.meta?.requestId !== rid) out.push(`meta.requestId ${JSON.stringify(json?.meta?.requestId)} ≠ header ${rid}`);
+  for (const m of ['title', 'detail', 'type']) if (typeof e[m] !== 'string' || !e[m]) out.push(`error.${m} missing`);
+  if (e.status !== res.status) out.push(`error.status ${e.status} ≠ ${res.status}`);
+  if (typeof e.type === 'string' && !e.type.startsWith('https://unkey.com/docs/errors/')) out.push(`error.type ${e.type}`);
+  if ((res.status === 400) !== Array.isArray(e.errors)) out.push(`error.errors ${JSON.stringify(e.errors)} on a ${res.status}`);
   return out;
 }
 
@@ -239,7 +257,7 @@ export async function fuzzRoute(t: Target, op: Operation, numRuns: number, seed:
     run.cases++;
     run.statuses[res.status] = (run.statuses[res.status] ?? 0) + 1;
     run.kinds[req.kind] = (run.kinds[req.kind] ?? 0) + 1;
-    const problems = violations(res, before, after);
+    const problems = violations(res, before, after, op.path);
     // A seeded resource deleted: seed it anew, so that the next requests still reach past the lookups.
     if (res.status < 300 && /\.delete/.test(op.path)) await t.reseed(DELETES[op.path]);
     if (problems.length)

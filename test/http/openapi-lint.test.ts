@@ -58,7 +58,8 @@ describe('the OpenAPI document, for code generators', () => {
 
   test('every operation is named by its operationId (keys.verifyKey, liveness): unique, as in its URL', () => {
     const ids = operations().map(({ path, op }) => {
-      assert.equal(op.operationId, path.slice('/v1/'.length), `${path}: operationId`);
+      const name = path.slice('/v1/'.length);
+      assert.equal(op.operationId, path.startsWith('/v2/') ? `v2.${name}` : name, `${path}: operationId`);
       return op.operationId;
     });
     assert.equal(new Set(ids).size, ids.length);
@@ -69,7 +70,8 @@ describe('the OpenAPI document, for code generators', () => {
     const declared = new Map(TAGS.map((t) => [t.name, t.description]));
     for (const { path, op } of operations()) {
       const name = path.slice('/v1/'.length);
-      assert.deepEqual(op.tags, [name.includes('.') ? name.split('.')[0] : 'health'], `${path}: tags`);
+      const group = name.includes('.') ? name.split('.')[0] : 'health';
+      assert.deepEqual(op.tags, [path.startsWith('/v2/') ? `v2 ${group}` : group], `${path}: tags`);
     }
     const used = new Set(operations().flatMap(({ op }) => op.tags ?? []));
     assert.deepEqual(
