@@ -1,7 +1,8 @@
 import { ROUTES } from '../../src/http/v1/operations.ts';
+import { V2_ROUTES } from '../../src/http/v2/operations.ts';
 import type { App, Deps } from '../../src/http/types.ts';
 
-/** Every route the explicit route list registers, as the route files declare them. */
+/** Every route the explicit route lists (v1 and v2) register, as the route files declare them. */
 export function declaredRoutes(deps: Pick<Deps, 'store'>): Array<{ method: string; url: string; isPublic: boolean }> {
   const found: Array<{ method: string; url: string; isPublic: boolean }> = [];
   const add = (methods: string | string[], url: string, opts?: { config?: { public?: boolean } }) => {
@@ -25,6 +26,6 @@ export function declaredRoutes(deps: Pick<Deps, 'store'>): Array<{ method: strin
   };
   // Anything else a route file might call on the app (decorators, schemas) is accepted and ignored.
   const recorder: unknown = new Proxy(target, { get: (t, p) => (typeof p === 'string' && p in t ? t[p] : () => recorder) });
-  for (const register of ROUTES) register(recorder as App, deps as Deps);
+  for (const register of [...ROUTES, ...V2_ROUTES]) register(recorder as App, deps as Deps);
   return found;
 }
