@@ -45,6 +45,8 @@ export interface Case {
   answeredBy?: AnsweredBy;
   /** The key this case verifies (verify cases only). */
   keyBody?: Record<string, unknown>;
+  /** A v2 verify case: `{key}` sent with the root key, answered in v2's envelope (see verifyBody). */
+  v2?: true;
   /** What a ratelimits.limit case asks (sent with the root key; see ratelimitBody). */
   ratelimit?: { async: boolean; uniqueIdentifiers?: boolean };
   /** The only stores it runs on (absent: every store it fits, see runsOn). */
@@ -70,6 +72,14 @@ const verifyValid =
 const noCreditsNoLimit = verifyValid((b) =>
   b.remaining === undefined && b.ratelimit === undefined ? undefined : `unexpected remaining/ratelimit: ${JSON.stringify(b)}`,
 );
+
+/** A v2 keys.verifyKey answer `{meta, data}` whose data is VALID with nothing else to spend or limit. */
+const v2NoCreditsNoLimit = (status: number, body: any): string | undefined => {
+  if (status !== 200) return `status ${status}: ${JSON.stringify(body)}`;
+  const data = body?.data;
+  if (data?.valid !== true || data?.code !== 'VALID') return `not VALID: ${JSON.stringify(body)}`;
+  return data.credits === undefined && data.ratelimits === undefined ? undefined : `unexpected credits/ratelimits: ${JSON.stringify(body)}`;
+};
 
 export const BASELINE: Case = {
   id: 'baseline',
@@ -97,6 +107,9 @@ export const LIMIT: Case = {
 /** The id of the lane's cached-key case and of the same request through Fastify's route: their ratio is the lane's gain. */
 export const LANE_CASE_ID = 'verify-cached';
 export const ROUTE_CASE_ID = 'verify-route';
+/** v2's keys.verifyKey of a key like the lane case's: its ratio to that case is v2's cost over v1's. */
+export const V2_CASE_ID = 'verify-v2';
+export const VERIFY_V2_PATH = '/v2/keys.verifyKey';
 
 export const VERIFY_CASES: Case[] = [
   {
@@ -110,7 +123,19 @@ export const VERIFY_CASES: Case[] = [
     check: noCreditsNoLimit,
   },
   {
-    // The case above, bypassing the lane (ROUTE_CONTENT_TYPE): what the lane gains stays measurable. SQLite
+    // The same key verified through v2: root-key authentication and v2's permission check before the same
+    // verifier, answered by Fastify's route (the lane takes v1 only).
+    id: V2_CASE_ID,
+    label: 'v2 verifyKey cached, no credits (root key)',
+    method: 'POST',
+    path: VERIFY_V2_PATH,
+    answeredBy: 'fastify',
+    keyBody: {},
+    v2: true,
+    check: v2NoCreditsNoLimit,
+  },
+  {
+    // The lane case, bypassing the lane (ROUTE_CONTENT_TYPE): what the lane gains stays measurable. SQLite
     // only: the gain does not depend on the store, and the whole bench must fit in 10 minutes.
     id: ROUTE_CASE_ID,
     only: ['sqlite'],
@@ -216,6 +241,9 @@ export const CREATE_KEY: Case = {
   target: { sqlite: ofLimit(0.25), postgres: ofLimit(0.12) },
   check: (status, body) => (status === 200 && typeof body?.keyId === 'string' ? undefined : `status ${status}: ${JSON.stringify(body)}`),
 };
+
+/** The body of a verify case's request: v1's names the API, v2's only the key (its API comes with the root key). */
+export const verifyBody = (kase: Case, apiId: string, key: string): string => JSON.stringify(kase.v2 ? { key } : { apiId, key });
 
 /** Every case but the two references (always measured), in the order they run (keys.createKey last: it grows the store). */
 export const CASES: Case[] = [...VERIFY_CASES, ...RATELIMIT_CASES, CREATE_KEY];

@@ -1,7 +1,7 @@
 // The cases' setup for `npm run bench` (bench/run.ts): the API and keys they need, their requests, and the
 // checks each case passes before it is measured (and once after each of its runs).
 
-import { BASELINE, LANE_CONTENT_TYPE, LIMIT, ratelimitBody, runsOn, type Case, type StoreKind } from './cases.ts';
+import { BASELINE, LANE_CONTENT_TYPE, LIMIT, ratelimitBody, runsOn, verifyBody, type Case, type StoreKind } from './cases.ts';
 import { base58 } from './processes.ts';
 import { answeredBy, call, type Load, type Server } from './server.ts';
 
@@ -38,7 +38,8 @@ export async function prepare(server: Server, store: StoreKind, cases: Case[], l
     } else {
       const created = await post('/v1/keys.createKey', { apiId, prefix: 'bench', name: kase.id, ...kase.keyBody });
       if (created.status !== 200) throw new Error(`keys.createKey (${kase.id}): ${created.status} ${JSON.stringify(created.json)}`);
-      prepared.push({ kase, load: { method, path, contentType, body: verify(created.json.key) } });
+      const body = verifyBody(kase, apiId, created.json.key);
+      prepared.push({ kase, load: { method, path, contentType, body, rootKey: kase.v2 ? rootKey : undefined } });
     }
   }
   return prepared;

@@ -2,7 +2,17 @@
 // its ratios to the two references (the limit and the Fastify baseline), the rows of the results table (the
 // many-key cases add theirs, bench/many-keys.ts) and the verification lane's gain over Fastify's route.
 
-import { BASELINE, LANE_CASE_ID, LIMIT, ROUTE_CASE_ID, type AnsweredBy, type Case, type StoreKind, type Target } from './cases.ts';
+import {
+  BASELINE,
+  LANE_CASE_ID,
+  LIMIT,
+  ROUTE_CASE_ID,
+  V2_CASE_ID,
+  type AnsweredBy,
+  type Case,
+  type StoreKind,
+  type Target,
+} from './cases.ts';
 
 export interface RunResult {
   store: StoreKind;
@@ -146,4 +156,19 @@ export function laneVsRoute(summaries: CaseSummary[]): LaneVsRoute[] {
     });
   }
   return result;
+}
+
+/** Per store where both were measured: v2's keys.verifyKey over v1's of the same kind of key (throughput and server CPU ratios). */
+export function v2VsV1(summaries: CaseSummary[]): Array<{ store: StoreKind; throughput: number; cpu?: number }> {
+  return summaries
+    .filter((s) => s.case === V2_CASE_ID)
+    .flatMap((v2) => {
+      const v1 = summaries.find((s) => s.case === LANE_CASE_ID && s.store === v2.store);
+      if (!v1) return [];
+      const cpu =
+        v2.serverCpuUsPerRequest !== undefined && v1.serverCpuUsPerRequest
+          ? v2.serverCpuUsPerRequest / v1.serverCpuUsPerRequest
+          : undefined;
+      return [{ store: v2.store, throughput: v2.ratio / v1.ratio, cpu }];
+    });
 }

@@ -16,8 +16,9 @@
 // checks that every case answers correctly, then measures with autocannon's one repeated request
 // (bench/cases.ts, bench/measure.ts):
 //   - limit: the verify request (path, Content-Type, body shape) sent to the limit server;
-//   - keys.verifyKey, cached key: no credits (target ≥ 0.85 of the limit), through Fastify's route instead of
-//     the lane (SQLite only; the lane/route gain is printed), with credits (SQLite ≥ 0.65 of the baseline, PostgreSQL ≥ 0.50
+//   - keys.verifyKey, cached key: no credits (target ≥ 0.85 of the limit), the same key through v2
+//     (/v2/keys.verifyKey with the bootstrap root key, Fastify's route; its ratio to v1's is printed), through
+//     Fastify's route instead of the lane (SQLite only; the lane/route gain is printed), with credits (SQLite ≥ 0.65 of the baseline, PostgreSQL ≥ 0.50
 //     of the limit), with a `consistent` and with a `fast` rate limit;
 //   - ratelimits.limit (root key, a limit that never refuses, namespace random per run): async and sync on one
 //     identifier, sync with a new identifier per request (the only cases on sqlite+redis);
@@ -49,7 +50,7 @@
 //   BENCH_STORES       comma-separated subset of "sqlite,postgres,sqlite+redis" (default: sqlite, plus postgres
 //                      and sqlite+redis when their URL is set); a store none of the chosen cases runs on is skipped
 //   BENCH_CASES        comma-separated subset of the case ids (default: all; the two references always run):
-//                      verify-cached, verify-route, verify-credits, verify-ratelimit-consistent,
+//                      verify-cached, verify-v2, verify-route, verify-credits, verify-ratelimit-consistent,
 //                      verify-ratelimit-fast, ratelimit-async, ratelimit-sync, ratelimit-sync-unique,
 //                      create-key, many-keys (misses, hits, RSS, unknown keys), cold-start
 //   BENCH_KEYS         distinct keys of the many-key cases (default 100000)

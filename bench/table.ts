@@ -3,7 +3,7 @@
 // many-key cases' own rows (many-keys.ts).
 
 import type { CaseSummary } from './report.ts';
-import { fmt, laneVsRoute } from './report.ts';
+import { fmt, laneVsRoute, v2VsV1 } from './report.ts';
 
 export interface Row {
   case: string;
@@ -74,6 +74,11 @@ export function notes(summaries: CaseSummary[], rows: Row[]): string[] {
         ? ''
         : `, ${fmt(c.cpu, 2)}× the server CPU (${fmt(c.laneCpuUsPerRequest!, 0)} vs ${fmt(c.routeCpuUsPerRequest!, 0)} µs/req)`),
   );
+  for (const c of v2VsV1(summaries))
+    lines.push(
+      `v2 verifyKey vs v1's (${c.store}): ${fmt(c.throughput, 2)}× the throughput` +
+        (c.cpu === undefined ? '' : `, ${fmt(c.cpu, 2)}× the server CPU per request`),
+    );
   const withTarget = rows.filter((r) => r.met !== undefined);
   const missed = withTarget.filter((r) => !r.met);
   lines.push(

@@ -17,7 +17,8 @@ import { V2ErrorEnvelope } from './http/v2/envelope.ts';
 import { VerifyKeyBody } from './http/schemas/keys.ts';
 import { LimitBody } from './http/schemas/ratelimits.ts';
 import { createLane, createLaneServer, type Lane } from './http/lane.ts';
-import { ratelimitsLimitOperation, verifyKeyOperation } from './http/lane-operations.ts';
+import { ratelimitsLimitOperation, verifyKeyOperation, verifyKeyV2Operation } from './http/lane-operations.ts';
+import { VerifyKeyV2Body } from './http/v2/verify-data.ts';
 import type { App, Deps } from './http/types.ts';
 import type { Store } from './store/store.ts';
 import { registerDashboard } from './http/dashboard/register.ts';
@@ -95,6 +96,7 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
     operations: [
       verifyKeyOperation(verifier, guardedValidator(bodyAjv, VerifyKeyBody, 'body')),
       ratelimitsLimitOperation(guard, ratelimits, guardedValidator(bodyAjv, LimitBody, 'body')),
+      verifyKeyV2Operation(guard, deps, guardedValidator(bodyAjv, VerifyKeyV2Body, 'body')),
     ],
     parseJson,
     metrics,

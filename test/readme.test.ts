@@ -33,6 +33,17 @@ describe('README.md matches the code', () => {
     assert.deepEqual([...documented].sort(), [...routes].sort(), 'add (or remove) the operation in the README operations table');
   });
 
+  test('the v2 table lists exactly the registered /v2 routes, each beside a registered /v1 route or none', () => {
+    const routes = declaredRoutes({ store: {} as Store }).map((r) => `${r.method} ${r.url}`);
+    const rows = [...section('v2-operations').matchAll(/^\| (—|`(?:GET|POST) \/v1\/[^`]+`) \| `((?:GET|POST) \/v2\/[^`]+)` \|/gm)];
+    assert.deepEqual(
+      rows.map((m) => m[2]).sort(),
+      routes.filter((r) => r.includes(' /v2/')).sort(),
+      'add (or remove) the operation in the README v2 table',
+    );
+    for (const [, v1] of rows) if (v1 !== '—') assert.ok(routes.includes(v1.slice(1, -1)), `${v1} is not a registered route`);
+  });
+
   test('the permission table lists every type and action', () => {
     for (const [type, actions] of Object.entries(ACTIONS)) {
       assert.ok(

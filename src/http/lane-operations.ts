@@ -12,6 +12,9 @@ import { VerifyKeyResult } from './schemas/keys.ts';
 import type { Deps } from './types.ts';
 import { answerVerifyKey, VERIFY_BODY_LIMIT, VERIFY_PATH } from './v1/routes/keys.verify-key.ts';
 import { RATELIMIT_LIMIT_PATH } from './v1/routes/ratelimits.limit.ts';
+import { VERIFY_V2_PATH, verifyKeyV2 } from './v2/routes/keys.verify-key.ts';
+import { VERIFY_V2_BODY_LIMIT, VerifyKeyV2Data, type VerifyKeyV2Input } from './v2/verify-data.ts';
+import { ok, v2Responses } from './v2/envelope.ts';
 
 /**
  * The largest ratelimits.limit body the lane takes. Its route takes up to the app's bodyLimit (5 MiB); a
@@ -42,6 +45,22 @@ export function ratelimitsLimitOperation(guard: RootKeyGuard, ratelimits: Deps['
     serialize: fastJsonStringify(LimitResult) as (result: unknown) => string,
     authenticate: (req, requestId, headers) => authenticate(guard, req, requestId, headers),
     run: (body, caller) => limit(ratelimits, caller as Caller, body as LimitInput),
+  };
+}
+
+/**
+ * v2's keys.verifyKey in the lane: authenticated as ratelimits.limit is (a root key with verify_key), then the
+ * route's own function (http/v2/routes/keys.verify-key.ts) and its v2 envelope; errors take v2's envelope
+ * from the path (http/errors.ts).
+ */
+export function verifyKeyV2Operation(guard: RootKeyGuard, deps: Deps, validate: Validate): LaneOperation {
+  return {
+    path: VERIFY_V2_PATH,
+    maxBody: VERIFY_V2_BODY_LIMIT,
+    validate,
+    serialize: fastJsonStringify(v2Responses(VerifyKeyV2Data)[200]) as (result: unknown) => string,
+    authenticate: (req, requestId, headers) => authenticate(guard, req, requestId, headers),
+    run: async (body, caller, requestId) => ok(requestId, await verifyKeyV2(deps, caller as Caller, body as VerifyKeyV2Input)),
   };
 }
 

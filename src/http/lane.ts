@@ -6,6 +6,8 @@ import { newId } from '../domain/ids.ts';
 import { invalid } from '../domain/errors.ts';
 import type { Caller } from '../services/caller.ts';
 import { errorResponse } from './errors.ts';
+import { isV2Path } from './v2/errors.ts';
+import { V2ErrorEnvelope } from './v2/envelope.ts';
 import { answerShuttingDown } from './connection-errors.ts';
 import { validationProblems } from './validation.ts';
 import { parseWith, type Validate } from './input-guards.ts';
@@ -113,8 +115,9 @@ export function createLane(deps: LaneDeps): Lane {
 
 /** Answers one body the lane read, as the route would: authenticate, parse, validate, run, serialize, count in the metrics. */
 function createAnswer(op: LaneOperation, { parseJson, metrics, logger, accessLog }: LaneDeps) {
-  const serializeError = fastJsonStringify(ErrorEnvelope);
   const { path } = op;
+  // Errors take the envelope of the path's API version (http/errors.ts renders them so).
+  const serializeError = fastJsonStringify(isV2Path(path) ? V2ErrorEnvelope : ErrorEnvelope);
 
   return async function answer(req: IncomingMessage, res: ServerResponse, requestId: string, started: number, text: string) {
     let status = 200;

@@ -60,6 +60,11 @@ export interface KeyRow {
   refill_day: number | null;
   last_refill_at: number | null;
   migration_id: string | null;
+  /**
+   * Set while the key's hash is another algorithm's (its migration's): a verification naming that migration
+   * rewrites it to Keyhold's. Optional: rows written without it (every key Keyhold hashes itself) store NULL.
+   */
+  pending_migration_id?: string | null;
   created_at: number;
   updated_at: number;
   last_used_at: number | null;
@@ -177,6 +182,8 @@ export interface KeyMigrationRow {
   id: string;
   workspace_id: string;
   name: string | null;
+  /** How its keys were hashed (MigrationAlgorithm). */
+  algorithm: string;
   created_at: number;
   updated_at: number;
 }

@@ -9,6 +9,7 @@ import * as initial from './schema-migrations/0001-initial.ts';
 import * as clampOutOfRange from './schema-migrations/0002-clamp-out-of-range-numbers.ts';
 import * as ratelimitNamespaces from './schema-migrations/0003-ratelimit-namespaces.ts';
 import * as dashboardSessions from './schema-migrations/0004-dashboard-sessions.ts';
+import * as migrationAlgorithms from './schema-migrations/0005-migration-algorithms.ts';
 
 export type Db = Kysely<Database>;
 export type Tx = Transaction<Database>;
@@ -59,6 +60,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0002-clamp-out-of-range-numbers': clampOutOfRange,
   '0003-ratelimit-namespaces': ratelimitNamespaces,
   '0004-dashboard-sessions': dashboardSessions,
+  '0005-migration-algorithms': migrationAlgorithms,
 };
 
 /**

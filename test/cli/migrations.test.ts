@@ -42,6 +42,41 @@ for (const dialect of DIALECTS) {
       assert.equal(status.json.status, 'completed_with_failures');
     });
 
+    test('migrations create --algorithm: stored on the migration (default sha256) and audited; an unknown one → 2, nothing created', async () => {
+      const algorithmOf = async (migrationId: string) =>
+        (await w.store.db.selectFrom('key_migrations').select('algorithm').where('id', '=', migrationId).executeTakeFirstOrThrow())
+          .algorithm;
+      const plain = await run<{ migrationId: string }>('migrations', 'create', '--workspace', w.workspaceId);
+      assert.equal(await algorithmOf(plain.json.migrationId), 'sha256');
+      for (const algorithm of ['sha256', 'sha256_hex', 'sha256_base64url', 'github.com/seamapi/prefixed-api-key']) {
+        const created = await run<{ migrationId: string }>('migrations', 'create', '--workspace', w.workspaceId, '--algorithm', algorithm);
+        assert.equal(created.code, 0, JSON.stringify(created.json));
+        assert.deepEqual(Object.keys(created.json), ['migrationId']);
+        assert.equal(await algorithmOf(created.json.migrationId), algorithm);
+        const audit = await w.store.db
+          .selectFrom('audit_logs')
+          .select('diff')
+          .where('target_id', '=', created.json.migrationId)
+          .executeTakeFirstOrThrow();
+        assert.equal(JSON.parse(audit.diff!).algorithm, algorithm);
+      }
+      const text = await runCli({ DATABASE_URL: w.url }, [
+        'migrations',
+        'create',
+        '--workspace',
+        w.workspaceId,
+        '--algorithm',
+        'sha256_hex',
+      ]);
+      assert.equal(text.code, 0);
+      assert.match(text.out.join('\n'), /\(sha256_hex\) created/);
+      const before = await w.store.db.selectFrom('key_migrations').select('id').execute();
+      const bad = await run('migrations', 'create', '--workspace', w.workspaceId, '--algorithm', 'md5');
+      assert.deepEqual([bad.code, bad.json.error.kind], [2, 'usage']);
+      assert.match(String(bad.json.error.detail), /--algorithm must be one of sha256, sha256_hex/);
+      assert.equal((await w.store.db.selectFrom('key_migrations').select('id').execute()).length, before.length);
+    });
+
     test('errors: unknown workspace or migration → 1; missing options or a bad --concurrency → 2', async () => {
       const unknownWs = await run('migrations', 'create', '--workspace', 'ws_nope');
       assert.deepEqual([unknownWs.code, unknownWs.json.error.kind], [1, 'data/workspace-not-found']);

@@ -91,6 +91,12 @@ const SEEDED: Record<string, ReadonlyArray<keyof Seeds | 'fresh-hash'>> = {
   'permissions[]': ['permissionSlug'],
   'authorization.permissions': ['permissionSlug'],
   'hash.value': ['fresh-hash'],
+  // v2 keys.migrateKeys: each key's hash, in the seeded migration's algorithm (sha256).
+  'keys.hash': ['fresh-hash'],
+  // v2 names an identity, permission or role by id or by externalId, slug or name in one member.
+  identity: ['identityId', 'externalId'],
+  permission: ['permissionId', 'permissionSlug'],
+  role: ['roleId', 'roleName'],
 };
 
 export interface Options {

@@ -49,6 +49,10 @@ const DELETES: Record<string, Part[]> = {
   '/v1/identities.deleteIdentity': ['identity'],
   '/v1/ratelimits.deleteNamespace': ['namespace', 'override'],
   '/v1/ratelimits.deleteOverride': ['override'],
+  '/v2/apis.deleteApi': ['api', 'key'],
+  '/v2/identities.deleteIdentity': ['identity'],
+  '/v2/permissions.deleteRole': ['role'],
+  '/v2/permissions.deletePermission': ['permission'],
 };
 
 /**

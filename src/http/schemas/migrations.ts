@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { Meta, OneOf, Bounded } from './common.ts';
 import { LinkName, Refill } from './keys.ts';
+import { HASH_VARIANTS } from '../../services/migrations/hash-algorithms.ts';
 
 /** The createKeys form of a key's rate limit, stored as its auto-applied limit `default`: `limit` requests per `refillInterval` ms. */
 export const MigrationRatelimit = Type.Object(
@@ -32,10 +33,17 @@ export const ImportItem = Type.Object(
     hash: Type.Optional(
       Type.Object(
         {
-          value: Type.String({ description: 'Standard base64 (with padding) of the SHA-256 of the whole key.' }),
-          variant: OneOf(['sha256_base64'] as const),
+          value: Type.String({
+            description:
+              'The hash in the form of `variant`: `sha256_base64` standard base64 (with padding) of the SHA-256 of the whole key; `sha256_hex` its 64 hex digits; `sha256_base64url` its base64url; `github.com/seamapi/prefixed-api-key` the 64 hex digits of the SHA-256 of the long token of `<prefix>_<short>_<long>`.',
+          }),
+          variant: OneOf(HASH_VARIANTS),
         },
-        { additionalProperties: false },
+        {
+          additionalProperties: false,
+          description:
+            "How the key was hashed. `sha256_base64` is Keyhold's own form. In a migration (enqueueKeys), another variant must be the migration's algorithm: the key keeps that hash until its first verification naming the migration rewrites it. Without one (createKeys), `sha256_hex` and `sha256_base64url` are converted at once and the seam variant is refused.",
+        },
       ),
     ),
     start: Type.Optional(

@@ -8,6 +8,8 @@ import { recordAudit, callerAudit } from '../audit/record-audit.ts';
 import { requirePermissions, type Caller } from '../caller.ts';
 import { splitPage } from '../pagination.ts';
 import { transact } from '../changes.ts';
+import { containsText } from '../search.ts';
+import { ratelimitsOf, replaceRatelimits, type IdentityRatelimit, type IdentityRatelimitView } from './identity-ratelimits.ts';
 
 /**
  * The id of the workspace's identity with this externalId, created (environment `default`, no meta)
@@ -49,17 +51,12 @@ export async function ensureIdentity(
   return { id: row.id, created: row.id === id };
 }
 
-export interface IdentityRatelimit {
-  name: string;
-  limit: number;
-  duration: number;
-}
 export interface IdentityView {
   id: string;
   externalId: string;
   environment: string;
   meta: Record<string, unknown>;
-  ratelimits: IdentityRatelimit[];
+  ratelimits: IdentityRatelimitView[];
 }
 
 function identityProblems(input: { meta?: Record<string, unknown>; ratelimits?: IdentityRatelimit[] }): FieldProblem[] {
@@ -74,57 +71,13 @@ function identityProblems(input: { meta?: Record<string, unknown>; ratelimits?: 
   return problems;
 }
 
-async function ratelimitsOf(db: Executor, identityIds: string[]): Promise<Map<string, IdentityRatelimit[]>> {
-  const rows = identityIds.length
-    ? await db
-        .selectFrom('ratelimits')
-        .select(['identity_id', 'name', 'limit', 'duration'])
-        .where('identity_id', 'in', identityIds)
-        .orderBy('name')
-        .execute()
-    : [];
-  const byId = new Map<string, IdentityRatelimit[]>();
-  for (const r of rows)
-    byId.set(r.identity_id!, [...(byId.get(r.identity_id!) ?? []), { name: r.name, limit: r.limit, duration: r.duration }]);
-  return byId;
-}
-
-const view = (row: IdentityRow, limits: Map<string, IdentityRatelimit[]>): IdentityView => ({
+const view = (row: IdentityRow, limits: Map<string, IdentityRatelimitView[]>): IdentityView => ({
   id: row.id,
   externalId: row.external_id,
   environment: row.environment,
   meta: parseJson(row.meta) ?? {},
   ratelimits: limits.get(row.id) ?? [],
 });
-
-async function replaceRatelimits(
-  db: Executor,
-  workspaceId: string,
-  identityId: string,
-  limits: IdentityRatelimit[],
-  now: number,
-): Promise<void> {
-  await db.deleteFrom('ratelimits').where('identity_id', '=', identityId).execute();
-  if (limits.length === 0) return;
-  await db
-    .insertInto('ratelimits')
-    .values(
-      limits.map((r) => ({
-        id: newId('rl'),
-        workspace_id: workspaceId,
-        key_id: null,
-        identity_id: identityId,
-        name: r.name,
-        type: 'consistent',
-        limit: r.limit,
-        duration: r.duration,
-        auto_apply: 0,
-        created_at: now,
-        updated_at: now,
-      })),
-    )
-    .execute();
-}
 
 export interface CreateIdentityInput {
   externalId: string;
@@ -184,46 +137,75 @@ export async function createIdentity(db: Db, caller: Caller, input: CreateIdenti
 const conflict = (externalId: string) =>
   new AppError('data/conflict', `Identity with externalId "${externalId}" already exists in this workspace`);
 
-/** An identity of the caller's workspace by id or externalId, or 404. */
-async function findIdentity(db: Executor, workspaceId: string, by: { identityId?: string; externalId?: string }): Promise<IdentityRow> {
-  if (by.identityId === undefined && by.externalId === undefined) {
-    throw invalid([{ path: '/identityId', message: 'provide identityId or externalId' }]);
-  }
-  let q = db.selectFrom('identities').selectAll().where('workspace_id', '=', workspaceId);
-  q = by.identityId !== undefined ? q.where('id', '=', by.identityId) : q.where('external_id', '=', by.externalId!);
-  const row = await q.executeTakeFirst();
-  if (!row) throw notFound('identity', (by.identityId ?? by.externalId)!);
+/**
+ * How a request names an identity: `identityId` (wins) or `externalId` (v1), or `identity` holding either
+ * (v2; when one identity's id is another's externalId, the id wins).
+ */
+export interface IdentityLookup {
+  identityId?: string;
+  externalId?: string;
+  identity?: string;
+}
+
+/** An identity of the caller's workspace, or 404. */
+async function findIdentity(db: Executor, workspaceId: string, by: IdentityLookup): Promise<IdentityRow> {
+  const named = by.identityId ?? by.externalId ?? by.identity;
+  if (named === undefined) throw invalid([{ path: '/identityId', message: 'provide identityId or externalId' }]);
+  const q = db.selectFrom('identities').selectAll().where('workspace_id', '=', workspaceId);
+  const rows =
+    by.identityId !== undefined
+      ? await q.where('id', '=', by.identityId).execute()
+      : by.externalId !== undefined
+        ? await q.where('external_id', '=', by.externalId).execute()
+        : await q.where((eb) => eb.or([eb('id', '=', named), eb('external_id', '=', named)])).execute();
+  const row = rows.find((r) => r.id === named) ?? rows[0];
+  if (!row) throw notFound('identity', named);
   return row;
 }
 
-export async function getIdentity(db: Db, caller: Caller, by: { identityId?: string; externalId?: string }): Promise<IdentityView> {
+export async function getIdentity(db: Db, caller: Caller, by: IdentityLookup): Promise<IdentityView> {
   const row = await findIdentity(db, caller.workspaceId, by);
   requirePermissions(caller, `identity.${row.id}.read_identity`);
   return view(row, await ratelimitsOf(db, [row.id]));
 }
 
-export async function listIdentities(db: Db, caller: Caller, q: { environment: string; limit: number; cursor?: string }) {
+export interface ListIdentitiesQuery {
+  limit: number;
+  cursor?: string;
+  /** Only this environment's identities (v1 always names one); every environment when absent (v2). */
+  environment?: string;
+  /** Only identities whose id or externalId contains it, ignoring case (v2). */
+  search?: string;
+  /** Count the matching identities (v1's `total`); v2 has no total, so it skips the count. */
+  withTotal?: boolean;
+}
+
+export async function listIdentities(
+  db: Db,
+  caller: Caller,
+  q: ListIdentitiesQuery,
+): Promise<{ identities: IdentityView[]; total?: number; cursor?: string }> {
   requirePermissions(caller, 'identity.*.read_identity');
-  const base = db.selectFrom('identities').where('workspace_id', '=', caller.workspaceId).where('environment', '=', q.environment);
+  let base = db.selectFrom('identities').where('workspace_id', '=', caller.workspaceId);
+  if (q.environment !== undefined) base = base.where('environment', '=', q.environment);
+  if (q.search) base = base.where(containsText(['id', 'external_id'], q.search));
   const [rows, count] = await Promise.all([
     (q.cursor ? base.where('id', '>', q.cursor) : base)
       .selectAll()
       .orderBy('id')
       .limit(q.limit + 1)
       .execute(),
-    base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+    q.withTotal === false ? undefined : base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
   ]);
   const { page, cursor } = splitPage(rows, q.limit);
   const limits = await ratelimitsOf(
     db,
     page.map((r) => r.id),
   );
-  return { identities: page.map((r) => view(r, limits)), total: Number(count.n), cursor };
+  return { identities: page.map((r) => view(r, limits)), ...(count ? { total: Number(count.n) } : {}), cursor };
 }
 
-export interface UpdateIdentityInput {
-  identityId?: string;
-  externalId?: string;
+export interface UpdateIdentityInput extends IdentityLookup {
   meta?: Record<string, unknown>;
   ratelimits?: IdentityRatelimit[];
 }
@@ -268,10 +250,10 @@ export async function updateIdentity(db: Db, caller: Caller, input: UpdateIdenti
   });
 }
 
-/** Deletes the identity and its rate limits; its keys stay and lose the link. */
-export async function deleteIdentity(db: Db, caller: Caller, identityId: string): Promise<void> {
+/** Deletes the identity (named by id, or as IdentityLookup says) and its rate limits; its keys stay and lose the link. */
+export async function deleteIdentity(db: Db, caller: Caller, by: string | IdentityLookup): Promise<void> {
   await transact(db, async (tx, changes) => {
-    const row = await findIdentity(tx, caller.workspaceId, { identityId });
+    const row = await findIdentity(tx, caller.workspaceId, typeof by === 'string' ? { identityId: by } : by);
     requirePermissions(caller, `identity.${row.id}.delete_identity`);
     changes.identity(row.id);
     const now = Date.now();

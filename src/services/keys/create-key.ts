@@ -10,17 +10,24 @@ import { requirePermissions, type Caller } from '../caller.ts';
 import { ensureIdentity } from '../identities/identities.ts';
 import { requireApi } from '../lookups.ts';
 import { resolveOrCreateAll, type Named } from '../rbac/find-or-create-by-name.ts';
-import { defaultRatelimitRow, keyAttributeProblems, refillColumns, type KeyAttributes } from './key-attributes.ts';
+import { resolveReferences } from '../rbac/resolve-references.ts';
+import { defaultRatelimitRow, keyAttributeProblems, namedRatelimitRow, refillColumns, type KeyAttributes } from './key-attributes.ts';
 
 export interface CreateKeyInput extends KeyAttributes {
   byteLength?: number;
   recoverable?: boolean;
+  /**
+   * What an unknown role name does: `create` it (v1, the default; needs `rbac.*.create_role`), or fail the
+   * whole request with a 404 naming it (v2, whose keys.createKey never creates roles).
+   */
+  unknownRoles?: 'create' | 'not-found';
 }
 
 /**
  * keys.createKey, all or nothing: the key, its encrypted copy (recoverable keys, under `vault`; README:
- * Secrets at rest), its `default` rate limit, roles and permissions (missing ones created with the create
- * rights), its identity (created on first use), and the audit records. Without a vault, `recoverable` is a 412.
+ * Secrets at rest), its rate limits (v1's `ratelimit` as the one named `default`, v2's named `ratelimits`),
+ * roles and permissions (missing ones created with the create rights; roles per `unknownRoles`), its identity
+ * (created on first use), and the audit records. Without a vault, `recoverable` is a 412.
  */
 export async function createKey(db: Db, caller: Caller, input: CreateKeyInput, vault?: Vault): Promise<{ keyId: string; key: string }> {
   const problems = keyAttributeProblems(input);
@@ -39,7 +46,7 @@ export async function createKey(db: Db, caller: Caller, input: CreateKeyInput, v
   };
   const write = async (db: Executor) => {
     // Roles and permissions first: a 403 for a missing create right (naming every one) comes before any write.
-    const links = await resolveOrCreateAll(db, caller, { role: input.roles ?? [], permission: input.permissions ?? [] }, created.now);
+    const links = await resolveLinks(db, caller, input, created.now);
     const identity =
       created.externalId !== undefined ? await ensureIdentity(db, caller.workspaceId, created.externalId, created.now) : undefined;
     const sealed = encryptor ? (await encryptor.encrypt(db, caller.workspaceId, [key]))[0] : undefined;
@@ -51,6 +58,28 @@ export async function createKey(db: Db, caller: Caller, input: CreateKeyInput, v
   if (readsFirst) await db.transaction().execute(write);
   else await write(db);
   return { keyId: created.keyId, key };
+}
+
+/** The key's roles and permissions by name: missing permissions are created, missing roles as `unknownRoles` says. */
+async function resolveLinks(
+  db: Executor,
+  caller: Caller,
+  input: CreateKeyInput,
+  now: number,
+): Promise<Record<'role' | 'permission', Named[]>> {
+  const roles = input.roles ?? [];
+  if (input.unknownRoles !== 'not-found' || roles.length === 0) {
+    return resolveOrCreateAll(db, caller, { role: roles, permission: input.permissions ?? [] }, now);
+  }
+  const role = await resolveReferences(
+    db,
+    caller,
+    'role',
+    roles.map((name) => ({ name })),
+    now,
+  );
+  const { permission } = await resolveOrCreateAll(db, caller, { permission: input.permissions ?? [] }, now);
+  return { role, permission };
 }
 
 interface NewKey {
@@ -75,7 +104,10 @@ function keyInserts(
   return [
     insertOf('keys', [keyRow(caller, input, k, parts.identityId)]),
     insertOf('encrypted_keys', sealed ? [{ ...linked, data_key_id: sealed.dataKeyId, ciphertext: sealed.ciphertext }] : []),
-    insertOf('ratelimits', input.ratelimit ? [defaultRatelimitRow(ws, k.keyId, input.ratelimit, k.now)] : []),
+    insertOf('ratelimits', [
+      ...(input.ratelimit ? [defaultRatelimitRow(ws, k.keyId, input.ratelimit, k.now)] : []),
+      ...(input.ratelimits ?? []).map((rl) => namedRatelimitRow(ws, k.keyId, rl, k.now)),
+    ]),
     insertOf(
       'keys_roles',
       links.role.map((r) => ({ ...linked, role_id: r.id })),

@@ -18,6 +18,15 @@ export interface RatelimitInput {
   refillRate?: number;
   refillInterval?: number;
 }
+/** A named rate limit of a key (Unkey v2's `ratelimits[]`); v1's singular `ratelimit` is the one named `default`. */
+export interface NamedRatelimitInput {
+  name: string;
+  limit: number;
+  /** Window in milliseconds. */
+  duration: number;
+  /** Applied to every verification of the key (cost 1), not only when a verification names it. */
+  autoApply: boolean;
+}
 /** What a key is given however it is written (keys.createKey, migrations), besides its API and key material. */
 export interface KeyAttributes {
   apiId: string;
@@ -33,6 +42,8 @@ export interface KeyAttributes {
   remaining?: number;
   refill?: RefillInput;
   ratelimit?: RatelimitInput;
+  /** Named limits besides (or instead of) `ratelimit`; names are unique per key, `default` being `ratelimit`'s. */
+  ratelimits?: NamedRatelimitInput[];
   enabled?: boolean;
   environment?: string;
 }
@@ -56,6 +67,26 @@ export function keyAttributeProblems(input: unknown): FieldProblem[] {
   if (isObject(ratelimit) && ratelimit.duration === undefined && ratelimit.refillInterval === undefined) {
     problems.push({ path: '/ratelimit/duration', message: 'duration (or refillInterval) is required' });
   }
+  problems.push(...ratelimitNameProblems(input.ratelimits, isObject(ratelimit)));
+  return problems;
+}
+
+/**
+ * A key's limits are found by name: a name given twice in `ratelimits` (or `default` there besides a
+ * `ratelimit`) is a problem at the repeated item's name. Safe on any value.
+ */
+export function ratelimitNameProblems(ratelimits: unknown, hasDefault = false): FieldProblem[] {
+  if (!Array.isArray(ratelimits)) return [];
+  const seen = new Set<unknown>(hasDefault ? ['default'] : []);
+  const problems: FieldProblem[] = [];
+  ratelimits.forEach((rl: unknown, i) => {
+    if (!isObject(rl) || typeof rl.name !== 'string') return;
+    if (seen.has(rl.name)) {
+      const why = rl.name === 'default' && hasDefault ? 'is the name of `ratelimit`' : 'is given twice';
+      problems.push({ path: `/ratelimits/${i}/name`, message: `${why}: a key's rate limits have unique names` });
+    }
+    seen.add(rl.name);
+  });
   return problems;
 }
 
@@ -71,6 +102,23 @@ export function refillColumns(refill: RefillInput | null | undefined, now: numbe
 
 /** How a rate limit given without `type` is decided: `async: true` (deprecated) means fast, else consistent. */
 export const ratelimitType = (rl: RatelimitInput): 'fast' | 'consistent' => rl.type ?? (rl.async ? 'fast' : 'consistent');
+
+/** The row of a named limit of a key; v2 names no type, so it counts exactly (`consistent`), as v1's default does. */
+export function namedRatelimitRow(workspaceId: string, keyId: string, rl: NamedRatelimitInput, now: number): RatelimitRow {
+  return {
+    id: newId('rl'),
+    workspace_id: workspaceId,
+    key_id: keyId,
+    identity_id: null,
+    name: rl.name,
+    type: 'consistent',
+    limit: rl.limit,
+    duration: rl.duration,
+    auto_apply: rl.autoApply ? 1 : 0,
+    created_at: now,
+    updated_at: now,
+  };
+}
 
 /** The row of a key's own rate limit, stored as its auto-applied limit named `default`. */
 export function defaultRatelimitRow(workspaceId: string, keyId: string, rl: RatelimitInput, now: number): RatelimitRow {

@@ -19,7 +19,17 @@ import { transact } from '../changes.ts';
 export const MAX_LINKS_PER_KEY = 1000;
 
 export type Kind = 'role' | 'permission';
-type Mode = 'add' | 'remove' | 'set';
+export type Mode = 'add' | 'remove' | 'set';
+
+/** The permissions each change needs (the create rights for missing names are checked where they are created). */
+const REQUIRED: Record<Kind, Record<Mode, string[]>> = {
+  permission: {
+    add: ['rbac.*.add_permission_to_key'],
+    remove: ['rbac.*.remove_permission_from_key'],
+    set: ['rbac.*.add_permission_to_key', 'rbac.*.remove_permission_from_key'],
+  },
+  role: { add: ['rbac.*.add_role_to_key'], remove: ['rbac.*.remove_role_from_key'], set: ['rbac.*.add_role_to_key'] },
+};
 
 const KIND = {
   role: {
@@ -44,7 +54,7 @@ const KIND = {
  * `rbac.*.add_permission_to_key`, plus `rbac.*.create_permission` to create a missing slug with `create: true`.
  */
 export async function addPermissions(db: Db, caller: Caller, keyId: string, items: PermissionItem[]): Promise<Named[]> {
-  return change(db, caller, 'permission', 'add', keyId, items.map(permissionReference), ['rbac.*.add_permission_to_key']);
+  return change(db, caller, 'permission', 'add', keyId, items.map(permissionReference));
 }
 
 /**
@@ -60,7 +70,6 @@ export async function removePermissions(db: Db, caller: Caller, keyId: string, i
     'remove',
     keyId,
     items.map((p) => ({ ...permissionReference(p), create: undefined })),
-    ['rbac.*.remove_permission_from_key'],
   );
 }
 
@@ -70,10 +79,7 @@ export async function removePermissions(db: Db, caller: Caller, keyId: string, i
  * `rbac.*.remove_permission_from_key`, plus `rbac.*.create_permission` to create missing slugs.
  */
 export async function setPermissions(db: Db, caller: Caller, keyId: string, items: PermissionItem[]): Promise<Named[]> {
-  return change(db, caller, 'permission', 'set', keyId, items.map(permissionReference), [
-    'rbac.*.add_permission_to_key',
-    'rbac.*.remove_permission_from_key',
-  ]);
+  return change(db, caller, 'permission', 'set', keyId, items.map(permissionReference));
 }
 
 /**
@@ -82,7 +88,7 @@ export async function setPermissions(db: Db, caller: Caller, keyId: string, item
  * missing name with `create: true`.
  */
 export async function addRoles(db: Db, caller: Caller, keyId: string, refs: Reference[]): Promise<Named[]> {
-  return change(db, caller, 'role', 'add', keyId, refs, ['rbac.*.add_role_to_key']);
+  return change(db, caller, 'role', 'add', keyId, refs);
 }
 
 /**
@@ -93,7 +99,7 @@ export async function addRoles(db: Db, caller: Caller, keyId: string, refs: Refe
  * Returns every role now connected, `{id, name}` sorted by name. Needs `rbac.*.add_role_to_key`.
  */
 export async function setRoles(db: Db, caller: Caller, keyId: string, refs: Reference[]): Promise<Named[]> {
-  return change(db, caller, 'role', 'set', keyId, refs, ['rbac.*.add_role_to_key']);
+  return change(db, caller, 'role', 'set', keyId, refs);
 }
 
 /**
@@ -108,7 +114,6 @@ export async function removeRoles(db: Db, caller: Caller, keyId: string, refs: R
     'remove',
     keyId,
     refs.map((r) => ({ ...r, create: undefined })),
-    ['rbac.*.remove_role_from_key'],
   );
 }
 
@@ -116,19 +121,28 @@ export async function removeRoles(db: Db, caller: Caller, keyId: string, refs: R
  * One change to a key's direct roles or permissions, in one transaction (all or nothing). Concurrent
  * changes to one key are serialized by writing the key row first.
  */
-async function change(
+function change(db: Db, caller: Caller, kind: Kind, mode: Mode, keyId: string, refs: Reference[]): Promise<Named[]> {
+  return changeKeyLinks(db, caller, kind, mode, keyId, refs, (_tx, changed) => Promise.resolve(changed));
+}
+
+/**
+ * A change as keys.add/remove/set Roles/Permissions make it (same rules, permissions and audit), answered
+ * with what `read` finds in the same transaction once the change is made: Unkey v2 answers with the key's
+ * resulting roles or permissions. `read` gets what the change returns (the listed set; `[]` for remove).
+ */
+export async function changeKeyLinks<T>(
   db: Db,
   caller: Caller,
   kind: Kind,
   mode: Mode,
   keyId: string,
   refs: Reference[],
-  required: string[],
-): Promise<Named[]> {
+  read: (tx: Executor, changed: Named[]) => Promise<T>,
+): Promise<T> {
   const k = KIND[kind];
   const problems = referenceProblems(refs, k.path, k.missing);
   if (problems.length) throw invalid(problems);
-  requirePermissions(caller, ...required);
+  requirePermissions(caller, ...REQUIRED[kind][mode]);
 
   return transact(db, async (tx, changes) => {
     await requireKey(tx, caller.workspaceId, keyId);
@@ -136,7 +150,7 @@ async function change(
     const now = Date.now();
     // Writing the key row takes its row lock (PostgreSQL) / the write lock (SQLite) before anything is read.
     await tx.updateTable('keys').set({ updated_at: now }).where('id', '=', keyId).execute();
-    return applyLinkChange(tx, caller, kind, mode, keyId, refs, now);
+    return read(tx, await applyLinkChange(tx, caller, kind, mode, keyId, refs, now));
   });
 }
 

@@ -3,7 +3,19 @@ import type { Executor } from '../../store/store.ts';
 import type { KeyRow } from '../../store/schema.ts';
 import type { Vault } from '../../crypto/vault.ts';
 
-/** The v1 Key object (keys.getKey, apis.listKeys). Absent members are `undefined`, which the serializer omits. */
+/** A configured rate limit of a key or identity, as v2 shows it. */
+export interface LimitView {
+  id: string;
+  name: string;
+  limit: number;
+  duration: number;
+  autoApply: boolean;
+}
+
+/**
+ * A key as both versions read it (v1's Key object: keys.getKey, apis.listKeys; v2's KeyResponseData is mapped
+ * from it by http/v2/key-data.ts). Absent members are `undefined`, which the serializer omits.
+ */
 export interface KeyView {
   id: string;
   start: string;
@@ -19,13 +31,17 @@ export interface KeyView {
   expires?: number;
   remaining?: number;
   refill?: { interval: 'daily' | 'monthly'; amount: number; refillDay?: number; lastRefillAt?: number };
+  /** v1's view of the key's limit named `default`. */
   ratelimit?: { async: boolean; type: 'fast' | 'consistent'; limit: number; duration: number; refillRate: number; refillInterval: number };
+  /** Every limit of the key itself, `default` included, sorted by name. */
+  ratelimits: LimitView[];
   roles: string[];
   /** Effective permissions: attached directly or through a role, de-duplicated and sorted. */
   permissions: string[];
   enabled: boolean;
   environment?: string;
-  identity?: { id: string; externalId: string; meta: Record<string, unknown> };
+  /** `ratelimits`: the identity's own limits, sorted by name (v1 shows none of them). */
+  identity?: { id: string; externalId: string; meta: Record<string, unknown>; ratelimits: LimitView[] };
   plaintext?: string;
 }
 
@@ -51,7 +67,7 @@ export async function loadKeyViews(db: Executor, rows: KeyRow[]): Promise<KeyVie
 
 type Related = Awaited<ReturnType<typeof loadRelated>>;
 
-/** The roles, permissions (direct and through roles), `default` rate limit and identity of each key, in five queries. */
+/** The roles, permissions (direct and through roles), rate limits and identity (with its limits) of each key, in five queries. */
 async function loadRelated(db: Executor, rows: KeyRow[]) {
   const ids = rows.map((r) => r.id);
   const identityIds = [...new Set(rows.map((r) => r.identity_id).filter((x): x is string => x !== null))];
@@ -77,9 +93,9 @@ async function loadRelated(db: Executor, rows: KeyRow[]) {
       .execute(),
     db
       .selectFrom('ratelimits')
-      .select(['key_id', 'type', 'limit', 'duration'])
-      .where('key_id', 'in', ids)
-      .where('name', '=', 'default')
+      .select(['id', 'key_id', 'identity_id', 'name', 'type', 'limit', 'duration', 'auto_apply'])
+      .where((eb) => eb.or([eb('key_id', 'in', ids), ...(identityIds.length ? [eb('identity_id', 'in', identityIds)] : [])]))
+      .orderBy('name')
       .execute(),
     identityIds.length
       ? db.selectFrom('identities').select(['id', 'external_id', 'meta']).where('id', 'in', identityIds).execute()
@@ -95,14 +111,31 @@ async function loadRelated(db: Executor, rows: KeyRow[]) {
     (r) => r.key_id,
     (r) => r.slug,
   );
-  const limitByKey = new Map(limits.map((l) => [l.key_id!, l]));
+  const limitsByOwner = new Map<string, typeof limits>();
+  for (const l of limits) {
+    const owner = l.key_id ?? l.identity_id!;
+    const list = limitsByOwner.get(owner);
+    if (list) list.push(l);
+    else limitsByOwner.set(owner, [l]);
+  }
   const identityById = new Map(identities.map((i) => [i.id, i]));
-  return { rolesByKey, permsByKey, limitByKey, identityById };
+  return { rolesByKey, permsByKey, limitsByOwner, identityById };
 }
 
-function keyView(r: KeyRow, { rolesByKey, permsByKey, limitByKey, identityById }: Related): KeyView {
+type LimitRow = { id: string; name: string; type: string; limit: number; duration: number; auto_apply: number };
+
+const limitView = (l: LimitRow): LimitView => ({
+  id: l.id,
+  name: l.name,
+  limit: l.limit,
+  duration: l.duration,
+  autoApply: l.auto_apply === 1,
+});
+
+function keyView(r: KeyRow, { rolesByKey, permsByKey, limitsByOwner, identityById }: Related): KeyView {
   const identity = r.identity_id ? identityById.get(r.identity_id) : undefined;
-  const limit = limitByKey.get(r.id);
+  const keyLimits = limitsByOwner.get(r.id) ?? [];
+  const limit = keyLimits.find((l) => l.name === 'default');
   return {
     id: r.id,
     start: r.start,
@@ -136,11 +169,19 @@ function keyView(r: KeyRow, { rolesByKey, permsByKey, limitByKey, identityById }
           refillInterval: limit.duration,
         }
       : undefined,
+    ratelimits: keyLimits.map(limitView),
     roles: uniqueSorted(rolesByKey.get(r.id)),
     permissions: uniqueSorted(permsByKey.get(r.id)),
     enabled: r.enabled === 1,
     environment: r.environment ?? undefined,
-    identity: identity ? { id: identity.id, externalId: identity.external_id, meta: parseJson(identity.meta) ?? {} } : undefined,
+    identity: identity
+      ? {
+          id: identity.id,
+          externalId: identity.external_id,
+          meta: parseJson(identity.meta) ?? {},
+          ratelimits: (limitsByOwner.get(identity.id) ?? []).map(limitView),
+        }
+      : undefined,
   };
 }
 

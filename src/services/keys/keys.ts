@@ -3,6 +3,7 @@ import { parseJson } from '../../domain/json.ts';
 import { hashKey } from '../../crypto/keys.ts';
 import { requireVault, type Vault } from '../../crypto/vault.ts';
 import type { Db, Tx } from '../../store/store.ts';
+import type { KeyRow } from '../../store/schema.ts';
 import { recordAudit, callerAudit } from '../audit/record-audit.ts';
 import { requirePermissions, type Caller } from '../caller.ts';
 import { attachPlaintexts, loadKeyViews, type KeyView } from './key-view.ts';
@@ -84,14 +85,28 @@ export interface WhoamiView {
   environment?: string;
 }
 
-/** Describes the key whose plaintext is given, if it belongs to the caller's workspace. */
-export async function whoami(db: Db, caller: Caller, key: string): Promise<WhoamiView> {
+/** The live key of the caller's workspace whose plaintext is `key` (404 otherwise), once `read_key` is checked. */
+async function requireKeyByPlaintext(db: Db, caller: Caller, key: string): Promise<KeyRow> {
   const row = await liveKeys(db)
     .where('keys.hash', '=', hashKey(key))
     .where('keys.workspace_id', '=', caller.workspaceId)
     .executeTakeFirst();
   if (!row) throw new AppError('data/key-not-found', 'key not found');
   requirePermissions(caller, `api.${row.api_id}.read_key`);
+  return row;
+}
+
+/**
+ * keys.whoami of v2: the whole key (as getKey shows it, never its plaintext) whose plaintext is given. Like
+ * v1's whoami, it neither verifies the key nor spends anything, and describes disabled and expired keys too.
+ */
+export async function whoamiKey(db: Db, caller: Caller, key: string): Promise<KeyView> {
+  return (await loadKeyViews(db, [await requireKeyByPlaintext(db, caller, key)]))[0];
+}
+
+/** Describes the key whose plaintext is given, if it belongs to the caller's workspace. */
+export async function whoami(db: Db, caller: Caller, key: string): Promise<WhoamiView> {
+  const row = await requireKeyByPlaintext(db, caller, key);
   const identity = row.identity_id
     ? await db.selectFrom('identities').select(['id', 'external_id']).where('id', '=', row.identity_id).executeTakeFirst()
     : undefined;

@@ -13,9 +13,11 @@ import {
   keyAttributeProblems,
   ratelimitType,
   refillColumns,
+  type NamedRatelimitInput,
   type RatelimitInput,
   type RefillInput,
 } from './key-attributes.ts';
+import { replaceKeyRatelimits } from './key-ratelimits.ts';
 import { requireKey } from '../lookups.ts';
 import { permissionReference, referenceProblems, type PermissionItem, type Reference } from '../rbac/resolve-references.ts';
 
@@ -35,6 +37,8 @@ export interface UpdateKeyInput {
   remaining?: number | null;
   refill?: RefillInput | null;
   ratelimit?: RatelimitInput | null;
+  /** The key's limits become exactly these, by name (v2; `default` is `ratelimit`'s name): see replaceKeyRatelimits. */
+  ratelimits?: NamedRatelimitInput[];
   enabled?: boolean;
   environment?: string | null;
   roles?: Reference[];
@@ -51,6 +55,7 @@ export function updateKeyProblems(input: unknown): FieldProblem[] {
   const problems = keyAttributeProblems({
     meta: input.meta ?? undefined,
     ratelimit: input.ratelimit ?? undefined,
+    ratelimits: input.ratelimits,
     refill: input.refill ?? undefined,
     // Whether the key will have remaining is known only with the stored key; see updateKey.
     remaining: 0,
@@ -111,6 +116,8 @@ export async function updateKey(db: Db, caller: Caller, input: UpdateKeyInput): 
       diff.externalId = { from: await externalIdOf(tx, before.identity_id), to: externalId };
     }
     if (Object.keys(set).length) await tx.updateTable('keys').set(set).where('id', '=', keyId).execute();
+    // The named set first: it would otherwise remove a `default` this same request sets.
+    if (input.ratelimits) diff.ratelimits = await replaceKeyRatelimits(tx, caller.workspaceId, keyId, input.ratelimits, now);
     if (input.ratelimit !== undefined) diff.ratelimit = await replaceDefaultRatelimit(tx, caller.workspaceId, keyId, input.ratelimit, now);
     if (input.roles) await replaceLinks(tx, caller, 'role', keyId, input.roles, now);
     if (input.permissions) await replaceLinks(tx, caller, 'permission', keyId, input.permissions.map(permissionReference), now);

@@ -6,6 +6,7 @@ import { requirePermissions, type Caller } from '../caller.ts';
 import { transact } from '../changes.ts';
 import { requireKey } from '../lookups.ts';
 import { addCredits, MAX_REMAINING } from './credits.ts';
+import { refillColumns } from './key-attributes.ts';
 
 export type RemainingOp = 'increment' | 'decrement' | 'set';
 export interface UpdateRemainingInput {
@@ -24,17 +25,39 @@ export function updateRemainingProblems(input: unknown): FieldProblem[] {
 }
 
 /**
- * keys.updateRemaining. `increment`/`decrement` are one guarded SQL update (`remaining = remaining ± value`),
- * so concurrent calls — and concurrent verifications spending credits — are all counted exactly, on any
- * number of nodes. `set` writes the value; `set` with null makes the key unlimited.
- *
- * Refused with 400, changing nothing: increment/decrement of an unlimited key (use `set`); a decrement
- * larger than what is left (remaining never goes below 0, and a partial decrement is never applied); an
- * increment past MAX_REMAINING; `set` null on a key that has a refill (a refill needs remaining: remove it
- * with keys.updateKey `refill: null`). Unknown, deleted or foreign key → 404; needs `api.<apiId>.update_key`.
- * Returns the remaining credits after the change; audited as `key.update`.
+ * How the two versions differ in what they refuse (v1 keys.updateRemaining, v2 keys.updateCredits):
+ * `decrement` below 0 is refused (v1) or floors at 0 (v2); `set` null on a key with a refill is refused
+ * (v1) or removes the refill with the count (v2: the key becomes unlimited, and a refill needs a count).
  */
-export async function updateRemaining(db: Db, caller: Caller, input: UpdateRemainingInput): Promise<{ remaining: number | null }> {
+export interface CreditRules {
+  decrementBelowZero: 'refuse' | 'floor';
+  unlimitedWithRefill: 'refuse' | 'clear-refill';
+}
+export const V1_CREDIT_RULES: CreditRules = { decrementBelowZero: 'refuse', unlimitedWithRefill: 'refuse' };
+
+export interface CreditsAfter {
+  /** null: unlimited. */
+  remaining: number | null;
+  refill?: { interval: 'daily' | 'monthly'; amount: number; refillDay?: number };
+}
+
+/**
+ * keys.updateRemaining (v1) and keys.updateCredits (v2). `increment` (and v1's `decrement`) is one guarded SQL
+ * update (`remaining = remaining ± value`), so concurrent calls — and concurrent verifications spending
+ * credits — are all counted exactly, on any number of nodes; `set` and v2's flooring `decrement` write under
+ * the key's row lock. `set` with null makes the key unlimited.
+ *
+ * Refused with 400, changing nothing: increment/decrement of an unlimited key (use `set`); an increment past
+ * MAX_REMAINING; and as `rules` say, a decrement larger than what is left and `set` null on a key that has a
+ * refill (v1: remove it with keys.updateKey `refill: null`). Unknown, deleted or foreign key → 404; needs
+ * `api.<apiId>.update_key`. Returns the credits after the change; audited as `key.update`.
+ */
+export async function updateRemaining(
+  db: Db,
+  caller: Caller,
+  input: UpdateRemainingInput,
+  rules: CreditRules = V1_CREDIT_RULES,
+): Promise<CreditsAfter> {
   const problems = updateRemainingProblems(input);
   if (problems.length) throw invalid(problems);
   const { keyId, op, value } = input;
@@ -44,23 +67,8 @@ export async function updateRemaining(db: Db, caller: Caller, input: UpdateRemai
     const now = Date.now();
     let from: number | null;
     let to: number | null;
-    if (op === 'set') {
-      // Takes the key's lock first, so the audit's `from` is the value this call replaced.
-      const locked = await tx
-        .updateTable('keys')
-        .set({ updated_at: now })
-        .where('id', '=', keyId)
-        .where('deleted_at', 'is', null)
-        .returning(['remaining', 'refill_amount'])
-        .executeTakeFirst();
-      if (!locked) throw notFound('key', keyId);
-      if (value === null && locked.refill_amount !== null) {
-        throw invalid([
-          { path: '/value', message: 'the key has a refill, which requires remaining; remove it first (keys.updateKey refill: null)' },
-        ]);
-      }
-      await tx.updateTable('keys').set({ remaining: value }).where('id', '=', keyId).execute();
-      [from, to] = [locked.remaining, value];
+    if (op === 'set' || (op === 'decrement' && rules.decrementBelowZero === 'floor')) {
+      [from, to] = await writeLocked(tx, keyId, op, value, rules, now);
     } else {
       const amount = value!;
       const updated = await addCredits(tx, keyId, op === 'increment' ? amount : -amount, now);
@@ -80,8 +88,60 @@ export async function updateRemaining(db: Db, caller: Caller, input: UpdateRemai
       ],
       now,
     );
-    return { remaining: to };
+    return { remaining: to, ...(await refillOf(tx, keyId)) };
   });
+}
+
+/**
+ * `set`, or a decrement that floors at 0: takes the key's lock first (so the audit's `from` is the value this
+ * call replaced and no concurrent change falls between the read and the write), then writes the new count.
+ */
+async function writeLocked(
+  tx: Executor,
+  keyId: string,
+  op: RemainingOp,
+  value: number | null,
+  rules: CreditRules,
+  now: number,
+): Promise<[number | null, number | null]> {
+  const locked = await tx
+    .updateTable('keys')
+    .set({ updated_at: now })
+    .where('id', '=', keyId)
+    .where('deleted_at', 'is', null)
+    .returning(['remaining', 'refill_amount'])
+    .executeTakeFirst();
+  if (!locked) throw notFound('key', keyId);
+  if (op === 'decrement') {
+    if (locked.remaining === null) throw await whyNotAdjusted(tx, keyId, op, value!);
+    const to = Math.max(0, locked.remaining - value!);
+    await tx.updateTable('keys').set({ remaining: to }).where('id', '=', keyId).execute();
+    return [locked.remaining, to];
+  }
+  const dropsRefill = value === null && locked.refill_amount !== null;
+  if (dropsRefill && rules.unlimitedWithRefill === 'refuse') {
+    throw invalid([
+      { path: '/value', message: 'the key has a refill, which requires remaining; remove it first (keys.updateKey refill: null)' },
+    ]);
+  }
+  await tx
+    .updateTable('keys')
+    .set({ remaining: value, ...(dropsRefill ? refillColumns(null, now) : {}) })
+    .where('id', '=', keyId)
+    .execute();
+  return [locked.remaining, value];
+}
+
+/** The key's refill schedule as both versions show it, if it has one. */
+async function refillOf(tx: Executor, keyId: string): Promise<Pick<CreditsAfter, 'refill'>> {
+  const r = await tx
+    .selectFrom('keys')
+    .select(['refill_interval', 'refill_amount', 'refill_day'])
+    .where('id', '=', keyId)
+    .executeTakeFirst();
+  if (!r || r.refill_interval === null || r.refill_amount === null) return {};
+  const interval = r.refill_interval as 'daily' | 'monthly';
+  return { refill: { interval, amount: r.refill_amount, ...(r.refill_day !== null ? { refillDay: r.refill_day } : {}) } };
 }
 
 /** The error for an increment/decrement the guard refused, from the key's current state. */

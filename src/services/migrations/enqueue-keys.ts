@@ -1,12 +1,12 @@
 import { isObject } from '../../domain/json.ts';
 import { invalid, type FieldProblem, notFound } from '../../domain/errors.ts';
-import { hashKey } from '../../crypto/keys.ts';
 import { requireVault, type Vault } from '../../crypto/vault.ts';
 import { announceJobs, enqueue } from '../../jobs/queue.ts';
 import type { Db, Tx } from '../../store/store.ts';
 import { recordAudit } from '../audit/record-audit.ts';
 import { actorOf, requirePermissions, type Caller } from '../caller.ts';
-import { importedStart, importItemProblems, type ImportKeyItem } from './import-item.ts';
+import { importedHash, importedStart, importItemProblems, type ImportKeyItem } from './import-item.ts';
+import { algorithmOfVariant, variantOfAlgorithm, type MigrationAlgorithm } from './hash-algorithms.ts';
 import type { MigrationItemSpec } from './migration-import-task.ts';
 import { itemId, requireMigration } from './migration-records.ts';
 import { requireApi } from '../lookups.ts';
@@ -36,7 +36,7 @@ export interface EnqueueKeysInput {
 export function enqueueItemProblems(body: unknown): FieldProblem[] {
   if (!isObject(body) || !Array.isArray(body.keys)) return [];
   return body.keys.flatMap((item, i) =>
-    importItemProblems(item, `/keys/${i}`)
+    importItemProblems(item, `/keys/${i}`, true)
       // The duration form is required by the schema; the createKeys wording (refillInterval) does not apply here.
       .filter((p) => !p.path.endsWith('/ratelimit/refillInterval')),
   );
@@ -56,7 +56,9 @@ async function checkEnqueue(db: Db, caller: Caller, input: EnqueueKeysInput, vau
     problems.push({ path: '/keys', message: `must hold 1..${MAX_ENQUEUE_ITEMS} items` });
   if (problems.length) throw invalid(problems);
   const { workspaceId } = caller;
-  await requireMigration(db, input.migrationId, workspaceId);
+  const migration = await requireMigration(db, input.migrationId, workspaceId);
+  const variants = variantProblems(input.keys, migration.algorithm);
+  if (variants.length) throw invalid(variants);
   const api = await requireApi(db, workspaceId, input.apiId);
   const plaintexts = input.keys.filter((k) => k.plaintext !== undefined).map((k) => k.plaintext!);
   requirePermissions(caller, `api.${api.id}.create_key`, ...(plaintexts.length ? [`api.${api.id}.encrypt_key`] : []));
@@ -66,8 +68,25 @@ async function checkEnqueue(db: Db, caller: Caller, input: EnqueueKeysInput, vau
   return { apiId: api.id, plaintexts, encryptor };
 }
 
+/**
+ * A hash in Keyhold's form (`sha256_base64`) fits any migration; another algorithm's only a migration of
+ * that algorithm, the one a verification naming it rewrites with (400 at each other item's variant).
+ */
+function variantProblems(keys: EnqueueKeyItem[], algorithm: MigrationAlgorithm): FieldProblem[] {
+  return keys.flatMap((key, i) =>
+    key.hash && key.hash.variant !== 'sha256_base64' && algorithmOfVariant(key.hash.variant) !== algorithm
+      ? [
+          {
+            path: `/keys/${i}/hash/variant`,
+            message: `this migration's keys are hashed with ${algorithm}: must be ${variantOfAlgorithm(algorithm)}${algorithm === 'sha256' ? '' : ' or sha256_base64'}`,
+          },
+        ]
+      : [],
+  );
+}
+
 /** Touches the migration (404 when it is gone) and returns the index its next item gets. */
-async function nextItemIndex(tx: Tx, migrationId: string, workspaceId: string, now: number): Promise<number> {
+export async function nextItemIndex(tx: Tx, migrationId: string, workspaceId: string, now: number): Promise<number> {
   // Serializes enqueues into one migration (the row lock on PostgreSQL, the single writer on SQLite), so
   // each request's indexes continue exactly where the previous one's ended.
   const touched = await tx
@@ -97,7 +116,8 @@ async function sealItems(
   let s = 0;
   return keys.map((key, i) => {
     const { plaintext, hash, ...rest } = key;
-    const spec: MigrationItemSpec = { ...rest, index: first + i, hash: plaintext !== undefined ? hashKey(plaintext) : hash!.value };
+    const spec: MigrationItemSpec = { ...rest, index: first + i, hash: importedHash(key, true).hash };
+    if (hash && hash.variant !== 'sha256_base64') spec.variant = hash.variant;
     if (plaintext !== undefined) {
       spec.start = importedStart(key);
       spec.encrypted = sealed[s++];
@@ -159,7 +179,8 @@ async function writeJobAndAudit(
 
 /**
  * migrations.enqueueKeys. Checks, in order: item rules (400, every problem) → migration of the caller's
- * workspace (404) → live API of the workspace (404) → `api.<api>.create_key`, plus `api.<api>.encrypt_key`
+ * workspace (404) → hash variants that the migration's algorithm cannot rewrite (400) → live API of the
+ * workspace (404) → `api.<api>.create_key`, plus `api.<api>.encrypt_key`
  * when an item has a plaintext (403) → a vault for plaintexts (412). Then ONE transaction: the items (indexes
  * continuing the migration's), the import job and the audit record. Plaintexts are sealed by the vault
  * before they are written: the job holds only hashes and ciphertexts.

@@ -1,6 +1,5 @@
 import { AppError, invalid, quoted, type FieldProblem } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
-import { hashKey } from '../../crypto/keys.ts';
 import { requireVault, type Vault } from '../../crypto/vault.ts';
 import type { Db, Executor } from '../../store/store.ts';
 import { insertAll, selectIn } from '../../store/bulk-statements.ts';
@@ -8,7 +7,7 @@ import type { IdentityRow } from '../../store/schema.ts';
 import { isUniqueViolation } from '../../store/errors.ts';
 import { actorOf, requirePermissions, type Actor, type Caller } from '../caller.ts';
 import { transact } from '../changes.ts';
-import { importProblems, type ImportKeyItem } from './import-item.ts';
+import { importedHash, importProblems, type ImportedHash, type ImportKeyItem } from './import-item.ts';
 import { importRows, insertImportRows, sealed, type LinkIds } from './import-rows.ts';
 
 export interface ImportOptions {
@@ -17,7 +16,11 @@ export interface ImportOptions {
   requestId?: string;
   /** Encrypts `plaintext` items; without it such items fail with 412. */
   vault?: Vault;
-  /** Stored in `keys.migration_id` and the audit records. */
+  /**
+   * The migration imported into: stored in `keys.migration_id` and the audit records, and in
+   * `keys.pending_migration_id` of keys imported with its algorithm's hash (without one, such hashes of the
+   * whole key are converted to Keyhold's form and seam's are refused).
+   */
   migrationId?: string;
   /**
    * Called once the APIs are known to exist (so 404 api comes before 403), before anything else is read:
@@ -49,7 +52,7 @@ export async function importKeys(
   items: readonly ImportKeyItem[],
   opts: ImportOptions,
 ): Promise<string[]> {
-  const problems = importProblems(items);
+  const problems = importProblems(items, opts.migrationId !== undefined);
   if (problems.length) throw invalid(problems);
   if (items.length === 0) return [];
   const apiIds = await requireLiveApis(tx, workspaceId, items);
@@ -60,7 +63,7 @@ export async function importKeys(
     ? requireVault(opts.vault, 'importing plaintext keys (they are stored encrypted; import their hashes instead)')
     : undefined;
   const links = await requireRolesAndPermissions(tx, workspaceId, items);
-  const hashes = await requireNewHashes(tx, items);
+  const hashes = await requireNewHashes(tx, items, opts.migrationId !== undefined);
 
   const now = opts.now ?? Date.now();
   const externalIds = items.map((i) => i.externalId ?? i.ownerId);
@@ -135,13 +138,22 @@ async function requireRolesAndPermissions(tx: Executor, workspaceId: string, ite
 
 const listIndexes = (xs: number[]): string => xs.join(', ');
 
-/** 409 naming every item whose hash is stored already (a hash may be stored once in the whole service) or repeats an earlier item's; the hashes, in item order. */
-async function requireNewHashes(tx: Executor, items: readonly ImportKeyItem[]): Promise<string[]> {
-  const hashes = items.map((item) => (item.plaintext !== undefined ? hashKey(item.plaintext) : item.hash!.value));
+/** The stored hashes among `hashes` (in any workspace, deleted keys included). */
+export async function storedHashes(tx: Executor, hashes: Iterable<string>): Promise<Set<string>> {
+  const rows = await selectIn([...new Set(hashes)], (hs) => tx.selectFrom('keys').select('hash').where('hash', 'in', hs).execute());
+  return new Set(rows.map((r) => r.hash));
+}
+
+/**
+ * 409 naming every item whose key is stored already (a key may be stored once in the whole service, under
+ * any form of its hash) or repeats an earlier item's; the items' hashes, in item order.
+ */
+async function requireNewHashes(tx: Executor, items: readonly ImportKeyItem[], migrated: boolean): Promise<ImportedHash[]> {
+  const hashes = items.map((item) => importedHash(item, migrated));
   const firstIndex = new Map<string, number>();
   const conflicts: FieldProblem[] = [];
   const repeated: number[] = [];
-  hashes.forEach((h, i) => {
+  hashes.forEach(({ hash: h }, i) => {
     const first = firstIndex.get(h);
     if (first === undefined) firstIndex.set(h, i);
     else {
@@ -149,12 +161,11 @@ async function requireNewHashes(tx: Executor, items: readonly ImportKeyItem[]): 
       conflicts.push({ path: `/${i}`, message: `has the same hash as item ${first}` });
     }
   });
-  const existing = new Set(
-    (await selectIn([...firstIndex.keys()], (hs) => tx.selectFrom('keys').select('hash').where('hash', 'in', hs).execute())).map(
-      (r) => r.hash,
-    ),
+  const existing = await storedHashes(
+    tx,
+    [...firstIndex.values()].flatMap((i) => hashes[i].sameKey),
   );
-  const taken = existing.size ? [...firstIndex].filter(([h]) => existing.has(h)).map(([, i]) => i) : [];
+  const taken = existing.size ? [...firstIndex.values()].filter((i) => hashes[i].sameKey.some((h) => existing.has(h))) : [];
   if (repeated.length || taken.length) {
     for (const i of taken) conflicts.push({ path: `/${i}`, message: 'a key with this hash already exists' });
     conflicts.sort((a, b) => Number(a.path.slice(1)) - Number(b.path.slice(1)));

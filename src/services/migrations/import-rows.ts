@@ -4,9 +4,10 @@ import type { Executor } from '../../store/store.ts';
 import { insertRows } from '../../store/bulk-statements.ts';
 import type { AuditLogRow, EncryptedKeyRow, KeyPermissionRow, KeyRoleRow, KeyRow, RatelimitRow } from '../../store/schema.ts';
 import { isUniqueViolation } from '../../store/errors.ts';
-import { defaultRatelimitRow, refillColumns } from '../keys/key-attributes.ts';
-import { importedStart, type ImportKeyItem } from './import-item.ts';
+import { defaultRatelimitRow, namedRatelimitRow, refillColumns } from '../keys/key-attributes.ts';
+import { importedStart, type ImportedHash, type ImportKeyItem } from './import-item.ts';
 import type { ImportOptions } from './import-keys.ts';
+import { algorithmOfVariant } from './hash-algorithms.ts';
 
 // The rows an import writes, built without writing, then written in a deadlock-free order.
 
@@ -28,7 +29,7 @@ export interface ImportRows {
 
 export interface RowContext {
   workspaceId: string;
-  hashes: string[];
+  hashes: ImportedHash[];
   externalIds: Array<string | undefined>;
   identityIds: Map<string, string>;
   links: LinkIds;
@@ -58,6 +59,7 @@ export function importRows(items: readonly ImportKeyItem[], ctx: RowContext): Im
     if (rl) {
       rows.ratelimits.push(defaultRatelimitRow(workspaceId, id, rl, now));
     }
+    for (const named of item.ratelimits ?? []) rows.ratelimits.push(namedRatelimitRow(workspaceId, id, named, now));
     for (const name of new Set(item.roles))
       rows.keyRoles.push({ key_id: id, role_id: links.roleIds.get(name)!, workspace_id: workspaceId, created_at: now });
     for (const slug of new Set(item.permissions))
@@ -75,7 +77,7 @@ function keyRow(item: ImportKeyItem, id: string, index: number, ctx: RowContext)
     id,
     workspace_id: ctx.workspaceId,
     api_id: item.apiId,
-    hash: ctx.hashes[index],
+    hash: ctx.hashes[index].hash,
     start: importedStart(item),
     name: item.name ?? null,
     identity_id: externalId !== undefined ? ctx.identityIds.get(externalId)! : null,
@@ -86,6 +88,7 @@ function keyRow(item: ImportKeyItem, id: string, index: number, ctx: RowContext)
     remaining: item.remaining ?? null,
     ...refillColumns(item.refill, now),
     migration_id: ctx.opts.migrationId ?? null,
+    pending_migration_id: ctx.hashes[index].pending ? ctx.opts.migrationId! : null,
     created_at: now,
     updated_at: now,
     last_used_at: null,
@@ -105,6 +108,8 @@ function auditRow(item: ImportKeyItem, key: KeyRow, ctx: RowContext): AuditLogRo
     source: 'migration',
   };
   if (opts.migrationId) diff.migrationId = opts.migrationId;
+  // The key's hash is the migration's algorithm's until its first verification naming the migration.
+  if (key.pending_migration_id && item.hash) diff.hashAlgorithm = algorithmOfVariant(item.hash.variant);
   if (item.roles?.length) diff.roles = [...new Set(item.roles)];
   if (item.permissions?.length) diff.permissions = [...new Set(item.permissions)];
   return {

@@ -7,7 +7,8 @@ import { writeChangeFeed } from '../changes.ts';
 import type { Actor } from '../caller.ts';
 import type { EnqueueKeyItem } from './enqueue-keys.ts';
 import { importKeys } from './import-keys.ts';
-import type { ImportKeyItem } from './import-item.ts';
+import { importedHash, type ImportKeyItem } from './import-item.ts';
+import type { HashVariant } from './hash-algorithms.ts';
 import { itemId } from './migration-records.ts';
 
 /*
@@ -19,8 +20,22 @@ import { itemId } from './migration-records.ts';
  * retried job skips items that already have an outcome.
  */
 
-/** One item as the import job carries it: the key's hash, and its plaintext only as the vault sealed it. */
-export type MigrationItemSpec = Omit<EnqueueKeyItem, 'plaintext' | 'hash'> & { index: number; hash: string; encrypted?: Sealed };
+/**
+ * One item as the import job carries it: the key's hash as stored (`variant` its algorithm's, absent for
+ * Keyhold's own `sha256_base64`, as in jobs enqueued before there were others), and its plaintext only as
+ * the vault sealed it.
+ */
+export type MigrationItemSpec = Omit<EnqueueKeyItem, 'plaintext' | 'hash'> & {
+  index: number;
+  hash: string;
+  variant?: HashVariant;
+  encrypted?: Sealed;
+};
+
+/** The item's hash as an import item states it. */
+const hashOfSpec = (item: MigrationItemSpec) => ({ value: item.hash, variant: item.variant ?? ('sha256_base64' as const) });
+/** Every stored hash naming the same key as the item's. */
+const sameKeyOfSpec = (item: MigrationItemSpec): string[] => importedHash({ hash: hashOfSpec(item) }, true).sameKey;
 
 /** The payload of a `migration.import` job: one enqueueKeys request. */
 export interface MigrationImportPayload {
@@ -124,7 +139,7 @@ async function existingReferences(tx: Tx, workspaceId: string, todo: MigrationIt
     tx
       .selectFrom('keys')
       .select('hash')
-      .where('hash', 'in', [...new Set(todo.map((i) => i.hash))])
+      .where('hash', 'in', [...new Set(todo.flatMap(sameKeyOfSpec))])
       .execute(),
   ]);
   return {
@@ -145,7 +160,7 @@ function findItemFailures(
     const missingRoles = [...new Set(item.roles ?? [])].filter((r) => !haveRoles.has(r));
     const missingPermissions = [...new Set(item.permissions ?? [])].filter((p) => !havePermissions.has(p));
     const reasons: string[] = [];
-    if (taken.has(item.hash)) reasons.push('duplicate hash: a key with this hash already exists');
+    if (sameKeyOfSpec(item).some((h) => taken.has(h))) reasons.push('duplicate hash: a key with this hash already exists');
     else if (firstOfHash.has(item.hash)) reasons.push(`duplicate hash: item ${firstOfHash.get(item.hash)} has the same hash`);
     if (missingRoles.length) reasons.push(`missing ${missingRoles.length > 1 ? 'roles' : 'role'} ${quoted(missingRoles)}`);
     if (missingPermissions.length)
@@ -167,13 +182,10 @@ async function importItems(
   const keyIds = await importKeys(
     tx,
     workspaceId,
-    valid.map(
-      ({ index: _index, hash, ...rest }): ImportKeyItem => ({
-        ...rest,
-        apiId,
-        hash: { value: hash, variant: 'sha256_base64' },
-      }),
-    ),
+    valid.map((item): ImportKeyItem => {
+      const { index: _index, hash: _hash, variant: _variant, ...rest } = item;
+      return { ...rest, apiId, hash: hashOfSpec(item) };
+    }),
     { actor: payload.actor, requestId: payload.requestId, migrationId, now },
   );
   valid.forEach((item, i) => {

@@ -1,9 +1,10 @@
-import { notFound } from '../../domain/errors.ts';
+import { invalid, notFound } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
 import type { Db, Executor } from '../../store/store.ts';
 import { recordAudit } from '../audit/record-audit.ts';
 import { requirePermissions, type Actor, type Caller } from '../caller.ts';
 import { requireWorkspace } from '../lookups.ts';
+import { isMigrationAlgorithm, MIGRATION_ALGORITHMS, type MigrationAlgorithm } from './hash-algorithms.ts';
 
 /*
  * Key migrations (migrations.enqueueKeys; README: Key migrations): an operator creates a migration for a workspace; the
@@ -37,24 +38,30 @@ export interface MigrationView {
  */
 export const itemId = (migrationId: string, index: number): string => `${migrationId}:${index}`;
 
-/** `mig_…`: created by the operator (CLI), for one workspace. */
+/**
+ * `mig_…`: created by the operator (CLI, dashboard), for one workspace, naming how its keys were hashed
+ * (default `sha256`, Keyhold's own form). An unknown algorithm is a 400 at `/algorithm`.
+ */
 export async function createMigration(
   db: Db,
   workspaceId: string,
   name: string | undefined,
   actor: Actor,
+  algorithm: string = 'sha256',
 ): Promise<{ migrationId: string }> {
+  if (!isMigrationAlgorithm(algorithm))
+    throw invalid([{ path: '/algorithm', message: `must be one of ${MIGRATION_ALGORITHMS.join(', ')}` }]);
   await requireWorkspace(db, workspaceId);
   const id = newId('mig');
   const now = Date.now();
   await db.transaction().execute(async (tx) => {
     await tx
       .insertInto('key_migrations')
-      .values({ id, workspace_id: workspaceId, name: name ?? null, created_at: now, updated_at: now })
+      .values({ id, workspace_id: workspaceId, name: name ?? null, algorithm, created_at: now, updated_at: now })
       .execute();
     await recordAudit(
       tx,
-      [{ workspaceId, event: 'migration.create', actor, target: { type: 'migration', id }, diff: { name: name ?? null } }],
+      [{ workspaceId, event: 'migration.create', actor, target: { type: 'migration', id }, diff: { name: name ?? null, algorithm } }],
       now,
     );
   });
@@ -66,15 +73,15 @@ export async function requireMigration(
   db: Executor,
   migrationId: string,
   workspaceId: string | null,
-): Promise<{ id: string; workspace_id: string; updated_at: number }> {
+): Promise<{ id: string; workspace_id: string; updated_at: number; algorithm: MigrationAlgorithm }> {
   const row = await db
     .selectFrom('key_migrations')
-    .select(['id', 'workspace_id', 'updated_at'])
+    .select(['id', 'workspace_id', 'updated_at', 'algorithm'])
     .where('id', '=', migrationId)
     .$if(workspaceId !== null, (q) => q.where('workspace_id', '=', workspaceId!))
     .executeTakeFirst();
   if (!row) throw notFound('migration', migrationId);
-  return row;
+  return { ...row, algorithm: row.algorithm as MigrationAlgorithm };
 }
 
 /**

@@ -1,8 +1,9 @@
 import { AppError } from '../../domain/errors.ts';
 import type { Db } from '../../store/store.ts';
 import { requirePermissions, type Caller } from '../caller.ts';
-import type { RateLimiter } from '../verification/rate-limiter.ts';
-import type { NamespaceCache } from './namespace-cache.ts';
+import type { OverrideRule } from '../../domain/override-match.ts';
+import type { LimitRequest, RateLimiter } from '../verification/rate-limiter.ts';
+import type { CachedNamespace, NamespaceCache } from './namespace-cache.ts';
 import { createNamespace } from './namespaces.ts';
 import type { RatelimitRecorder } from './ratelimit-recorder.ts';
 
@@ -33,6 +34,14 @@ export interface LimitResponse {
 
 export const DEFAULT_NAMESPACE = 'default';
 
+/** A decision, with the override whose limit and duration it used (v2 answers its id). */
+export interface LimitDecision extends LimitResponse {
+  overrideId?: string;
+}
+
+/** How a limit request finds the namespace it names: undefined when there is none yet (it is then created). */
+export type CachedLookup = (ref: string) => Promise<CachedNamespace | undefined>;
+
 /**
  * ratelimits.limit: one fixed-window decision for (namespace, identifier) by the same limiter as key rate
  * limits. Its counters are named by the namespace id (`rlns_…`) where key limits use a key or identity id,
@@ -46,33 +55,59 @@ export const DEFAULT_NAMESPACE = 'default';
  */
 export async function limit(ctx: RatelimitContext, caller: Caller, input: LimitInput): Promise<LimitResponse> {
   const name = input.namespace ?? DEFAULT_NAMESPACE;
-  let ns = await ctx.namespaces.get(ctx.db, caller.workspaceId, name);
-  if (!ns) {
-    requirePermissions(caller, 'ratelimit.*.create_namespace', 'ratelimit.*.limit');
+  const namespaces = await namespacesToLimit(ctx, caller, [name], (n) => ctx.namespaces.get(ctx.db, caller.workspaceId, n));
+  const { success, limit, remaining, reset } = await decide(ctx, caller, namespaces.get(name)!, input);
+  return { success, limit, remaining, reset };
+}
+
+/**
+ * The namespaces limit requests name (`refs`, found by `lookup`), the missing ones created (by that name):
+ * every permission is checked before anything is written, so a refused request creates no namespace.
+ */
+export async function namespacesToLimit(
+  ctx: RatelimitContext,
+  caller: Caller,
+  refs: readonly string[],
+  lookup: CachedLookup,
+): Promise<Map<string, CachedNamespace>> {
+  const unique = [...new Set(refs)];
+  const found = await Promise.all(unique.map(lookup));
+  for (const ns of found) if (ns) requirePermissions(caller, `ratelimit.${ns.id}.limit`);
+  const missing = unique.filter((_, i) => !found[i]);
+  if (missing.length > 0) requirePermissions(caller, 'ratelimit.*.create_namespace', 'ratelimit.*.limit');
+  const out = new Map<string, CachedNamespace>();
+  for (const [i, ref] of unique.entries()) if (found[i]) out.set(ref, found[i]);
+  for (const name of missing) {
     await createNamespace(ctx.db, caller, name);
     // Fresh: a load another request started before the namespace was committed would answer "none".
-    ns = await ctx.namespaces.get(ctx.db, caller.workspaceId, name, { fresh: true });
+    const ns = await ctx.namespaces.get(ctx.db, caller.workspaceId, name, { fresh: true });
     // Deleted by another request between the two statements: as if it had never been created.
     if (!ns) throw new AppError('data/conflict', `Namespace "${name}" was deleted while this request created it; nothing was counted`);
-  } else {
-    requirePermissions(caller, `ratelimit.${ns.id}.limit`);
+    out.set(name, ns);
   }
+  return out;
+}
+
+/** The limiter's request for `input` in namespace `ns`: a matching override's limit, duration and `async` win. */
+export function limitRequest(ns: CachedNamespace, input: LimitInput): { request: LimitRequest; override?: OverrideRule } {
   const override = ns.overrides.match(input.identifier);
   const async = override?.async ?? input.async ?? false;
+  const request: LimitRequest = {
+    identifier: ns.id,
+    name: input.identifier,
+    limit: override?.limit ?? input.limit,
+    duration: override?.duration ?? input.duration,
+    cost: input.cost ?? 1,
+    type: async ? 'fast' : 'consistent',
+  };
+  return { request, override };
+}
+
+/** One decision in namespace `ns`, counted and recorded for analytics. */
+export async function decide(ctx: RatelimitContext, caller: Caller, ns: CachedNamespace, input: LimitInput): Promise<LimitDecision> {
+  const { request, override } = limitRequest(ns, input);
   const now = Date.now();
-  const [r] = await ctx.limiter.check(
-    [
-      {
-        identifier: ns.id,
-        name: input.identifier,
-        limit: override?.limit ?? input.limit,
-        duration: override?.duration ?? input.duration,
-        cost: input.cost ?? 1,
-        type: async ? 'fast' : 'consistent',
-      },
-    ],
-    now,
-  );
+  const [r] = await ctx.limiter.check([request], now);
   ctx.recorder.record({ workspaceId: caller.workspaceId, namespaceId: ns.id, identifier: input.identifier, passed: r.passed, time: now });
-  return { success: r.passed, limit: r.limit, remaining: r.remaining, reset: r.reset };
+  return { success: r.passed, limit: r.limit, remaining: r.remaining, reset: r.reset, ...(override ? { overrideId: override.id } : {}) };
 }

@@ -1,7 +1,7 @@
 import { OverrideSet } from '../../domain/override-match.ts';
 import type { Executor } from '../../store/store.ts';
 import type { Change, ChangeListener } from '../changes.ts';
-import { findNamespaceByName } from './namespaces.ts';
+import { findNamespaceById, findNamespaceByName } from './namespaces.ts';
 import { overrideRules } from './overrides.ts';
 
 /** A namespace as ratelimits.limit needs it: its id and its overrides, ready to match. */
@@ -51,6 +51,20 @@ export class NamespaceCache implements ChangeListener {
     });
     this.#loading.set(key, load);
     return load;
+  }
+
+  /**
+   * The namespace of this id in the workspace (v2 names namespaces by id too), from memory when its entry is
+   * there, else found by id and loaded as `get` loads it by name; undefined when the workspace has none.
+   */
+  async getById(db: Executor, workspaceId: string, id: string): Promise<CachedNamespace | undefined> {
+    const key = this.#keyById.get(id);
+    const hit = key?.startsWith(cacheKey(workspaceId, '')) ? this.#entries.get(key) : undefined;
+    if (hit && hit.expiresAt > Date.now()) return hit.ns;
+    const row = await findNamespaceById(db, workspaceId, id);
+    const ns = row ? await this.get(db, workspaceId, row.name) : undefined;
+    // Deleted and made again under its name in between: that is another namespace.
+    return ns?.id === id ? ns : undefined;
   }
 
   invalidate(changes: readonly Change[]): void {

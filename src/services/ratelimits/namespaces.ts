@@ -52,6 +52,48 @@ export async function requireNamespace(
   return row;
 }
 
+/**
+ * How an operation finds the namespace it names in the caller's workspace (404 when it does not exist
+ * there): v1's `{namespaceId | namespaceName}` (`namespaceByRef`) or v2's one `namespace` member holding
+ * either (`namespaceByNameOrId`). The services take a locator so both versions share every other rule.
+ */
+export type NamespaceLocator = (db: Executor, workspaceId: string) => Promise<RatelimitNamespaceRow>;
+
+export const namespaceByRef =
+  (ref: NamespaceRef, where: 'body' | 'query' = 'body'): NamespaceLocator =>
+  (db, workspaceId) =>
+    requireNamespace(db, workspaceId, ref, where);
+
+export const namespaceByNameOrId =
+  (value: string): NamespaceLocator =>
+  async (db, workspaceId) => {
+    const row = await findNamespaceByNameOrId(db, workspaceId, value);
+    if (!row) throw notFound('namespace', value);
+    return row;
+  };
+
+/**
+ * The namespace of the workspace whose id or name is `value`, if any. The id wins: a namespace named like
+ * another one's id cannot hide it.
+ */
+export async function findNamespaceByNameOrId(
+  db: Executor,
+  workspaceId: string,
+  value: string,
+): Promise<RatelimitNamespaceRow | undefined> {
+  const rows = await db
+    .selectFrom('ratelimit_namespaces')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .where((eb) => eb.or([eb('id', '=', value), eb('name', '=', value)]))
+    .execute();
+  return rows.find((r) => r.id === value) ?? rows[0];
+}
+
+/** The namespace of this id in the workspace, if any. */
+export const findNamespaceById = (db: Executor, workspaceId: string, id: string): Promise<RatelimitNamespaceRow | undefined> =>
+  db.selectFrom('ratelimit_namespaces').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+
 /** The namespace of this name in the workspace, if any. */
 export const findNamespaceByName = (db: Executor, workspaceId: string, name: string): Promise<RatelimitNamespaceRow | undefined> =>
   db.selectFrom('ratelimit_namespaces').selectAll().where('workspace_id', '=', workspaceId).where('name', '=', name).executeTakeFirst();

@@ -1,14 +1,14 @@
 import { AppError, notFound } from '../../domain/errors.ts';
 import { MAX_OVERRIDES_PER_NAMESPACE, MAX_PATTERNS_PER_NAMESPACE } from '../../domain/bounds.ts';
 import { newId } from '../../domain/ids.ts';
-import { isPattern, type OverrideRule } from '../../domain/override-match.ts';
+import { isPattern, OverrideSet, type OverrideRule } from '../../domain/override-match.ts';
 import type { Db, Executor } from '../../store/store.ts';
 import type { RatelimitOverrideRow } from '../../store/schema.ts';
 import { callerAudit, recordAudit } from '../audit/record-audit.ts';
-import { requirePermissions, type Caller } from '../caller.ts';
+import { can, requirePermissions, type Caller } from '../caller.ts';
 import { transact } from '../changes.ts';
 import { DEFAULT_PAGE_SIZE, splitPage } from '../pagination.ts';
-import { requireNamespace, type NamespaceRef } from './namespaces.ts';
+import { namespaceByRef, requireNamespace, type NamespaceLocator, type NamespaceRef } from './namespaces.ts';
 
 export interface OverrideInput extends NamespaceRef {
   identifier: string;
@@ -101,13 +101,28 @@ async function requireRoomFor(tx: Executor, namespaceId: string, identifier: str
  * ratelimits.setOverride: creates or replaces the override of (namespace, identifier) — one row per pair,
  * also when two callers set it at once. Needs `ratelimit.<namespaceId>.set_override`.
  */
-export async function setOverride(db: Db, caller: Caller, input: OverrideInput): Promise<{ overrideId: string }> {
+export const setOverride = (db: Db, caller: Caller, input: OverrideInput): Promise<{ overrideId: string }> =>
+  setOverrideIn(db, caller, namespaceByRef(input), input);
+
+/**
+ * setOverride in the namespace `locate` finds (v1 and v2). `keepAsync`: a replaced override keeps its
+ * `async` (v2 has no such member, so it leaves what a v1 client set); a new one gets none (each request decides).
+ */
+export async function setOverrideIn(
+  db: Db,
+  caller: Caller,
+  locate: NamespaceLocator,
+  input: Omit<OverrideInput, keyof NamespaceRef>,
+  opts: { keepAsync?: boolean } = {},
+): Promise<{ overrideId: string }> {
   const now = Date.now();
   return transact(db, async (tx, changes) => {
-    const ns = await requireNamespace(tx, caller.workspaceId, input);
+    const ns = await locate(tx, caller.workspaceId);
     requirePermissions(caller, `ratelimit.${ns.id}.set_override`);
     await requireRoomFor(tx, ns.id, input.identifier);
-    const values = { limit: input.limit, duration: input.duration, async: input.async === undefined ? null : input.async ? 1 : 0 };
+    const async = input.async === undefined ? null : input.async ? 1 : 0;
+    const values = { limit: input.limit, duration: input.duration };
+    const updated = opts.keepAsync ? values : { ...values, async };
     const row = await tx
       .insertInto('ratelimit_overrides')
       .values({
@@ -116,25 +131,16 @@ export async function setOverride(db: Db, caller: Caller, input: OverrideInput):
         namespace_id: ns.id,
         identifier: input.identifier,
         ...values,
+        async,
         created_at: now,
         updated_at: now,
       })
-      .onConflict((oc) => oc.columns(['namespace_id', 'identifier']).doUpdateSet({ ...values, updated_at: now }))
+      .onConflict((oc) => oc.columns(['namespace_id', 'identifier']).doUpdateSet({ ...updated, updated_at: now }))
       .returning('id')
       .executeTakeFirstOrThrow();
     changes.namespace(ns.id);
-    await recordAudit(
-      tx,
-      [
-        callerAudit(
-          caller,
-          'ratelimit.set_override',
-          { type: 'ratelimitOverride', id: row.id },
-          { diff: { namespaceId: ns.id, identifier: input.identifier, ...values, async: input.async ?? null } },
-        ),
-      ],
-      now,
-    );
+    const diff = { namespaceId: ns.id, identifier: input.identifier, ...values, ...(opts.keepAsync ? {} : { async: input.async ?? null }) };
+    await recordAudit(tx, [callerAudit(caller, 'ratelimit.set_override', { type: 'ratelimitOverride', id: row.id }, { diff })], now);
     return { overrideId: row.id };
   });
 }
@@ -146,9 +152,30 @@ export async function getOverride(db: Db, caller: Caller, q: NamespaceRef & { id
   return overrideView(await requireOverride(db, ns.id, q.identifier));
 }
 
+/**
+ * The override that applies to `identifier` when limiting (exactly its own, else the best `*` pattern, as
+ * ratelimits.limit matches them), in the namespace `locate` finds: v2's getOverride. Without
+ * `ratelimit.<namespaceId>.read_override` it answers as if there were none (v2 hides overrides so).
+ */
+export async function matchOverrideIn(db: Db, caller: Caller, locate: NamespaceLocator, identifier: string): Promise<OverrideRule> {
+  const ns = await locate(db, caller.workspaceId);
+  const rule = new OverrideSet(await overrideRules(db, ns.id)).match(identifier);
+  if (!rule || !can(caller, `ratelimit.${ns.id}.read_override`)) throw notFound('override', identifier);
+  return rule;
+}
+
 /** ratelimits.listOverrides: by id, with cursor pagination. Needs `ratelimit.<namespaceId>.read_override`. */
-export async function listOverrides(db: Db, caller: Caller, q: NamespaceRef & { limit?: number; cursor?: string }): Promise<OverridePage> {
-  const ns = await requireNamespace(db, caller.workspaceId, q, 'query');
+export const listOverrides = (db: Db, caller: Caller, q: NamespaceRef & { limit?: number; cursor?: string }): Promise<OverridePage> =>
+  listOverridesIn(db, caller, namespaceByRef(q, 'query'), q);
+
+/** listOverrides in the namespace `locate` finds (v1 and v2). */
+export async function listOverridesIn(
+  db: Db,
+  caller: Caller,
+  locate: NamespaceLocator,
+  q: { limit?: number; cursor?: string },
+): Promise<OverridePage> {
+  const ns = await locate(db, caller.workspaceId);
   requirePermissions(caller, `ratelimit.${ns.id}.read_override`);
   const limit = q.limit ?? DEFAULT_PAGE_SIZE;
   const base = db.selectFrom('ratelimit_overrides').where('namespace_id', '=', ns.id);
@@ -165,14 +192,18 @@ export async function listOverrides(db: Db, caller: Caller, q: NamespaceRef & { 
 }
 
 /** ratelimits.deleteOverride: removes it for good (setting it again later creates a new one). Needs `ratelimit.<namespaceId>.delete_override`. */
-export async function deleteOverride(db: Db, caller: Caller, input: NamespaceRef & { identifier: string }): Promise<void> {
+export const deleteOverride = (db: Db, caller: Caller, input: NamespaceRef & { identifier: string }): Promise<void> =>
+  deleteOverrideIn(db, caller, namespaceByRef(input), input.identifier);
+
+/** deleteOverride of exactly `identifier` (no pattern matching) in the namespace `locate` finds (v1 and v2). */
+export async function deleteOverrideIn(db: Db, caller: Caller, locate: NamespaceLocator, identifier: string): Promise<void> {
   await transact(db, async (tx, changes) => {
-    const ns = await requireNamespace(tx, caller.workspaceId, input);
+    const ns = await locate(tx, caller.workspaceId);
     requirePermissions(caller, `ratelimit.${ns.id}.delete_override`);
-    const row = await requireOverride(tx, ns.id, input.identifier);
+    const row = await requireOverride(tx, ns.id, identifier);
     // A concurrent delete that committed first leaves nothing to delete: a 404, not a second audit record.
     const deleted = await tx.deleteFrom('ratelimit_overrides').where('id', '=', row.id).executeTakeFirst();
-    if (Number(deleted.numDeletedRows) === 0) throw notFound('override', input.identifier);
+    if (Number(deleted.numDeletedRows) === 0) throw notFound('override', identifier);
     changes.namespace(ns.id);
     await recordAudit(tx, [
       callerAudit(

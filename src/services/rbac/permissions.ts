@@ -6,6 +6,8 @@ import type { PermissionRow } from '../../store/schema.ts';
 import { recordAudit, callerAudit } from '../audit/record-audit.ts';
 import { requirePermissions, type Caller } from '../caller.ts';
 import { transact } from '../changes.ts';
+import { splitPage } from '../pagination.ts';
+import { containsText } from '../search.ts';
 
 /** The v1 Permission object. `slug` is what keys are verified against; it is unique in the workspace. */
 export interface PermissionView {
@@ -30,15 +32,24 @@ export const permissionView = (p: Pick<PermissionRow, 'id' | 'name' | 'slug' | '
 
 const conflict = (slug: string) => new AppError('data/conflict', `Permission with slug "${slug}" already exists in this workspace`);
 
-/** A permission of the workspace, or 404. */
-export async function requirePermission(db: Executor, workspaceId: string, permissionId: string): Promise<PermissionRow> {
-  const row = await db
+/** How a request names a role or permission: by id (v1), or by id or name — a permission's slug — (v2; the id wins). */
+export type RbacLookup = 'id' | 'id-or-name';
+
+/** A permission of the workspace, by id or (`id-or-name`) by id or slug, or 404. */
+export async function requirePermission(
+  db: Executor,
+  workspaceId: string,
+  permission: string,
+  lookup: RbacLookup = 'id',
+): Promise<PermissionRow> {
+  const rows = await db
     .selectFrom('permissions')
     .selectAll()
-    .where('id', '=', permissionId)
+    .where((eb) => (lookup === 'id' ? eb('id', '=', permission) : eb.or([eb('id', '=', permission), eb('slug', '=', permission)])))
     .where('workspace_id', '=', workspaceId)
-    .executeTakeFirst();
-  if (!row) throw notFound('permission', permissionId);
+    .execute();
+  const row = rows.find((r) => r.id === permission) ?? rows[0];
+  if (!row) throw notFound('permission', permission);
   return row;
 }
 
@@ -92,10 +103,10 @@ export async function createPermission(db: Db, caller: Caller, input: CreatePerm
   return { permissionId };
 }
 
-/** permissions.getPermission. Needs `rbac.*.read_permission`. */
-export async function getPermission(db: Db, caller: Caller, permissionId: string): Promise<PermissionView> {
+/** permissions.getPermission (v2: by id or slug). Needs `rbac.*.read_permission`. */
+export async function getPermission(db: Db, caller: Caller, permission: string, lookup: RbacLookup = 'id'): Promise<PermissionView> {
   requirePermissions(caller, 'rbac.*.read_permission');
-  return permissionView(await requirePermission(db, caller.workspaceId, permissionId));
+  return permissionView(await requirePermission(db, caller.workspaceId, permission, lookup));
 }
 
 /**
@@ -109,13 +120,14 @@ export async function listPermissions(db: Db, caller: Caller): Promise<Permissio
 }
 
 /**
- * permissions.deletePermission: removes the permission for good; its connections to keys and roles go with
+ * permissions.deletePermission (v2: by id or slug): removes the permission for good; its connections to keys and roles go with
  * it (foreign-key cascade), in the same transaction as the audit record. Needs `rbac.*.delete_permission`.
  */
-export async function deletePermission(db: Db, caller: Caller, permissionId: string): Promise<void> {
+export async function deletePermission(db: Db, caller: Caller, permission: string, lookup: RbacLookup = 'id'): Promise<void> {
   requirePermissions(caller, 'rbac.*.delete_permission');
   await transact(db, async (tx, changes) => {
-    const row = await requirePermission(tx, caller.workspaceId, permissionId);
+    const row = await requirePermission(tx, caller.workspaceId, permission, lookup);
+    const permissionId = row.id;
     changes.workspace(caller.workspaceId);
     const [keys, roles] = await Promise.all([
       tx
@@ -144,4 +156,34 @@ export async function deletePermission(db: Db, caller: Caller, permissionId: str
       now,
     );
   });
+}
+
+/**
+ * permissions.listPermissions of v2: the workspace's permissions ordered by id, `limit` at a time, optionally
+ * only those whose id, name, slug or description contains `search` (ignoring case). Needs `rbac.*.read_permission`.
+ */
+export async function listPermissionsPage(
+  db: Db,
+  caller: Caller,
+  q: { limit: number; cursor?: string; search?: string },
+): Promise<{ permissions: PermissionView[]; cursor?: string }> {
+  requirePermissions(caller, 'rbac.*.read_permission');
+  let query = db.selectFrom('permissions').selectAll().where('workspace_id', '=', caller.workspaceId);
+  if (q.search) query = query.where(containsText(['id', 'name', 'slug', 'description'], q.search));
+  if (q.cursor) query = query.where('id', '>', q.cursor);
+  const { page, cursor } = splitPage(
+    await query
+      .orderBy('id')
+      .limit(q.limit + 1)
+      .execute(),
+    q.limit,
+  );
+  return { permissions: page.map(permissionView), cursor };
+}
+
+/** Permission objects of these ids, sorted by slug (v2's answer to setRolePermissions). */
+export async function permissionViews(db: Executor, ids: string[]): Promise<PermissionView[]> {
+  if (ids.length === 0) return [];
+  const rows = await db.selectFrom('permissions').selectAll().where('id', 'in', ids).orderBy('slug').orderBy('id').execute();
+  return rows.map(permissionView);
 }

@@ -6,10 +6,12 @@ import type { RoleRow } from '../../store/schema.ts';
 import { selectIn } from '../../store/bulk-statements.ts';
 import { recordAudit, type AuditEntry, callerAudit } from '../audit/record-audit.ts';
 import { requirePermissions, type Caller } from '../caller.ts';
-import { permissionView, type PermissionView } from './permissions.ts';
+import { permissionView, permissionViews, type PermissionView, type RbacLookup } from './permissions.ts';
 import { resolveOrCreate, type Named } from './find-or-create-by-name.ts';
 import { permissionNames, permissionReference, referenceProblems, resolveReferences, type PermissionItem } from './resolve-references.ts';
 import { transact } from '../changes.ts';
+import { splitPage } from '../pagination.ts';
+import { containsText } from '../search.ts';
 
 /** The Role object: its permissions sorted by slug. */
 export interface RoleView {
@@ -26,10 +28,16 @@ export interface CreateRoleInput {
 
 const conflict = (name: string) => new AppError('data/conflict', `Role with name "${name}" already exists in this workspace`);
 
-/** A role of the workspace, or 404. */
-export async function requireRole(db: Executor, workspaceId: string, roleId: string): Promise<RoleRow> {
-  const row = await db.selectFrom('roles').selectAll().where('id', '=', roleId).where('workspace_id', '=', workspaceId).executeTakeFirst();
-  if (!row) throw notFound('role', roleId);
+/** A role of the workspace, by id or (`id-or-name`) by id or name, or 404. */
+export async function requireRole(db: Executor, workspaceId: string, role: string, lookup: RbacLookup = 'id'): Promise<RoleRow> {
+  const rows = await db
+    .selectFrom('roles')
+    .selectAll()
+    .where((eb) => (lookup === 'id' ? eb('id', '=', role) : eb.or([eb('id', '=', role), eb('name', '=', role)])))
+    .where('workspace_id', '=', workspaceId)
+    .execute();
+  const row = rows.find((r) => r.id === role) ?? rows[0];
+  if (!row) throw notFound('role', role);
   return row;
 }
 
@@ -120,10 +128,10 @@ export async function createRole(db: Db, caller: Caller, input: CreateRoleInput)
   return { roleId };
 }
 
-/** permissions.getRole. Needs `rbac.*.read_role`. */
-export async function getRole(db: Db, caller: Caller, roleId: string): Promise<RoleView> {
+/** permissions.getRole (v2: by id or name). Needs `rbac.*.read_role`. */
+export async function getRole(db: Db, caller: Caller, role: string, lookup: RbacLookup = 'id'): Promise<RoleView> {
   requirePermissions(caller, 'rbac.*.read_role');
-  const [view] = await roleViews(db, [await requireRole(db, caller.workspaceId, roleId)]);
+  const [view] = await roleViews(db, [await requireRole(db, caller.workspaceId, role, lookup)]);
   return view;
 }
 
@@ -138,13 +146,37 @@ export async function listRoles(db: Db, caller: Caller): Promise<RoleView[]> {
 }
 
 /**
- * permissions.deleteRole: removes the role for good; its connections to keys and permissions go with it
+ * permissions.listRoles of v2: the workspace's roles (with their permissions) ordered by id, `limit` at a
+ * time, optionally only those whose id, name or description contains `search` (ignoring case). Needs `rbac.*.read_role`.
+ */
+export async function listRolesPage(
+  db: Db,
+  caller: Caller,
+  q: { limit: number; cursor?: string; search?: string },
+): Promise<{ roles: RoleView[]; cursor?: string }> {
+  requirePermissions(caller, 'rbac.*.read_role');
+  let query = db.selectFrom('roles').selectAll().where('workspace_id', '=', caller.workspaceId);
+  if (q.search) query = query.where(containsText(['id', 'name', 'description'], q.search));
+  if (q.cursor) query = query.where('id', '>', q.cursor);
+  const { page, cursor } = splitPage(
+    await query
+      .orderBy('id')
+      .limit(q.limit + 1)
+      .execute(),
+    q.limit,
+  );
+  return { roles: await roleViews(db, page), cursor };
+}
+
+/**
+ * permissions.deleteRole (v2: by id or name): removes the role for good; its connections to keys and permissions go with it
  * (foreign-key cascade), in the same transaction as the audit record. Needs `rbac.*.delete_role`.
  */
-export async function deleteRole(db: Db, caller: Caller, roleId: string): Promise<void> {
+export async function deleteRole(db: Db, caller: Caller, role: string, lookup: RbacLookup = 'id'): Promise<void> {
   requirePermissions(caller, 'rbac.*.delete_role');
   await transact(db, async (tx, changes) => {
-    const row = await requireRole(tx, caller.workspaceId, roleId);
+    const row = await requireRole(tx, caller.workspaceId, role, lookup);
+    const roleId = row.id;
     changes.workspace(caller.workspaceId);
     const keys = await tx
       .selectFrom('keys_roles')
@@ -168,7 +200,22 @@ export async function deleteRole(db: Db, caller: Caller, roleId: string): Promis
  * first. Returns the role's permissions `{id, name}` sorted by name. Needs `rbac.*.create_role` (it edits
  * the role's definition), plus `rbac.*.create_permission` to create missing slugs.
  */
-export async function setRolePermissions(db: Db, caller: Caller, roleId: string, items: PermissionItem[]): Promise<Named[]> {
+export function setRolePermissions(db: Db, caller: Caller, roleId: string, items: PermissionItem[]): Promise<Named[]> {
+  return replaceRoleDefinition(db, caller, roleId, items, permissionNames);
+}
+
+/** setRolePermissions answering v2's way: the role's Permission objects, sorted by slug. */
+export function setRolePermissionViews(db: Db, caller: Caller, roleId: string, items: PermissionItem[]): Promise<PermissionView[]> {
+  return replaceRoleDefinition(db, caller, roleId, items, permissionViews);
+}
+
+async function replaceRoleDefinition<T>(
+  db: Db,
+  caller: Caller,
+  roleId: string,
+  items: PermissionItem[],
+  answer: (tx: Executor, permissionIds: string[]) => Promise<T[]>,
+): Promise<T[]> {
   const refs = items.map(permissionReference);
   const problems = referenceProblems(refs, '/permissions', 'must have id, slug or name');
   if (problems.length) throw invalid(problems);
@@ -182,7 +229,7 @@ export async function setRolePermissions(db: Db, caller: Caller, roleId: string,
 
     const listed = await resolveReferences(tx, caller, 'permission', refs, now);
     await replaceRolePermissions(tx, caller, roleId, listed, now);
-    return permissionNames(
+    return answer(
       tx,
       listed.map((p) => p.id),
     );

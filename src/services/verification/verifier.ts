@@ -36,7 +36,18 @@ export interface VerifyResponse {
   roles?: readonly string[];
   environment?: string;
   identity?: { id: string; externalId: string; meta: Record<string, unknown> };
+  /**
+   * Every limit this verification checked, with its decision (same order): v1 answers with one of them
+   * (`ratelimit`), v2 with all. Not serialized by v1 (its response schema does not declare it).
+   */
+  limits?: { requests: LimitRequest[]; results: LimitResult[] };
 }
+
+/**
+ * Whether the caller may verify the loaded key, decided before any effect (credits, rate limits, analytics):
+ * false answers NOT_FOUND, as for an unknown key (keys.verifyKey v2: the root key's workspace and verify_key).
+ */
+export type AuthorizeKey = (record: KeyRecord) => boolean;
 
 /** What the verifier decided since it was made (plain counters, read by /metrics). */
 export interface VerifierStats {
@@ -74,7 +85,8 @@ export class Verifier {
     this.#deps = deps;
   }
 
-  async verify(req: VerifyRequest, now = Date.now()): Promise<VerifyResponse> {
+  /** Verifies `req.key`; `authorize` (v2) sees the loaded key first and may answer NOT_FOUND before any effect. */
+  async verify(req: VerifyRequest, now = Date.now(), authorize?: AuthorizeKey): Promise<VerifyResponse> {
     const query = req.authorization?.permissions;
     if (req.authorization !== undefined) {
       const problems = permissionQueryProblems(query, '/authorization/permissions');
@@ -83,6 +95,7 @@ export class Verifier {
     const record = await this.#record(hashKey(req.key), now);
     if (
       !record ||
+      (authorize !== undefined && !authorize(record)) ||
       (req.apiId !== undefined && req.apiId !== record.apiId && !(await this.#sameWorkspaceApi(req.apiId, record.workspaceId)))
     ) {
       this.stats.outcomes.NOT_FOUND++;
@@ -129,30 +142,34 @@ export class Verifier {
     if (query !== undefined && !satisfies(query, record.permissionSet)) return withCredits('INSUFFICIENT_PERMISSIONS');
 
     const limits = limitRequests(record, req.ratelimits ?? []);
-    let ratelimit: VerifyResponse['ratelimit'];
+    // The rate-limit members of the answer (v1's shown limit, every checked one for v2); none without limits.
+    let limited: Partial<VerifyResponse> | undefined;
     if (limits.length) {
       const results = await this.#deps.limiter.check(limits, now);
       for (let i = 0; i < results.length; i++) this.stats.rateLimits[limits[i].type][results[i].passed ? 'passed' : 'denied']++;
       const shown = pickShownLimit(limits, results);
-      ratelimit = { limit: shown.limit, remaining: shown.remaining, reset: shown.reset };
-      if (results.some((r) => !r.passed)) return withCredits('RATE_LIMITED', { ratelimit });
+      limited = {
+        ratelimit: { limit: shown.limit, remaining: shown.remaining, reset: shown.reset },
+        limits: { requests: limits, results },
+      };
+      if (results.some((r) => !r.passed)) return withCredits('RATE_LIMITED', limited);
     }
 
-    if (!record.hasCredits) return out('VALID', { ratelimit });
+    if (!record.hasCredits) return out('VALID', limited);
     const { db } = this.#deps;
     if (record.refill && refillIsDue(record.refill, record.lastRefillAt, now)) {
       await refillIfDue(db, record.id, record.refill.amount, lastRefillDue(record.refill, now), now);
       record.lastRefillAt = now; // done here or by another node: either way this period's refill happened
     }
     const cost = req.remaining?.cost ?? 1;
-    if (cost === 0) return out('VALID', { ratelimit, remaining: (await currentRemaining(db, record.id)) ?? undefined });
+    if (cost === 0) return out('VALID', { ...limited, remaining: (await currentRemaining(db, record.id)) ?? undefined });
     const spend = async (amount: number): Promise<GuardedOutcome<undefined>> => {
       const left = await decrementCreditsIfEnough(db, record.id, amount);
       return left === null ? { applied: false, value: undefined } : { applied: true, value: left };
     };
     const spent = await this.#credits.change(record.id, cost, spend);
-    if (!spent.applied) return withCredits('USAGE_EXCEEDED', { ratelimit });
-    return out('VALID', { ratelimit, remaining: spent.value });
+    if (!spent.applied) return withCredits('USAGE_EXCEEDED', limited);
+    return out('VALID', { ...limited, remaining: spent.value });
   }
 }
 

@@ -1,8 +1,9 @@
 import { actorOf } from '../../../services/caller.ts';
 import { listMigrations, type MigrationSummary } from '../../../services/migrations/list-migrations.ts';
 import { createMigration } from '../../../services/migrations/migration-records.ts';
+import { MIGRATION_ALGORITHMS } from '../../../services/migrations/hash-algorithms.ts';
 import type { PageContext, PageResult, PageRouter } from '../context.ts';
-import { csrfInput, pager, table, when } from '../components.ts';
+import { csrfInput, pager, table, text, when } from '../components.ts';
 import { html, type Html } from '../html.ts';
 import { layout } from '../layout.ts';
 import { MIGRATIONS_PATH as PATH, migrationPage, progressJson } from './migration-page.ts';
@@ -16,7 +17,8 @@ const PAGE_SIZE = 25;
 export default function migrationPages(router: PageRouter): void {
   router.get(PATH, (ctx) => render(ctx));
   router.post(PATH, async (ctx) => {
-    const created = await createMigration(ctx.deps.store.db, ctx.caller.workspaceId, undefined, actorOf(ctx.caller));
+    const algorithm = text(ctx.form.algorithm) || 'sha256';
+    const created = await createMigration(ctx.deps.store.db, ctx.caller.workspaceId, undefined, actorOf(ctx.caller), algorithm);
     return render(ctx, created.migrationId);
   });
   router.get(`${PATH}/:migrationId`, migrationPage);
@@ -35,11 +37,17 @@ async function render(ctx: PageContext, createdId?: string): Promise<PageResult>
   const main = html`${createdId ? createdNotice(createdId) : ''}
 <p>A migration imports keys that exist elsewhere (by their hashes, or their plaintexts when a vault is configured):
 create one here, hand its ID to whoever enqueues the keys with <code>migrations.enqueueKeys</code>, and follow its progress on its page.</p>
-<form method="post" action="${PATH}" class="actions">${csrfInput(ctx.csrf)}<button type="submit">Create migration</button></form>
+<form method="post" action="${PATH}" class="actions">${csrfInput(ctx.csrf)}${algorithmSelect()}<button type="submit">Create migration</button></form>
 ${table('Migrations', ['ID', 'Status', 'Counts', 'Created'], rows, 'This workspace has no migrations yet.')}
 ${pager(PATH, { cursor }, page.cursor)}`;
   return { page: layout({ session: ctx.session, csrf: ctx.csrf, path: PATH }, 'Migrations', main) };
 }
+
+/** How the new migration's keys were hashed where they come from; Keyhold's own form first (the default). */
+const algorithmSelect = (): Html =>
+  html`<label for="migration-algorithm">Hash algorithm</label><select id="migration-algorithm" name="algorithm">${MIGRATION_ALGORITHMS.map(
+    (a) => html`<option value="${a}"${a === 'sha256' ? html` selected` : ''}>${a}</option>`,
+  )}</select>`;
 
 const countsOf = (m: MigrationSummary): string =>
   `${m.counts.enqueued} enqueued, ${m.counts.pending} pending, ${m.counts.migrated} migrated, ${m.counts.failed} failed`;
