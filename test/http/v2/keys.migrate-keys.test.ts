@@ -145,6 +145,30 @@ for (const dialect of DIALECTS) {
       }
     });
 
+    test('a concurrent burst of 20 first verifications of a seam key: all valid, the key rewritten exactly once, credits exact', async () => {
+      const migrationId = await migration(SEAM);
+      const made = seamKey();
+      const [{ keyId }] = v2Data<Migrated>(
+        await w.post(PATH, { migrationId, apiId, keys: [{ hash: made.hash, credits: { remaining: 100 } }] }),
+      ).migrated;
+      const answers = await Promise.all(Array.from({ length: 20 }, () => w.post('/v2/keys.verifyKey', { key: made.key, migrationId })));
+      assert.deepEqual(
+        answers.map((a) => v2Data<{ valid: boolean }>(a).valid),
+        Array(20).fill(true),
+      );
+      const rewrites = await w.store.db
+        .selectFrom('audit_logs')
+        .select('id')
+        .where('target_id', '=', keyId)
+        .where('event', '=', 'key.update')
+        .where('actor_type', '=', 'migration')
+        .execute();
+      assert.equal(rewrites.length, 1, 'rewritten once');
+      const row = await keyRow(w, keyId);
+      assert.equal(row.hash, sha256b64(made.key));
+      assert.equal(Number(row.remaining), 80);
+    });
+
     test('400 with locations, writing nothing: hashes not in the algorithm’s form or repeated, schema and credit rules', async () => {
       const sha = await migration();
       const before = await snapshot(w, WRITTEN);
