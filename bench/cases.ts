@@ -123,13 +123,13 @@ export const VERIFY_CASES: Case[] = [
     check: noCreditsNoLimit,
   },
   {
-    // The same key verified through v2: root-key authentication and v2's permission check before the same
-    // verifier, answered by Fastify's route (the lane takes v1 only).
+    // The same key verified through v2: root-key authentication (one store read) and v2's permission check
+    // before the same verifier, answered by the lane as v1's is.
     id: V2_CASE_ID,
     label: 'v2 verifyKey cached, no credits (root key)',
     method: 'POST',
     path: VERIFY_V2_PATH,
-    answeredBy: 'fastify',
+    answeredBy: 'lane',
     keyBody: {},
     v2: true,
     check: v2NoCreditsNoLimit,
