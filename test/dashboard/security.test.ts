@@ -10,7 +10,8 @@ import {
 } from '../../src/services/dashboard/sessions.ts';
 import { insertRootKey } from '../../src/services/workspaces/root-keys.ts';
 import { DIALECTS, OPERATOR, world, type World } from '../helpers/harness.ts';
-import { count } from '../helpers/rows.ts';
+import { count, snapshot } from '../helpers/rows.ts';
+import { createWorkspace } from '../../src/services/workspaces/workspaces.ts';
 
 /** Signs in through the sign-in route; the session cookie and the CSRF token of its pages. */
 async function signIn(w: World): Promise<{ cookie: string; csrf: string; token: string }> {
@@ -249,6 +250,41 @@ for (const dialect of DIALECTS) {
         const long = await w.app.inject({ method: 'GET', url: path, headers: { cookie } });
         assert.equal(long.statusCode, 404, path);
       }
+    });
+
+    it('NUL characters in an address, a query or a form are a 400 page and write nothing', async () => {
+      const { cookie, csrf } = await signIn(w);
+      for (const url of [
+        '/dashboard/apis?cursor=%00',
+        '/dashboard/audit-log?event=a%00',
+        '/dashboard/keys/key%00x',
+        '/dashboard/identities?environment=%00',
+      ]) {
+        const res = await w.app.inject({ method: 'GET', url, headers: { cookie } });
+        assert.equal(res.statusCode, 400, url);
+        assert.match(res.body, /NUL character or a lone surrogate/);
+      }
+      const before = await snapshot(w, ['root_keys', 'workspaces', 'apis', 'audit_logs']);
+      // (A form cannot carry a lone surrogate: URL-encoded bytes that are not UTF-8 decode to U+FFFD.)
+      const forms: Array<Record<string, string>> = [
+        { name: 'a\0b', permission: '*' },
+        { name: 'ok', other: 'api.*.read_api\0' },
+      ];
+      for (const fields of forms) {
+        const res = await w.app.inject({
+          method: 'POST',
+          url: '/dashboard/root-keys',
+          headers: { ...FORM, cookie },
+          payload: form({ ...fields, _csrf: csrf }),
+        });
+        assert.equal(res.statusCode, 400);
+      }
+      assert.deepEqual(await snapshot(w, ['root_keys', 'workspaces', 'apis', 'audit_logs']), before);
+      await assert.rejects(createWorkspace(w.store.db, 'a\0b', OPERATOR), /NUL character/);
+      await assert.rejects(
+        insertRootKey(w.store.db, { workspaceId: w.workspaceId, permissions: ['*'], name: 'a\0b' }, OPERATOR),
+        /invalid/i,
+      );
     });
 
     it('a change made in the dashboard is audited under the request id the browser got', async () => {

@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../../domain/errors.ts';
+import { isStorableText } from '../../domain/bounds.ts';
 import { operatorCaller } from '../../services/caller.ts';
 import { findSession, sessionActor, type DashboardSession } from '../../services/dashboard/sessions.ts';
 import { isStoreUnavailable } from '../../store/errors.ts';
@@ -82,6 +83,14 @@ function pageRouter(scope: App, app: App, options: DashboardOptions): PageRouter
             403,
           );
         }
+        const unstorable = unstorableInput(request);
+        if (unstorable) {
+          return sendPage(
+            reply,
+            errorPage('Request failed', `${unstorable} holds a NUL character or a lone surrogate; nothing was changed.`),
+            400,
+          );
+        }
         if (workspace && session.workspaceId === null) return reply.redirect('/dashboard/workspaces', 303);
         const ctx = context(request, reply, session, token, app, options);
         ctx.secureCookies = secureCookies(options);
@@ -128,6 +137,25 @@ function hasCsrfToken(request: FastifyRequest, token: string, workspaceId: strin
   const body = request.body as Form | undefined;
   const given = request.headers[CSRF_HEADER] ?? (body && typeof body === 'object' ? body[CSRF_FIELD] : undefined);
   return isCsrfToken(token, workspaceId, given);
+}
+
+/**
+ * The first path parameter, query parameter or form field holding text no store keeps (NUL, a lone
+ * surrogate: SPEC §9), named for the error page; such a request reaches no page. The API's own input guards
+ * check what forms send on to /v1/ routes; this covers what pages read or hand to services directly.
+ */
+function unstorableInput(request: FastifyRequest): string | undefined {
+  const parts: Array<[string, unknown]> = [
+    ['The address', request.params],
+    ['A query parameter', request.query],
+    ['A form field', request.body],
+  ];
+  for (const [what, values] of parts) {
+    for (const value of Object.values((values ?? {}) as Record<string, unknown>)) {
+      for (const text of Array.isArray(value) ? value : [value]) if (typeof text === 'string' && !isStorableText(text)) return what;
+    }
+  }
+  return undefined;
 }
 
 /** Query parameters as single strings: the first value of a repeated one (a page reads each parameter once). */

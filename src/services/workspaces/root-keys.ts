@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import { AppError, invalid, notFound, type FieldProblem } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
 import { permissionProblem } from '../../domain/permissions.ts';
-import { BOUNDS } from '../../domain/bounds.ts';
+import { BOUNDS, isStorableText } from '../../domain/bounds.ts';
 import { generateRootKey, hashKey, isWellFormedRootKey, keyStart } from '../../crypto/keys.ts';
 import type { CompiledQuery } from 'kysely';
 import type { Db, Executor } from '../../store/store.ts';
@@ -41,6 +41,8 @@ function rootKeyProblems(input: NewRootKey): FieldProblem[] {
     problems.push({ path: '/rootKey', message: 'a root key is kh_root_ followed by 22 to 64 base58 characters' });
   }
   if (input.name !== undefined && input.name.length > 256) problems.push({ path: '/name', message: 'must be at most 256 characters' });
+  else if (input.name !== undefined && !isStorableText(input.name))
+    problems.push({ path: '/name', message: 'must not hold a NUL character or a lone surrogate' });
   const { minimum, maximum } = BOUNDS.timestamp;
   if (input.expiresAt !== undefined && !(Number.isSafeInteger(input.expiresAt) && input.expiresAt >= minimum && input.expiresAt <= maximum))
     problems.push({ path: '/expiresAt', message: `must be epoch milliseconds, ${minimum}..${maximum}` });

@@ -1,4 +1,5 @@
 import { invalid } from '../../domain/errors.ts';
+import { isStorableText } from '../../domain/bounds.ts';
 import { newId } from '../../domain/ids.ts';
 import type { Db } from '../../store/store.ts';
 import { isUniqueViolation } from '../../store/errors.ts';
@@ -9,6 +10,7 @@ import { splitPage } from '../pagination.ts';
 
 export async function createWorkspace(db: Db, name: string, actor: Actor): Promise<{ workspaceId: string }> {
   if (name.trim().length === 0 || name.length > 256) throw invalid([{ path: '/name', message: 'a workspace name is 1 to 256 characters' }]);
+  if (!isStorableText(name)) throw invalid([{ path: '/name', message: 'must not hold a NUL character or a lone surrogate' }]);
   const id = newId('ws');
   const now = Date.now();
   await db.transaction().execute(async (tx) => {
