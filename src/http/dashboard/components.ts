@@ -1,6 +1,7 @@
 import type { FieldProblem } from '../../domain/errors.ts';
 import { CSRF_FIELD } from './session-cookie.ts';
 import { html, type Html, type Part } from './html.ts';
+import type { FailedForm } from './form-values.ts';
 
 export const csrfInput = (csrf: string): Html => html`<input type="hidden" name="${CSRF_FIELD}" value="${csrf}">`;
 
@@ -118,4 +119,15 @@ export function numeric(value: string | string[] | undefined): number | string |
   if (t === undefined) return undefined;
   const n = Number(t);
   return t !== '' && Number.isFinite(n) ? n : t;
+}
+
+/** The form creating something from its name alone (an API, a workspace), with what the operation refused. */
+export function nameForm(title: string, action: string, csrf: string, form: FailedForm): Html {
+  return html`<form method="post" action="${action}" class="panel" aria-labelledby="create-title">
+<h2 id="create-title">${title}</h2>
+${formError(form.error, ['/name'])}
+${csrfInput(csrf)}
+${field({ label: 'Name', name: 'name', value: text(form.values?.name), required: true }, form.error?.errors)}
+<div class="actions"><button type="submit">Create</button><a href="${action}">Cancel</a></div>
+</form>`;
 }

@@ -1,6 +1,6 @@
 import { listApis } from '../../../services/apis/apis.ts';
 import type { PageContext, PageResult, PageRouter } from '../context.ts';
-import { csrfInput, field, formError, opener, pager, table, text, when } from '../components.ts';
+import { nameForm, opener, pager, table, text, when } from '../components.ts';
 import { html } from '../html.ts';
 import { layout } from '../layout.ts';
 import type { FailedForm } from '../form-values.ts';
@@ -22,17 +22,7 @@ async function render(ctx: PageContext, form: FailedForm | undefined): Promise<P
   const page = await listApis(ctx.deps.store.db, ctx.caller, { limit: PAGE_SIZE, cursor: ctx.query.cursor });
   const rows = page.apis.map((a) => [html`<a href="${PATH}/${a.id}">${a.name}</a>`, html`<code>${a.id}</code>`, a.keys, when(a.createdAt)]);
   const main = html`<div class="actions">${form ? '' : opener('Create API', 'create', PATH)}</div>
-${
-  form
-    ? html`<form method="post" action="${PATH}" class="panel" aria-labelledby="create-title">
-<h2 id="create-title">Create API</h2>
-${formError(form.error, ['/name'])}
-${csrfInput(ctx.csrf)}
-${field({ label: 'Name', name: 'name', value: text(form.values?.name), required: true }, form.error?.errors)}
-<div class="actions"><button type="submit">Create</button><a href="${PATH}">Cancel</a></div>
-</form>`
-    : ''
-}
+${form ? nameForm('Create API', PATH, ctx.csrf, form) : ''}
 ${table('APIs', ['Name', 'ID', 'Keys', 'Created'], rows, 'This workspace has no APIs yet.')}
 ${pager(PATH, { cursor: ctx.query.cursor }, page.cursor)}`;
   return { page: layout({ session: ctx.session, csrf: ctx.csrf, path: PATH }, 'APIs', main) };

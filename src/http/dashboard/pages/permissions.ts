@@ -1,10 +1,10 @@
-import { listPermissions } from '../../../services/rbac/permissions.ts';
+import { listPermissionsPage } from '../../../services/rbac/permissions.ts';
 import type { PageContext, PageResult, PageRouter } from '../context.ts';
 import { confirmAction, csrfInput, field, formError, opener, pager, table, text } from '../components.ts';
 import { html, type Html } from '../html.ts';
 import { layout } from '../layout.ts';
 import type { FailedForm } from '../form-values.ts';
-import { pageAfter, refusedPage } from './rbac-lists.ts';
+import { PAGE_SIZE, refusedPage } from './rbac-lists.ts';
 
 const PATH = '/dashboard/permissions';
 
@@ -27,9 +27,8 @@ export default function permissionPages(router: PageRouter): void {
 }
 
 async function render(ctx: PageContext, form: FailedForm | undefined): Promise<PageResult> {
-  const all = await listPermissions(ctx.deps.store.db, ctx.caller);
-  const { page, cursor } = pageAfter(all, ctx.query.cursor);
-  const rows = page.map((p) => [
+  const { permissions, cursor } = await listPermissionsPage(ctx.deps.store.db, ctx.caller, { limit: PAGE_SIZE, cursor: ctx.query.cursor });
+  const rows = permissions.map((p) => [
     p.name,
     html`<code>${p.slug}</code>`,
     p.description ?? html`<span class="muted">—</span>`,

@@ -1,10 +1,10 @@
-import { listRoles } from '../../../services/rbac/roles.ts';
+import { listRolesPage } from '../../../services/rbac/roles.ts';
 import type { PageContext, PageResult, PageRouter } from '../context.ts';
 import { csrfInput, field, formError, opener, pager, table, text } from '../components.ts';
 import { html, type Html } from '../html.ts';
 import { layout } from '../layout.ts';
 import type { FailedForm } from '../form-values.ts';
-import { pageAfter } from './rbac-lists.ts';
+import { PAGE_SIZE } from './rbac-lists.ts';
 import { roleDetailPages } from './rbac-role.ts';
 
 const PATH = '/dashboard/roles';
@@ -25,9 +25,8 @@ export default function rolePages(router: PageRouter): void {
 }
 
 async function render(ctx: PageContext, form: FailedForm | undefined): Promise<PageResult> {
-  const all = await listRoles(ctx.deps.store.db, ctx.caller);
-  const { page, cursor } = pageAfter(all, ctx.query.cursor);
-  const rows = page.map((r) => [
+  const { roles, cursor } = await listRolesPage(ctx.deps.store.db, ctx.caller, { limit: PAGE_SIZE, cursor: ctx.query.cursor });
+  const rows = roles.map((r) => [
     html`<a href="${PATH}/${r.id}">${r.name}</a>`,
     r.description ?? html`<span class="muted">—</span>`,
     r.permissions.length ? html`<code>${r.permissions.map((p) => p.slug).join(' ')}</code>` : html`<span class="muted">none</span>`,

@@ -3,7 +3,7 @@ import { actorOf } from '../../../services/caller.ts';
 import { chooseWorkspace } from '../../../services/dashboard/sessions.ts';
 import { createWorkspace, workspacePage } from '../../../services/workspaces/workspaces.ts';
 import type { PageContext, PageResult, PageRouter } from '../context.ts';
-import { csrfInput, field, formError, opener, pager, table, text, when } from '../components.ts';
+import { csrfInput, nameForm, opener, pager, table, text, when } from '../components.ts';
 import { html } from '../html.ts';
 import { layout } from '../layout.ts';
 import type { FailedForm } from '../form-values.ts';
@@ -62,17 +62,7 @@ async function render(ctx: PageContext, form: FailedForm | undefined): Promise<P
   ]);
   const main = html`<p>As the operator you see every workspace. Open one to manage its keys; the navigation then acts in it.</p>
 <div class="actions">${form ? '' : opener('Create workspace', 'create', PATH)}</div>
-${
-  form
-    ? html`<form method="post" action="${PATH}" class="panel" aria-labelledby="create-title">
-<h2 id="create-title">Create workspace</h2>
-${formError(form.error, ['/name'])}
-${csrfInput(ctx.csrf)}
-${field({ label: 'Name', name: 'name', value: text(form.values?.name), required: true }, form.error?.errors)}
-<div class="actions"><button type="submit">Create</button><a href="${PATH}">Cancel</a></div>
-</form>`
-    : ''
-}
+${form ? nameForm('Create workspace', PATH, ctx.csrf, form) : ''}
 ${table('Workspaces', ['Name', 'ID', 'Created', 'Actions'], rows, 'There are no workspaces.')}
 ${pager(PATH, { cursor: ctx.query.cursor }, page.cursor)}`;
   return { page: layout({ session: ctx.session, csrf: ctx.csrf, path: PATH }, 'Workspaces', main) };
