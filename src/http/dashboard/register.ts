@@ -93,7 +93,6 @@ function pageRouter(scope: App, app: App, options: DashboardOptions): PageRouter
         }
         if (workspace && session.workspaceId === null) return reply.redirect('/dashboard/workspaces', 303);
         const ctx = context(request, reply, session, token, app, options);
-        ctx.secureCookies = secureCookies(options);
         return answer(reply, await handler(ctx));
       },
     });
@@ -121,7 +120,7 @@ function context(
     deps: options.deps,
     request,
     reply,
-    secureCookies: false,
+    secureCookies: secureCookies(options),
     perform: async (method, operation, input) => {
       const outcome = await performOperation<never>(app, options.internal, caller, method, operation, input);
       // An outage or an internal failure is the error page (503/500), never a problem of the form.
