@@ -68,7 +68,8 @@ describe('README.md matches the code', () => {
     assert.ok(commands.length >= 5);
     for (const command of commands) assert.ok(readme.includes(`| \`${command}`), `README does not document "keyhold ${command}"`);
     const config = readFileSync(repoUrl('src/config.ts'), 'utf8');
-    const variables = new Set([...config.matchAll(/env\.([A-Z][A-Z0-9_]+)/g)].map((m) => m[1]));
+    // Settings are read as env.NAME or by their name as a string ('KEYHOLD_…') through a shared parser.
+    const variables = new Set([...config.matchAll(/env\.([A-Z][A-Z0-9_]+)|'(KEYHOLD_[A-Z0-9_]+)'/g)].map((m) => m[1] ?? m[2]));
     assert.ok(variables.has('DATABASE_URL'));
     for (const v of [...variables, 'KEYHOLD_TEST_POSTGRES_URL', 'KEYHOLD_TEST_REDIS_URL']) {
       assert.ok(readme.includes(`| \`${v}\` |`), `README configuration table lacks ${v}`);
