@@ -54,7 +54,8 @@ describe('start checks', () => {
     assert.throws(
       () => checkDataDirectory(join(dir, 'file', 'data')),
       (err: Error) =>
-        err instanceof StartError && /^DATABASE_URL: the SQLite data directory .* is not writable \(ENOTDIR\)/.test(err.message),
+        err instanceof StartError &&
+        /^DATABASE_URL: the SQLite data directory .* cannot be created or written \(ENOTDIR\)/.test(err.message),
     );
   });
 });

@@ -16,7 +16,7 @@ import {
   parseMasterKeys,
   type MasterKey,
 } from '../../src/crypto/master-keys.ts';
-import { ConfigError, loadConfig, masterKeysFromConfig } from '../../src/config.ts';
+import { ConfigError, loadConfig, MasterKeyFileError, masterKeysFromConfig } from '../../src/config.ts';
 import { createWorkspace } from '../../src/services/workspaces/workspaces.ts';
 import { openStore, type Store } from '../../src/store/store.ts';
 
@@ -467,7 +467,12 @@ describe('master key file (embedded default)', () => {
       fromFile.map(formatMasterKey),
     );
     writeFileSync(join(dir, 'cfg', 'master.key'), 'broken');
-    assert.throws(() => masterKeysFromConfig({ databaseUrl: `sqlite:${join(dir, 'cfg', 'x.db')}` }, () => {}), ConfigError);
+    assert.throws(
+      () => masterKeysFromConfig({ databaseUrl: `sqlite:${join(dir, 'cfg', 'x.db')}` }, () => {}),
+      (err: Error) =>
+        err instanceof MasterKeyFileError &&
+        /master key file cannot be used .*master\.key: entry 1 .*set KEYHOLD_MASTER_KEYS$/.test(err.message),
+    );
   });
 
   test('createVault refuses no keys or keys of the wrong size', () => {
