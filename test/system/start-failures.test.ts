@@ -1,0 +1,102 @@
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { repoUrl } from '../helpers/repo.ts';
+import { serverEnv, ServerProcess } from '../helpers/server-process.ts';
+import { freePort } from '../helpers/processes.ts';
+import { openStore } from '../../src/store/store.ts';
+import { START_FAILURE_CASES, type StartFailureCase } from './start-failure-cases.ts';
+
+/**
+ * Every setting of the README configuration table, started with bad values (start-failure-cases.ts) as a real
+ * server process: it ends within 5 s, with exit code 2 for an invalid value and 1 for a valid one that cannot
+ * be used, and one line on stderr that names the setting, without a stack trace or a secret. A setting added to
+ * the table without a case fails here.
+ */
+
+const EXIT_WITHIN_MS = 5_000;
+const REDIS_URL = process.env.KEYHOLD_TEST_REDIS_URL;
+
+/** The variables of the README configuration table (not the test suite's own). */
+function documentedSettings(): string[] {
+  const readme = readFileSync(repoUrl('README.md'), 'utf8');
+  const start = readme.indexOf('\n## Configuration');
+  const section = readme.slice(start, readme.indexOf('\n## ', start + 1));
+  return [...section.matchAll(/^\| `([A-Z][A-Z0-9_]*)` \|/gm)].map((m) => m[1]).filter((name) => !name.startsWith('KEYHOLD_TEST_'));
+}
+
+describe('start failures: every setting of the README configuration table', () => {
+  test('every documented setting has at least one bad value below, and every case is a documented setting', () => {
+    const settings = documentedSettings();
+    assert.ok(settings.length >= 15, `read ${settings.length} settings from the README`);
+    const covered = new Set(START_FAILURE_CASES.map((c) => c.setting));
+    assert.deepEqual(
+      settings.filter((s) => !covered.has(s)),
+      [],
+      'add a case to test/system/start-failure-cases.ts',
+    );
+    assert.deepEqual(
+      [...covered].filter((s) => !settings.includes(s)),
+      [],
+    );
+  });
+
+  describe('each bad value ends the start', { concurrency: 3 }, () => {
+    for (const c of START_FAILURE_CASES) {
+      const skip = c.needs === 'redis' && !REDIS_URL && 'KEYHOLD_TEST_REDIS_URL is not set';
+      test(`${c.setting}: ${c.what} (exit ${c.code})`, { skip }, () => failedStart(c));
+    }
+  });
+});
+
+async function failedStart(c: StartFailureCase): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'keyhold-start-failure-'));
+  const holder = c.busyPort ? await holdPort() : undefined;
+  try {
+    mkdirSync(join(dir, 'data'));
+    c.setup?.(dir);
+    const db = `sqlite:${join(dir, 'data', 'keyhold.db')}`;
+    const vars = c.env(dir, db);
+    const port = holder?.port ?? (await freePort());
+    const started = Date.now();
+    const server = new ServerProcess(serverEnv({ LOG_LEVEL: 'warn', PORT: String(port), DATABASE_URL: db, ...vars }));
+    const { code } = await server.exit(EXIT_WITHIN_MS + 5_000);
+    const tookMs = Date.now() - started;
+    assert.ok(tookMs <= EXIT_WITHIN_MS, `exited after ${tookMs} ms`);
+    assert.equal(code, c.code, server.output);
+    const lines = server.stderr.trimEnd().split('\n');
+    assert.equal(lines.length, 1, `one line on stderr, got:\n${server.stderr}`);
+    assert.match(lines[0], /^keyhold cannot start: /);
+    assert.ok(lines[0].includes(c.setting), `the line names ${c.setting}: ${lines[0]}`);
+    if (c.line) assert.match(lines[0], c.line);
+    assert.doesNotMatch(server.output, /^\s+at /m, 'no stack trace');
+    assert.doesNotMatch(server.output, /kh_root_[1-9A-HJ-NP-Za-km-z]{22}/, 'no root key');
+    for (const secret of c.secrets ?? []) assert.equal(server.output.includes(secret), false, `the output holds the secret ${secret}`);
+    if (c.setting === 'KEYHOLD_BOOTSTRAP_KEY_FILE') await assertNothingBootstrapped(db);
+  } finally {
+    holder?.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** A socket listening on a free port of 127.0.0.1 (where the server listens by default). */
+async function holdPort(): Promise<{ port: number; close(): void }> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { port: (server.address() as { port: number }).port, close: () => server.close() };
+}
+
+/** A failed hand-over of the bootstrap key leaves no workspace and no root key: the next start bootstraps. */
+async function assertNothingBootstrapped(db: string): Promise<void> {
+  const store = openStore(db);
+  try {
+    assert.deepEqual(await store.db.selectFrom('workspaces').select('id').execute(), []);
+    assert.deepEqual(await store.db.selectFrom('root_keys').select('id').execute(), []);
+    assert.deepEqual(await store.db.selectFrom('settings').select('name').where('name', '=', 'bootstrap').execute(), []);
+  } finally {
+    await store.close();
+  }
+}
