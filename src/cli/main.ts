@@ -4,6 +4,7 @@ import { userInfo } from 'node:os';
 import { AppError } from '../domain/errors.ts';
 import { ConfigError, loadDatabaseUrl } from '../config.ts';
 import { openStore, type Store } from '../store/store.ts';
+import { SchemaTooNewError } from '../store/schema-version.ts';
 import { type Command, UsageError } from './command.ts';
 import { COMMANDS } from './commands.ts';
 import { commandUsage, generalUsage, groupUsage } from './usage.ts';
@@ -107,6 +108,8 @@ async function execute(
     return print(result.text, result.json);
   } catch (e) {
     if (e instanceof UsageError || e instanceof ConfigError) return fail(2, 'usage', e.message);
+    // An older CLI never touches a database a newer Keyhold migrated: not even a read-only command.
+    if (e instanceof SchemaTooNewError) return fail(1, 'store/schema-too-new', e.message);
     // Input the operator must correct (an unknown permission, …) is a usage error too.
     if (e instanceof AppError) return fail(e.kind.startsWith('request/') ? 2 : 1, e.kind, e.message, e.errors);
     return fail(1, 'internal', (e as Error).message);
