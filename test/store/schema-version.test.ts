@@ -1,6 +1,8 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
 import { sql } from 'kysely';
+import { repoUrl } from '../helpers/repo.ts';
 import { DIALECTS, freshStore, scratchDatabase } from '../helpers/harness.ts';
 import { runCli } from '../helpers/cli.ts';
 import { serverEnv, ServerProcess } from '../helpers/server-process.ts';
@@ -84,3 +86,28 @@ for (const dialect of DIALECTS) {
     });
   });
 }
+
+/**
+ * What lets an older server keep running while a newer one migrates (README: Upgrades): every migration's up()
+ * only adds (tables, nullable or defaulted columns, indexes) or repairs data; none drops, renames or alters
+ * what an older Keyhold reads or writes. A migration that must do so needs a release that stops using the old
+ * form first, and the README's upgrade steps changed with it.
+ */
+describe('schema migrations are additive', () => {
+  const dir = repoUrl('src/store/schema-migrations/');
+  const files = readdirSync(dir).filter((f) => f.endsWith('.ts'));
+
+  test('no up() drops, renames or alters a table, column, index or constraint', () => {
+    assert.ok(files.length >= 5);
+    for (const file of files) {
+      const text = readFileSync(new URL(file, dir), 'utf8');
+      const up = text.slice(text.indexOf('export async function up'), text.indexOf('export async function down'));
+      assert.ok(up.length > 30, `${file} has an up() before its down()`);
+      assert.doesNotMatch(
+        up,
+        /\.(drop\w*|rename\w*|alterColumn|modifyColumn)\(|\b(drop|rename)\s+(table|column|index|constraint|to)\b|\balter\s+column\b/i,
+        file,
+      );
+    }
+  });
+});
