@@ -22,6 +22,8 @@ export interface StartFailureCase {
   setup?: (dir: string) => void;
   /** PORT is set to a port that another socket of the test holds. */
   busyPort?: boolean;
+  /** Also started through `npm start`, as an operator would. */
+  alsoViaNpm?: boolean;
   /** Needs a service of the test environment (skipped without it). */
   needs?: 'redis';
 }
@@ -63,6 +65,7 @@ export const START_FAILURE_CASES: StartFailureCase[] = [
     code: 2,
     line: /port as a number/,
     secrets: ['secret'],
+    alsoViaNpm: true,
   },
   {
     setting: 'DATABASE_URL',
@@ -70,6 +73,7 @@ export const START_FAILURE_CASES: StartFailureCase[] = [
     env: () => ({ DATABASE_URL: 'sqlite:/proc/nope/keyhold.db' }),
     code: 1,
     line: /\/proc\/nope cannot be created/,
+    alsoViaNpm: true,
   },
   {
     setting: 'DATABASE_URL',

@@ -48,11 +48,12 @@ describe('start failures: every setting of the README configuration table', () =
     for (const c of START_FAILURE_CASES) {
       const skip = c.needs === 'redis' && !REDIS_URL && 'KEYHOLD_TEST_REDIS_URL is not set';
       test(`${c.setting}: ${c.what} (exit ${c.code})`, { skip }, () => failedStart(c));
+      if (c.alsoViaNpm) test(`${c.setting}: ${c.what}, through npm start (exit ${c.code})`, () => failedStart(c, { viaNpm: true }));
     }
   });
 });
 
-async function failedStart(c: StartFailureCase): Promise<void> {
+async function failedStart(c: StartFailureCase, opts: { viaNpm?: boolean } = {}): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'keyhold-start-failure-'));
   const holder = c.busyPort ? await holdPort() : undefined;
   try {
@@ -62,7 +63,7 @@ async function failedStart(c: StartFailureCase): Promise<void> {
     const vars = c.env(dir, db);
     const port = holder?.port ?? (await freePort());
     const started = Date.now();
-    const server = new ServerProcess(serverEnv({ LOG_LEVEL: 'warn', PORT: String(port), DATABASE_URL: db, ...vars }));
+    const server = new ServerProcess(serverEnv({ LOG_LEVEL: 'warn', PORT: String(port), DATABASE_URL: db, ...vars }), opts);
     const { code } = await server.exit(EXIT_WITHIN_MS + 5_000);
     const tookMs = Date.now() - started;
     assert.ok(tookMs <= EXIT_WITHIN_MS, `exited after ${tookMs} ms`);
