@@ -8,7 +8,7 @@ import {
   sqliteDataDirectory,
   type Config,
 } from './config.ts';
-import { createVault, type Vault } from './crypto/vault.ts';
+import { createVault, type Vault, VaultError } from './crypto/vault.ts';
 import { openStore, type Store } from './store/store.ts';
 import { bootstrap } from './services/workspaces/workspaces.ts';
 import { buildApp } from './app.ts';
@@ -44,6 +44,7 @@ async function main(): Promise<void> {
     if (unreachable) logger.warn(unreachable);
   }
   const vault = openVault(config, logger);
+  await checkVault(vault, store);
   await bootstrapOnFirstStart(store, config, logger);
 
   const app = await buildApp(
@@ -133,6 +134,18 @@ function openVault(config: Config, logger: pino.Logger): Vault | undefined {
     );
   }
   return masterKeys ? createVault(masterKeys) : undefined;
+}
+
+/** Master keys other than those the stored data keys were wrapped with would fail every recoverable key: refuse them now. */
+async function checkVault(vault: Vault | undefined, store: Store): Promise<void> {
+  try {
+    await vault?.check(store.db);
+  } catch (err) {
+    if (!(err instanceof VaultError)) throw err;
+    throw new StartError(
+      `KEYHOLD_MASTER_KEYS: the master keys cannot unwrap the stored data keys (${err.message}): list every master key the data was written with (the newest first, the older after it until \`keyhold vault rotate\` ran), or restore master.key from the backup taken with the database`,
+    );
+  }
 }
 
 /** On an empty database: the first workspace and its `*` root key; a generated key goes to the terminal or a file, never to the logs. */

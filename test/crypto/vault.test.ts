@@ -229,6 +229,32 @@ for (const dialect of DIALECTS) {
       assert.deepEqual(await dataKeys(store), snapshot);
     });
 
+    test('check (at the server start): every master key that wraps a data key must be configured and unwrap it', async () => {
+      const own = await freshStore(dialect);
+      try {
+        const db = own.store.db;
+        await createVault([A]).check(db); // no data key yet: any master key will do
+        const [wsA, wsB] = await Promise.all(['a', 'b'].map(async (n) => (await createWorkspace(db, n, OPERATOR)).workspaceId));
+        await createVault([A]).encrypt(db, wsA, ['under a']);
+        await createVault([B]).encrypt(db, wsB, ['under b']);
+        await createVault([B, A]).check(db);
+        await createVault([A, B]).check(db);
+        await assert.rejects(
+          createVault([B]).check(db),
+          (err: Error) => err instanceof VaultError && /master key "a", which is not configured/.test(err.message),
+        );
+        const otherA = mk('a');
+        await assert.rejects(createVault([B, otherA]).check(db), (err: Error) => {
+          assert.ok(err instanceof VaultError);
+          assert.match(err.message, /does not unwrap with master key "a"/);
+          assert.ok(!err.message.includes(otherA.key.toString('base64')) && !err.message.includes(A.key.toString('base64')));
+          return true;
+        });
+      } finally {
+        await own.close();
+      }
+    });
+
     test('concurrent rotations re-wrap every data key exactly once', async () => {
       const D = mk('d');
       const workspaces = await Promise.all(Array.from({ length: 5 }, () => workspace()));

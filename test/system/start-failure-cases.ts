@@ -1,6 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { openStore } from '../../src/store/store.ts';
+import { bootstrap } from '../../src/services/workspaces/workspaces.ts';
+import { createVault } from '../../src/crypto/vault.ts';
+import { parseMasterKeys } from '../../src/crypto/master-keys.ts';
 
 /**
  * Bad values for every setting of the README configuration table, each started as a real server by
@@ -18,8 +22,8 @@ export interface StartFailureCase {
   /** What the line says, beyond naming the setting. */
   line?: RegExp;
   secrets?: string[];
-  /** Prepares the scratch directory before the start. */
-  setup?: (dir: string) => void;
+  /** Prepares the scratch directory (and the database `db`) before the start. */
+  setup?: (dir: string, db: string) => unknown;
   /** PORT is set to a port that another socket of the test holds. */
   busyPort?: boolean;
   /** Also started through `npm start`, as an operator would. */
@@ -30,6 +34,19 @@ export interface StartFailureCase {
 
 const REDIS_URL = process.env.KEYHOLD_TEST_REDIS_URL;
 const KEY = randomBytes(32).toString('base64');
+const OTHER_KEY = randomBytes(32).toString('base64');
+
+/** A database whose first workspace has a recoverable secret under master key `k1` (KEY). */
+async function dataUnderK1(db: string): Promise<void> {
+  const store = openStore(db);
+  try {
+    await store.migrate();
+    const boot = await bootstrap(store.db, undefined);
+    await createVault(parseMasterKeys(`k1:${KEY}`)).encrypt(store.db, boot!.workspaceId, ['a recoverable key']);
+  } finally {
+    await store.close();
+  }
+}
 
 const invalidNumbers = (setting: string, values: string[]): StartFailureCase[] =>
   values.map((value) => ({ setting, what: `"${value}"`, env: () => ({ [setting]: value }), code: 2, line: /must be/ }));
@@ -186,6 +203,24 @@ export const START_FAILURE_CASES: StartFailureCase[] = [
     secrets: [KEY.slice(0, 20)],
   },
   { setting: 'KEYHOLD_MASTER_KEYS', what: 'a bad id', env: () => ({ KEYHOLD_MASTER_KEYS: `bad id!:${KEY}` }), code: 2, secrets: [KEY] },
+  {
+    setting: 'KEYHOLD_MASTER_KEYS',
+    what: 'without the master key the data was written with',
+    setup: (_dir, db) => dataUnderK1(db),
+    env: () => ({ KEYHOLD_MASTER_KEYS: `k2:${OTHER_KEY}` }),
+    code: 1,
+    line: /master key "k1", which is not configured/,
+    secrets: [KEY, OTHER_KEY],
+  },
+  {
+    setting: 'KEYHOLD_MASTER_KEYS',
+    what: 'another key under the id the data was written with',
+    setup: (_dir, db) => dataUnderK1(db),
+    env: () => ({ KEYHOLD_MASTER_KEYS: `k1:${OTHER_KEY}` }),
+    code: 1,
+    line: /does not unwrap with master key "k1"/,
+    secrets: [KEY, OTHER_KEY],
+  },
   {
     setting: 'KEYHOLD_MASTER_KEYS',
     what: 'unset, with a corrupt master.key',

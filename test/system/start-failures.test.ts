@@ -58,8 +58,8 @@ async function failedStart(c: StartFailureCase, opts: { viaNpm?: boolean } = {})
   const holder = c.busyPort ? await holdPort() : undefined;
   try {
     mkdirSync(join(dir, 'data'));
-    c.setup?.(dir);
     const db = `sqlite:${join(dir, 'data', 'keyhold.db')}`;
+    await c.setup?.(dir, db);
     const vars = c.env(dir, db);
     const port = holder?.port ?? (await freePort());
     const started = Date.now();
