@@ -5,6 +5,10 @@ import { AppError } from '../domain/errors.ts';
 import { ConfigError, loadDatabaseUrl } from '../config.ts';
 import { openStore, type Store } from '../store/store.ts';
 import { SchemaTooNewError } from '../store/schema-version.ts';
+import { storeProblem } from '../start-checks.ts';
+
+/** The database named by DATABASE_URL cannot be opened or migrated; `message` names DATABASE_URL and the fix. */
+class StoreProblem extends Error {}
 import { type Command, UsageError } from './command.ts';
 import { COMMANDS } from './commands.ts';
 import { commandUsage, generalUsage, groupUsage } from './usage.ts';
@@ -102,14 +106,19 @@ async function execute(
 ): Promise<number> {
   let store: Store | undefined;
   try {
-    store = openStore(loadDatabaseUrl());
-    const applied = await store.migrate();
+    const url = loadDatabaseUrl();
+    store = openStore(url);
+    // A database that cannot be opened or migrated is told as the server tells it: naming DATABASE_URL, without its password.
+    const applied = await store.migrate().catch((err: unknown) => {
+      throw err instanceof SchemaTooNewError ? err : new StoreProblem(storeProblem(err, url));
+    });
     const result = await command.run({ store, actor: { type: 'operator', id: `cli:${userInfo().username}` }, applied }, values);
     return print(result.text, result.json);
   } catch (e) {
     if (e instanceof UsageError || e instanceof ConfigError) return fail(2, 'usage', e.message);
     // An older CLI never touches a database a newer Keyhold migrated: not even a read-only command.
     if (e instanceof SchemaTooNewError) return fail(1, 'store/schema-too-new', e.message);
+    if (e instanceof StoreProblem) return fail(1, 'store/unusable', e.message);
     // Input the operator must correct (an unknown permission, …) is a usage error too.
     if (e instanceof AppError) return fail(e.kind.startsWith('request/') ? 2 : 1, e.kind, e.message, e.errors);
     return fail(1, 'internal', (e as Error).message);

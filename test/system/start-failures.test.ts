@@ -5,6 +5,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { repoUrl } from '../helpers/repo.ts';
+import { runCli } from '../helpers/cli.ts';
 import { serverEnv, ServerProcess } from '../helpers/server-process.ts';
 import { freePort } from '../helpers/processes.ts';
 import { openStore } from '../../src/store/store.ts';
@@ -42,6 +43,17 @@ describe('start failures: every setting of the README configuration table', () =
       [...covered].filter((s) => !settings.includes(s)),
       [],
     );
+  });
+
+  test('the CLI (which reads DATABASE_URL): the two cases of issue 20 are one line naming it, exit 2 and 1', async () => {
+    const badPort = await runCli({ DATABASE_URL: 'postgres://alice:secret@127.0.0.1:notaport/keyhold' }, ['db', 'migrate', '--json']);
+    assert.equal(badPort.code, 2);
+    assert.match(badPort.json.error.detail, /^DATABASE_URL must give the port as a number/);
+    assert.equal(JSON.stringify(badPort).includes('secret'), false);
+    const proc = await runCli({ DATABASE_URL: 'sqlite:/proc/nope/keyhold.db' }, ['db', 'migrate', '--json']);
+    assert.equal(proc.code, 1);
+    assert.equal(proc.json.error.kind, 'store/unusable');
+    assert.match(proc.json.error.detail, /^DATABASE_URL: cannot use the SQLite database \/proc\/nope\/keyhold\.db \(ENOENT/);
   });
 
   describe('each bad value ends the start', { concurrency: 3 }, () => {
