@@ -65,7 +65,10 @@ class NodeSqliteDriver implements Driver {
     try {
       // Switching a new file to WAL takes an exclusive lock for a moment; wait for it like any other write.
       await retryWhileBusy(
-        () => db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;'),
+        // auto_vacuum applies only to a file without tables yet (a new one): its free pages can then be given
+        // back after the retention pass removes rows (store/free-pages.ts); on an older file it changes nothing.
+        () =>
+          db.exec('PRAGMA auto_vacuum = INCREMENTAL; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;'),
         this.#busyTimeoutMs,
       );
     } catch (err) {
