@@ -52,7 +52,9 @@
 //   BENCH_CASES        comma-separated subset of the case ids (default: all; the two references always run):
 //                      verify-cached, verify-v2, verify-route, verify-credits, verify-ratelimit-consistent,
 //                      verify-ratelimit-fast, ratelimit-async, ratelimit-sync, ratelimit-sync-unique,
-//                      create-key, many-keys (misses, hits, RSS, unknown keys), cold-start
+//                      create-key, many-keys (misses, hits, RSS, unknown keys), cold-start, and prune (only when
+//                      named: the retention pass under load, bench/prune-load.ts; several minutes)
+//   BENCH_PRUNE_ROWS   analytics rows the prune case removes (default 5000000)
 //   BENCH_KEYS         distinct keys of the many-key cases (default 100000)
 //   BENCH_FLOOD        requests (each a different unknown key) of the unknown-key flood (default 20000)
 //   BENCH_MILLION      set to 1 to also import keys up to 1,000,000 and report RSS while all are verified
@@ -68,6 +70,7 @@ import { join } from 'node:path';
 import { CASES, runsOn, type Case, type StoreKind } from './cases.ts';
 import { randomKeys, writeKeys } from './keyset.ts';
 import { benchManyKeys } from './many-keys.ts';
+import { benchPruneUnderLoad } from './prune-load.ts';
 import { measureCases } from './measure.ts';
 import { writeOutputs, machineLine, printStart } from './output.ts';
 import { checkAnsweredBy, checkCase, prepare } from './prepare.ts';
@@ -88,12 +91,15 @@ const settings = {
   flood: positiveInt('BENCH_FLOOD', 20_000),
   million: process.env.BENCH_MILLION === '1',
   coldStarts: positiveInt('BENCH_COLD_STARTS', 3),
+  pruneRows: positiveInt('BENCH_PRUNE_ROWS', 5_000_000),
 };
 const POSTGRES_URL = BENCH_PG_URL;
 const REDIS_URL = process.env.KEYHOLD_BENCH_REDIS_URL || process.env.KEYHOLD_TEST_REDIS_URL;
 const STORES: StoreKind[] = ['sqlite', 'postgres', 'sqlite+redis'];
 const MANY_KEYS = 'many-keys';
 const COLD_START = 'cold-start';
+/** Long (several minutes): run only when BENCH_CASES names it. */
+const PRUNE = 'prune';
 
 /** Requests each case must answer correctly before it is measured. */
 const CHECK_REQUESTS = 200;
@@ -149,6 +155,7 @@ interface Choice {
   cases: Case[];
   manyKeys: boolean;
   coldStart: boolean;
+  prune: boolean;
 }
 
 /** The stores (BENCH_STORES) and cases (BENCH_CASES) of this run; a store none of the cases runs on is left out. */
@@ -161,8 +168,8 @@ function choose(): Choice {
     throw new Error('BENCH_STORES names postgres but neither KEYHOLD_BENCH_POSTGRES_URL nor KEYHOLD_TEST_POSTGRES_URL is set');
   if (wanted.includes('sqlite+redis') && !REDIS_URL)
     throw new Error('BENCH_STORES names sqlite+redis but neither KEYHOLD_BENCH_REDIS_URL nor KEYHOLD_TEST_REDIS_URL is set');
-  const known = [...CASES.map((c) => c.id), MANY_KEYS, COLD_START];
-  const caseIds = list(process.env.BENCH_CASES || known.join(','));
+  const known = [...CASES.map((c) => c.id), MANY_KEYS, COLD_START, PRUNE];
+  const caseIds = list(process.env.BENCH_CASES || known.filter((id) => id !== PRUNE).join(','));
   for (const id of caseIds) if (!known.includes(id)) throw new Error(`BENCH_CASES: unknown case "${id}" (known: ${known.join(', ')})`);
   const cases = CASES.filter((c) => caseIds.includes(c.id));
   const onSqlite = wanted.includes('sqlite');
@@ -171,6 +178,7 @@ function choose(): Choice {
     cases,
     manyKeys: onSqlite && caseIds.includes(MANY_KEYS),
     coldStart: onSqlite && caseIds.includes(COLD_START),
+    prune: onSqlite && caseIds.includes(PRUNE),
   };
 }
 
@@ -193,6 +201,7 @@ async function benchAll(choice: Choice): Promise<{ summaries: CaseSummary[]; run
     const many = { ...settings, passes: choice.manyKeys, coldStarts: choice.coldStart ? settings.coldStarts : 0 };
     rows.push(...(await benchManyKeys(many)));
   }
+  if (choice.prune) rows.push(...(await benchPruneUnderLoad({ rows: settings.pruneRows, connections: settings.connections })));
   return { summaries, runs, rows };
 }
 
@@ -201,7 +210,7 @@ async function main(): Promise<number> {
   const choice = choose();
   // Bounded: every run has its own timeout; this is the backstop for the whole benchmark.
   const runCount = 2 * settings.rounds * (choice.cases.length + 1) + 1;
-  const manyKeysMs = (choice.manyKeys || choice.coldStart ? 1_200 : 0) + (settings.million ? 3_600 : 0);
+  const manyKeysMs = (choice.manyKeys || choice.coldStart ? 1_200 : 0) + (settings.million ? 3_600 : 0) + (choice.prune ? 2_400 : 0);
   const budgetMs = (choice.stores.length * (runCount * (settings.warmup + settings.duration + 35) + 120) + manyKeysMs) * 1000;
   const watchdog = setTimeout(() => {
     console.error(`bench: still running after ${Math.round(budgetMs / 1000)} s; stopping`);

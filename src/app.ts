@@ -24,6 +24,8 @@ import type { Store } from './store/store.ts';
 import { registerDashboard } from './http/dashboard/register.ts';
 import { createRuntime } from './services/verification/runtime.ts';
 import type { Vault } from './crypto/vault.ts';
+import type { RetentionConfig } from './config.ts';
+import { Pruner } from './services/maintenance/pruner.ts';
 
 export interface AppOptions {
   /** Redis for cluster-wide rate limits and cache invalidation (REDIS_URL). */
@@ -42,6 +44,10 @@ export interface AppOptions {
   authFailureLimit?: number;
   /** Where users reach the server (KEYHOLD_PUBLIC_URL): dashboard cookies are Secure when it is https. */
   publicUrl?: string;
+  /** Background retention passes (KEYHOLD_*_RETENTION_DAYS, KEYHOLD_PRUNE_INTERVAL_MINUTES); none when unset. */
+  retention?: RetentionConfig;
+  /** How long after the start the first retention pass runs (ms; default 60 s). */
+  firstPrunePassDelayMs?: number;
 }
 
 export const BODY_LIMIT = 5 * 1024 * 1024;
@@ -91,7 +97,12 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
   for (const register of ROUTES) register(app, deps);
   for (const register of V2_ROUTES) register(app, deps);
   registerDashboard(app, { deps, internal, publicUrl: options.publicUrl ?? 'http://127.0.0.1' });
-  metrics.watch({ verifier, cache, health: runtime.health, jobs: () => jobQueueStats(store.db) });
+  const pruner = options.retention
+    ? new Pruner(store, { retention: options.retention, firstPassDelayMs: options.firstPrunePassDelayMs, logger: options.logger })
+    : undefined;
+  pruner?.start();
+  app.addHook('onClose', async () => pruner?.stop());
+  metrics.watch({ verifier, cache, health: runtime.health, jobs: () => jobQueueStats(store.db), pruner: pruner?.stats });
   lane = createLane({
     operations: [
       verifyKeyOperation(verifier, guardedValidator(bodyAjv, VerifyKeyBody, 'body')),

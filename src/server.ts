@@ -58,6 +58,7 @@ async function main(): Promise<void> {
       authFailureLimit: config.authFailureLimit,
       keyCacheSize: config.keyCacheSize,
       publicUrl: config.publicUrl,
+      retention: config.retention,
     },
   );
   // The address was free a moment ago; another process may still take it first.

@@ -4,6 +4,7 @@ import type { DependencyHealth } from '../services/dependency-health.ts';
 import type { KeyCacheStats } from '../services/verification/key-cache.ts';
 import type { VerifierStats } from '../services/verification/verifier.ts';
 import type { RootKeyGuardStats } from '../services/workspaces/root-key-guard.ts';
+import type { PrunerStats } from '../services/maintenance/pruner.ts';
 
 /**
  * What /metrics reads at scrape time, each added once it exists (`watch`). The hot path only increments
@@ -16,6 +17,8 @@ export interface MetricSources {
   /** Reads the job queue (a store query per scrape). */
   jobs?: () => Promise<JobQueueStats>;
   rootKeys?: RootKeyGuardStats;
+  /** The background retention passes (absent when they are off). */
+  pruner?: PrunerStats;
 }
 
 /** Prometheus metrics of one app instance (its own registry, so several apps can live in one process). */
@@ -44,6 +47,7 @@ export function createMetrics(withProcessMetrics: boolean) {
   registerVerificationMetrics(registry, sources);
   registerJobMetrics(registry, sources);
   registerHealthMetrics(registry, sources);
+  registerRetentionMetrics(registry, sources);
   /** Adds sources for the metrics computed at scrape time. */
   const watch = (more: MetricSources): void => {
     Object.assign(sources, more);
@@ -185,4 +189,27 @@ function registerHealthMetrics(registry: Registry, sources: MetricSources): void
     (s) => s.limited,
   );
   auth('keyhold_root_key_unknown_hits_total', 'Unknown root keys answered from memory, without a store read', (s) => s.unknownHits);
+}
+
+/** Rows the retention passes of this process removed, per kind, and when the last pass ended. */
+function registerRetentionMetrics(registry: Registry, sources: MetricSources): void {
+  mirroredCounter(registry, 'keyhold_pruned_rows_total', 'Rows removed by retention passes of this process, by kind', ['kind'], (set) => {
+    for (const [kind, n] of Object.entries(sources.pruner?.pruned ?? {})) set({ kind }, n ?? 0);
+  });
+  new Gauge({
+    name: 'keyhold_prune_last_pass_timestamp_seconds',
+    help: 'When the last retention pass of this process ended (unix seconds; 0: none yet)',
+    registers: [registry],
+    collect() {
+      this.set((sources.pruner?.lastPassAt ?? 0) / 1000);
+    },
+  });
+  new Gauge({
+    name: 'keyhold_prune_last_pass_duration_seconds',
+    help: 'How long the last retention pass of this process took',
+    registers: [registry],
+    collect() {
+      this.set((sources.pruner?.lastPassMs ?? 0) / 1000);
+    },
+  });
 }

@@ -11,6 +11,7 @@ import * as clampOutOfRange from './schema-migrations/0002-clamp-out-of-range-nu
 import * as ratelimitNamespaces from './schema-migrations/0003-ratelimit-namespaces.ts';
 import * as dashboardSessions from './schema-migrations/0004-dashboard-sessions.ts';
 import * as migrationAlgorithms from './schema-migrations/0005-migration-algorithms.ts';
+import * as retentionIndexes from './schema-migrations/0006-retention-indexes.ts';
 
 export type Db = Kysely<Database>;
 export type Tx = Transaction<Database>;
@@ -22,6 +23,11 @@ export interface Capabilities {
   dialect: 'sqlite' | 'postgres';
   /** Row locks that let several workers claim different rows at once (`FOR UPDATE SKIP LOCKED`). */
   skipLocked: boolean;
+  /**
+   * Every statement runs on this process' event loop (node:sqlite is synchronous), so a long write delays
+   * every request: background work keeps each of its statements short and pauses between them.
+   */
+  writesOnEventLoop: boolean;
 }
 
 export interface Store {
@@ -62,6 +68,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0003-ratelimit-namespaces': ratelimitNamespaces,
   '0004-dashboard-sessions': dashboardSessions,
   '0005-migration-algorithms': migrationAlgorithms,
+  '0006-retention-indexes': retentionIndexes,
 };
 
 /**
@@ -85,13 +92,13 @@ export function openStore(url: string, options: StoreOptions = {}): Store {
     const connectionString = parsed.toString();
     dialect = postgresDialect(connectionString, name, { ...POSTGRES_TIMEOUTS, ...options.postgres }).dialect;
     openUnlimited = () => new Kysely<Database>({ dialect: postgresDialect(connectionString, name, NO_POSTGRES_TIMEOUTS, 2).dialect });
-    caps = { dialect: 'postgres', skipLocked: true };
+    caps = { dialect: 'postgres', skipLocked: true, writesOnEventLoop: false };
     parsed.password = '';
     describe = `${parsed.toString()} (schema ${schema})`;
   } else {
     const path = url.replace(/^sqlite:/, '');
     dialect = sqliteDialect(path, options.sqliteBusyTimeoutMs ?? SQLITE_BUSY_TIMEOUT_MS);
-    caps = { dialect: 'sqlite', skipLocked: false };
+    caps = { dialect: 'sqlite', skipLocked: false, writesOnEventLoop: true };
     describe = `sqlite:${path}`;
   }
   const db = new Kysely<Database>({ dialect: observedDialect(dialect, listeners) });

@@ -1,5 +1,6 @@
 import { AppError } from '../../domain/errors.ts';
-import { ConfigError, loadVaultConfig, masterKeysFromConfig } from '../../config.ts';
+import { ConfigError, loadRetentionConfig, loadVaultConfig, masterKeysFromConfig } from '../../config.ts';
+import { runPrunePass } from '../../services/maintenance/prune.ts';
 import { createVault, VaultError } from '../../crypto/vault.ts';
 import { WORKER_TASKS } from '../../services/migrations/migration-import-task.ts';
 import { runWorkerUntilSignal } from '../../jobs/worker.ts';
@@ -37,6 +38,19 @@ export const MAINTENANCE_COMMANDS: CommandGroup = {
     async run({ applied }) {
       // Migrations run whenever the CLI opens the store; this command only reports what they did.
       return { json: { applied }, text: applied.length ? `applied: ${applied.join(', ')}` : 'schema is up to date' };
+    },
+  },
+  'maintenance prune': {
+    summary:
+      'Runs one retention pass now: removes what is older than its retention (KEYHOLD_*_RETENTION_DAYS) and prints the rows removed per kind.',
+    options: {},
+    prints: '{"pruned":{"<kind>":n,…}}',
+    async run({ store }) {
+      // The same pass the server runs in the background, with the same settings; running it beside a server is
+      // harmless (each batch removes what is still there).
+      const pruned = await runPrunePass(store, loadRetentionConfig());
+      const lines = Object.entries(pruned).map(([kind, n]) => `${kind}: ${n}`);
+      return { json: { pruned }, text: `removed ${lines.length ? lines.join(', ') : 'nothing (every kind is kept forever)'}` };
     },
   },
   'vault rotate': {

@@ -13,8 +13,6 @@ export const SIGN_IN_LINK_TTL_MS = 10 * 60_000;
 /** A dashboard session lasts this long from sign-in (no sliding renewal: sign in again). */
 export const SESSION_TTL_MS = 12 * 60 * 60_000;
 
-const DAY_MS = 24 * 60 * 60_000;
-
 /** Who a link or session is for: one workspace, or the operator (every workspace). */
 export type Audience = { workspaceId: string } | { operator: true };
 
@@ -41,16 +39,8 @@ export async function createSignInLink(
   const token = newToken();
   const id = newId('dsl');
   const expiresAt = now + SIGN_IN_LINK_TTL_MS;
+  // Links and sessions a day past their end are removed by the retention pass (services/maintenance/).
   await db.transaction().execute(async (tx) => {
-    // Links and sessions over a day past their end are of no use any more: each new link clears them away.
-    await tx
-      .deleteFrom('dashboard_links')
-      .where('expires_at', '<', now - DAY_MS)
-      .execute();
-    await tx
-      .deleteFrom('dashboard_sessions')
-      .where('expires_at', '<', now - DAY_MS)
-      .execute();
     await tx
       .insertInto('dashboard_links')
       .values({

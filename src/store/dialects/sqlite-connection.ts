@@ -86,7 +86,9 @@ export class SqliteConnection {
     let prepared = cache.get(sql);
     if (!prepared) {
       const statement = this.db.prepare(sql);
-      prepared = { statement, returnsRows: statement.columns().length > 0 };
+      // A pragma is stepped to its end like a query: some do their work a step at a time and name no column
+      // (`incremental_vacuum(n)` frees one page per step).
+      prepared = { statement, returnsRows: statement.columns().length > 0 || /^\s*pragma\b/i.test(sql) };
       if (sql.length > limits.maxSql) return prepared;
       if (cache.size >= limits.maxStatements) cache.delete(cache.keys().next().value!);
       cache.set(sql, prepared);

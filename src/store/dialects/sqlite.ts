@@ -15,6 +15,7 @@ import {
 import { isRead, retryWhileBusy, SqliteConnection } from './sqlite-connection.ts';
 import { GroupCommitWriter } from './sqlite-group-commit.ts';
 import { makeDirectory } from '../make-directory.ts';
+import { Checkpoints } from './sqlite-checkpoints.ts';
 
 /** How long a statement waits for another connection's write lock: as long as PostgreSQL's statement timeout. */
 export const SQLITE_BUSY_TIMEOUT_MS = 5_000;
@@ -49,6 +50,7 @@ export function sqliteDialect(path: string, busyTimeoutMs = SQLITE_BUSY_TIMEOUT_
 class NodeSqliteDriver implements Driver {
   #writer?: GroupCommitWriter;
   #reader?: SqliteConnection;
+  #checkpoints?: Checkpoints;
   /** Leases not in use: Kysely keeps every connection object it was given, so they are reused, not made anew. */
   readonly #idle: Lease[] = [];
   readonly #path: string;
@@ -65,7 +67,10 @@ class NodeSqliteDriver implements Driver {
     try {
       // Switching a new file to WAL takes an exclusive lock for a moment; wait for it like any other write.
       await retryWhileBusy(
-        () => db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;'),
+        // auto_vacuum applies only to a file without tables yet (a new one): its free pages can then be given
+        // back after the retention pass removes rows (store/free-pages.ts); on an older file it changes nothing.
+        () =>
+          db.exec('PRAGMA auto_vacuum = INCREMENTAL; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;'),
         this.#busyTimeoutMs,
       );
     } catch (err) {
@@ -74,6 +79,11 @@ class NodeSqliteDriver implements Driver {
     }
     this.#writer = new GroupCommitWriter(new SqliteConnection(db, this.#busyTimeoutMs), this.#busyTimeoutMs);
     if (this.#path !== ':memory:') {
+      // Checkpoints run in a worker thread, not on the commit that fills the log (sqlite-checkpoints.ts).
+      db.exec('PRAGMA wal_autocheckpoint = 0;');
+      this.#checkpoints = new Checkpoints(this.#path, () => {
+        if (db.isOpen) db.exec('PRAGMA wal_autocheckpoint = 1000;');
+      });
       const reader = new DatabaseSync(this.#path, { timeout: 0 });
       reader.exec('PRAGMA query_only = ON;');
       this.#reader = new SqliteConnection(reader, this.#busyTimeoutMs);
@@ -102,6 +112,8 @@ class NodeSqliteDriver implements Driver {
   }
 
   async destroy(): Promise<void> {
+    await this.#checkpoints?.stop();
+    this.#checkpoints = undefined;
     this.#writer?.close();
     this.#writer?.connection.close();
     this.#reader?.close();

@@ -1,0 +1,51 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { performance } from 'node:perf_hooks';
+import type { RetentionConfig } from '../../config.ts';
+import type { Store } from '../../store/store.ts';
+import { deleteBatch } from '../../store/batched-delete.ts';
+import { reclaimFreePages } from '../../store/free-pages.ts';
+import { BatchPace, EVENT_LOOP_PACE, SERVER_PACE } from '../../store/batch-pace.ts';
+import { RETENTION_RULES, type PruneKind } from './retention-rules.ts';
+
+export type PruneCounts = Partial<Record<PruneKind, number>>;
+
+export interface PruneOptions {
+  now?: number;
+  /** Asked between batches: true ends the pass early (a server stopping); what is left waits for the next pass. */
+  shouldStop?: () => boolean;
+  /** Called after every batch with the rows it removed (metrics, the lease's renewal). */
+  onBatch?: (kind: PruneKind, rows: number) => void | Promise<void>;
+}
+
+/**
+ * One retention pass: removes, kind by kind (RETENTION_RULES' order), every row older than its kind's
+ * retention, in short batches paced for the dialect (batch-pace.ts), then gives the freed pages of a SQLite
+ * file back (free-pages.ts). Returns the rows removed per kind (kinds kept forever are left out). Running it
+ * twice at once, or on two nodes, is harmless (each batch deletes what is still there); the background
+ * pruner still runs one node at a time (prune-lease.ts) so they do not compete for the same rows.
+ */
+export async function runPrunePass(store: Store, retention: RetentionConfig, options: PruneOptions = {}): Promise<PruneCounts> {
+  const now = options.now ?? Date.now();
+  const stop = options.shouldStop ?? (() => false);
+  const paceOptions = store.caps.writesOnEventLoop ? EVENT_LOOP_PACE : SERVER_PACE;
+  const counts: PruneCounts = {};
+  for (const rule of RETENTION_RULES) {
+    const keepMs = rule.keepMs(retention);
+    if (keepMs <= 0) continue;
+    const due = rule.due(now - keepMs);
+    const pace = new BatchPace(paceOptions);
+    let removed = 0;
+    while (!stop()) {
+      const size = pace.size;
+      const started = performance.now();
+      const rows = await deleteBatch(store, rule.table, due, size);
+      removed += rows;
+      if (rows) await options.onBatch?.(rule.kind, rows);
+      if (rows < size) break;
+      await sleep(pace.after(rows, performance.now() - started));
+    }
+    counts[rule.kind] = removed;
+  }
+  if (!stop()) await reclaimFreePages(store, { ...paceOptions, shouldStop: stop });
+  return counts;
+}

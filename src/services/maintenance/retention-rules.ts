@@ -1,0 +1,102 @@
+import { sql, type RawBuilder } from 'kysely';
+import type { RetentionConfig } from '../../config.ts';
+import type { Database } from '../../store/schema.ts';
+
+/** What the retention pass removes, one name per kind of row (`keyhold maintenance prune` prints these). */
+export type PruneKind =
+  | 'verifications'
+  | 'ratelimit_analytics'
+  | 'audit_logs'
+  | 'deleted_keys'
+  | 'deleted_apis'
+  | 'failed_jobs'
+  | 'migration_items'
+  | 'migrations'
+  | 'dashboard_links'
+  | 'dashboard_sessions';
+
+const DAY_MS = 86_400_000;
+
+/**
+ * One kind of row that retention removes: its table, how long it is kept (ms; 0: forever) and which rows are
+ * due at a cutoff (rows older than the cutoff, in the kind's own sense of "older").
+ */
+export interface RetentionRule {
+  kind: PruneKind;
+  table: keyof Database;
+  keepMs(retention: RetentionConfig): number;
+  due(cutoff: number): RawBuilder<unknown>;
+}
+
+const days = (n: number) => n * DAY_MS;
+
+/**
+ * A key migration is finished and old when nothing of it is pending, no item or the migration itself changed
+ * after the cutoff, and no key still waits under its hash algorithm (its first verification needs the
+ * migration to rehash it).
+ */
+const finishedMigration = (cutoff: number) => sql`select m.id from key_migrations m
+  where m.updated_at < ${cutoff}
+    and not exists (select 1 from key_migration_items i where i.migration_id = m.id and (i.status = 'pending' or i.updated_at >= ${cutoff}))
+    and not exists (select 1 from keys k where k.pending_migration_id = m.id)`;
+
+/**
+ * Every kind, in the order a pass removes them: a deleted key before its API (an API is removed only once
+ * none of its keys is left, so a removal never cascades to a live key), a migration's items before the
+ * migration. Removing a key cascades to its roles, permissions, rate limits and encrypted copy (foreign
+ * keys); its hourly analytics stay until their own retention.
+ */
+export const RETENTION_RULES: readonly RetentionRule[] = [
+  {
+    kind: 'verifications',
+    table: 'key_verifications_hourly',
+    keepMs: (r) => days(r.analyticsDays),
+    due: (cutoff) => sql`hour < ${cutoff}`,
+  },
+  {
+    kind: 'ratelimit_analytics',
+    table: 'ratelimit_hourly',
+    keepMs: (r) => days(r.analyticsDays),
+    due: (cutoff) => sql`hour < ${cutoff}`,
+  },
+  {
+    kind: 'audit_logs',
+    table: 'audit_logs',
+    keepMs: (r) => days(r.auditDays),
+    due: (cutoff) => sql`created_at < ${cutoff}`,
+  },
+  {
+    kind: 'deleted_keys',
+    table: 'keys',
+    keepMs: (r) => days(r.deletedDays),
+    due: (cutoff) => sql`deleted_at is not null and deleted_at < ${cutoff}`,
+  },
+  {
+    kind: 'deleted_apis',
+    table: 'apis',
+    keepMs: (r) => days(r.deletedDays),
+    due: (cutoff) => sql`deleted_at is not null and deleted_at < ${cutoff} and not exists (select 1 from keys k where k.api_id = apis.id)`,
+  },
+  {
+    kind: 'failed_jobs',
+    table: 'jobs',
+    keepMs: (r) => days(r.finishedDays),
+    due: (cutoff) => sql`status = 'failed' and updated_at < ${cutoff}`,
+  },
+  {
+    kind: 'migration_items',
+    table: 'key_migration_items',
+    keepMs: (r) => days(r.finishedDays),
+    due: (cutoff) => sql`migration_id in (${finishedMigration(cutoff)})`,
+  },
+  {
+    kind: 'migrations',
+    table: 'key_migrations',
+    keepMs: (r) => days(r.finishedDays),
+    due: (cutoff) =>
+      sql`id in (${finishedMigration(cutoff)}) and not exists (select 1 from key_migration_items i where i.migration_id = key_migrations.id)`,
+  },
+  // Sign-in links and sessions are of no use once expired; a day's grace keeps them for a look after the fact.
+  { kind: 'dashboard_links', table: 'dashboard_links', keepMs: () => DAY_MS, due: (cutoff) => sql`expires_at < ${cutoff}` },
+  { kind: 'dashboard_sessions', table: 'dashboard_sessions', keepMs: () => DAY_MS, due: (cutoff) => sql`expires_at < ${cutoff}` },
+];

@@ -1,0 +1,51 @@
+import { Worker } from 'node:worker_threads';
+import { once } from 'node:events';
+
+/** How often the checkpointer copies the write-ahead log into the database file. */
+const CHECKPOINT_INTERVAL_MS = 100;
+
+/**
+ * Checkpoints of a SQLite file off the event loop. By default SQLite checkpoints on the connection whose
+ * commit takes the write-ahead log past 1,000 pages, synchronously: with node:sqlite that commit blocked
+ * every request of the process for 10–30 ms each time (measured while the retention pass deleted rows), so
+ * the writer's automatic checkpoints are turned off (`wal_autocheckpoint = 0`, see sqlite.ts) and a worker
+ * thread (sqlite-checkpointer.ts) checkpoints instead. Should the worker fail or end, `lost` is called once
+ * (sqlite.ts turns the writer's automatic checkpoints back on), so the log never grows without bound. `stop`
+ * checkpoints once more and closes its connection.
+ */
+export class Checkpoints {
+  readonly #worker: Worker;
+  #stopping = false;
+  #exited = false;
+
+  constructor(path: string, lost: () => void) {
+    this.#worker = new Worker(new URL('./sqlite-checkpointer.ts', import.meta.url), {
+      workerData: { path, intervalMs: CHECKPOINT_INTERVAL_MS },
+      // Not the process' own flags: some (--input-type of `node -e`) stop a worker from loading a file.
+      execArgv: ['--disable-warning=ExperimentalWarning'],
+    });
+    let reported = false;
+    const onLost = () => {
+      if (this.#stopping || reported) return;
+      reported = true;
+      lost();
+    };
+    this.#worker.on('error', onLost);
+    this.#worker.on('exit', () => {
+      this.#exited = true;
+      onLost();
+    });
+    this.#worker.unref();
+  }
+
+  async stop(): Promise<void> {
+    if (this.#stopping) return;
+    this.#stopping = true;
+    if (this.#exited) return;
+    const exited = once(this.#worker, 'exit');
+    this.#worker.postMessage('stop');
+    const timer = setTimeout(() => void this.#worker.terminate(), 2_000);
+    await exited.catch(() => {});
+    clearTimeout(timer);
+  }
+}

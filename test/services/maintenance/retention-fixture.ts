@@ -1,0 +1,240 @@
+import type { World } from '../../helpers/harness.ts';
+import { ALL_TABLES } from '../../helpers/rows.ts';
+import type { Database } from '../../../src/store/schema.ts';
+import type { RetentionConfig } from '../../../src/config.ts';
+
+export const DAY = 86_400_000;
+export const OLD = 400 * DAY;
+export const RECENT = 10 * DAY;
+
+/** Every table's rows as JSON lines; columns a background task of the app may touch meanwhile are left out. */
+export type Snapshot = Record<string, Array<Record<string, unknown>>>;
+const VOLATILE = new Set(['last_used_at']);
+/** Tables the app itself writes in the background (the change feed's poll, the prune lease): not compared. */
+const BACKGROUND_TABLES = new Set(['change_feed', 'settings', 'ratelimit_counters']);
+
+export async function snapshot(w: World): Promise<Snapshot> {
+  const out: Snapshot = {};
+  for (const t of ALL_TABLES) {
+    if (BACKGROUND_TABLES.has(t)) continue;
+    const rows = await w.store.db.selectFrom(t).selectAll().execute();
+    out[t] = rows
+      .map((r) => Object.fromEntries(Object.entries(r).filter(([k]) => !VOLATILE.has(k))))
+      .sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
+  }
+  return out;
+}
+
+/**
+ * Data at every age: for each kind, rows far past its retention (400 days) and rows well inside it (10 days),
+ * beside live keys, APIs and root keys that are old themselves (which no retention may touch). Creates through
+ * the API, then moves timestamps back, as time would have.
+ */
+export async function agedFixture(w: World, now: number): Promise<{ liveKey: string; liveKeyId: string }> {
+  const db = w.store.db;
+  const apiId = await w.createApi('live');
+  const live = await w.createKey({ apiId, name: 'live', ratelimit: { type: 'fast', limit: 10, duration: 1000 } });
+  const oldDeleted = await w.createKey({
+    apiId,
+    name: 'deleted long ago',
+    recoverable: true,
+    ratelimit: { type: 'fast', limit: 5, duration: 1000 },
+  });
+  const recentDeleted = await w.createKey({ apiId, name: 'deleted lately' });
+  for (const k of [oldDeleted, recentDeleted]) await w.post('/v1/keys.deleteKey', { keyId: k.keyId });
+  await db
+    .updateTable('keys')
+    .set({ deleted_at: now - OLD })
+    .where('id', '=', oldDeleted.keyId)
+    .execute();
+  await db
+    .updateTable('keys')
+    .set({ deleted_at: now - RECENT })
+    .where('id', '=', recentDeleted.keyId)
+    .execute();
+  // Live rows that are old themselves: nothing removes them.
+  await db
+    .updateTable('keys')
+    .set({ created_at: now - OLD })
+    .where('id', '=', live.keyId)
+    .execute();
+  await db
+    .updateTable('apis')
+    .set({ created_at: now - OLD })
+    .where('id', '=', apiId)
+    .execute();
+  await db
+    .updateTable('root_keys')
+    .set({ created_at: now - OLD })
+    .execute();
+
+  const goneApi = await w.createApi('deleted long ago');
+  await w.createKey({ apiId: goneApi, name: 'key of a deleted api' });
+  const keptApi = await w.createApi('deleted lately');
+  await w.createKey({ apiId: keptApi, name: 'key of a lately deleted api' });
+  for (const a of [goneApi, keptApi]) await w.post('/v1/apis.deleteApi', { apiId: a });
+  for (const [a, age] of [
+    [goneApi, OLD],
+    [keptApi, RECENT],
+  ] as const) {
+    await db
+      .updateTable('apis')
+      .set({ deleted_at: now - age })
+      .where('id', '=', a)
+      .execute();
+    await db
+      .updateTable('keys')
+      .set({ deleted_at: now - age })
+      .where('api_id', '=', a)
+      .execute();
+  }
+
+  const hour = (ago: number) => now - ago - ((now - ago) % 3_600_000);
+  for (const ago of [OLD, RECENT]) {
+    await db
+      .insertInto('key_verifications_hourly')
+      .values({
+        key_id: live.keyId,
+        hour: hour(ago),
+        outcome: 'VALID',
+        workspace_id: w.workspaceId,
+        api_id: apiId,
+        identity_id: null,
+        count: 5,
+      })
+      .execute();
+    await db
+      .insertInto('ratelimit_hourly')
+      .values({ namespace_id: 'rlns_x', identifier: 'user', hour: hour(ago), workspace_id: w.workspaceId, passed: 3, denied: 1 })
+      .execute();
+    const job = {
+      task: 'import',
+      payload: '{}',
+      attempts: 3,
+      max_attempts: 3,
+      run_at: now - ago,
+      locked_at: null,
+      locked_by: null,
+      created_at: now - ago,
+    };
+    await db
+      .insertInto('jobs')
+      .values([
+        { ...job, id: `job_failed_${ago}`, status: 'failed', last_error: 'boom', updated_at: now - ago },
+        { ...job, id: `job_pending_${ago}`, status: 'pending', last_error: null, updated_at: now - ago },
+      ])
+      .execute();
+    const link = { workspace_id: w.workspaceId, operator: 0, created_at: now - ago - DAY };
+    await db
+      .insertInto('dashboard_links')
+      .values({ ...link, id: `dsl_${ago}`, token_hash: `h_${ago}`, expires_at: now - ago, used_at: null })
+      .execute();
+    await db
+      .insertInto('dashboard_sessions')
+      .values({ ...link, id: `dss_${ago}`, token_hash: `s_${ago}`, link_id: `dsl_${ago}`, expires_at: now - ago, ended_at: null })
+      .execute();
+  }
+  // A live session and an unused link, both still valid.
+  const future = { workspace_id: w.workspaceId, operator: 0, created_at: now, expires_at: now + DAY };
+  await db
+    .insertInto('dashboard_links')
+    .values({ ...future, id: 'dsl_live', token_hash: 'h_live', used_at: null })
+    .execute();
+  await db
+    .insertInto('dashboard_sessions')
+    .values({ ...future, id: 'dss_live', token_hash: 's_live', link_id: 'dsl_live', ended_at: null })
+    .execute();
+
+  await migrations(w, now, live.keyId);
+  // Audit records of everything above are recent; move some back.
+  const audits = await db.selectFrom('audit_logs').select('id').orderBy('id').execute();
+  const old = audits.filter((_, i) => i % 2 === 0).map((a) => a.id);
+  await db
+    .updateTable('audit_logs')
+    .set({ created_at: now - OLD })
+    .where('id', 'in', old)
+    .execute();
+  return { liveKey: live.key, liveKeyId: live.keyId };
+}
+
+/** Finished migrations old and recent, an old one with a pending item, an old one a key still waits on. */
+async function migrations(w: World, now: number, liveKeyId: string): Promise<void> {
+  const db = w.store.db;
+  const cases = [
+    { id: 'mig_old_done', age: OLD, itemStatus: ['migrated', 'failed'] },
+    { id: 'mig_recent_done', age: RECENT, itemStatus: ['migrated'] },
+    { id: 'mig_old_pending', age: OLD, itemStatus: ['migrated', 'pending'] },
+    { id: 'mig_old_waiting_key', age: OLD, itemStatus: ['migrated'] },
+    { id: 'mig_old_empty', age: OLD, itemStatus: [] },
+  ];
+  for (const c of cases) {
+    const at = now - c.age;
+    await db
+      .insertInto('key_migrations')
+      .values({ id: c.id, workspace_id: w.workspaceId, name: null, algorithm: 'sha256_hex', created_at: at, updated_at: at })
+      .execute();
+    for (const [i, status] of c.itemStatus.entries()) {
+      await db
+        .insertInto('key_migration_items')
+        .values({
+          id: `${c.id}_${i}`,
+          migration_id: c.id,
+          item_index: i,
+          hash: `hash_${c.id}_${i}`,
+          status,
+          key_id: null,
+          reason: null,
+          created_at: at,
+          updated_at: at,
+        })
+        .execute();
+    }
+  }
+  await db.updateTable('keys').set({ pending_migration_id: 'mig_old_waiting_key' }).where('id', '=', liveKeyId).execute();
+}
+
+type Row = Record<string, unknown>;
+const n = (v: unknown) => Number(v);
+
+/**
+ * What a pass must leave of `before` (computed here from the rules as documented, not by the code under
+ * test), and how many rows of each kind it removes.
+ */
+export function expectedAfterPrune(before: Snapshot, now: number, r: RetentionConfig): { after: Snapshot; pruned: Record<string, number> } {
+  const cut = (days: number) => (days === 0 ? Number.NEGATIVE_INFINITY : now - days * DAY);
+  const after: Snapshot = { ...before };
+  const pruned: Record<string, number> = {};
+  // A kind kept forever (0 days) is left out of the pass and of what it reports.
+  const keep = (table: keyof Database, kind: string, ok: (row: Row) => boolean, days = 1) => {
+    if (days === 0) return;
+    after[table] = before[table].filter(ok);
+    pruned[kind] = before[table].length - after[table].length;
+  };
+  const old = (row: Row, column: string, days: number) => row[column] !== null && n(row[column]) < cut(days);
+  keep('key_verifications_hourly', 'verifications', (x) => !old(x, 'hour', r.analyticsDays), r.analyticsDays);
+  keep('ratelimit_hourly', 'ratelimit_analytics', (x) => !old(x, 'hour', r.analyticsDays), r.analyticsDays);
+  keep('audit_logs', 'audit_logs', (x) => !old(x, 'created_at', r.auditDays), r.auditDays);
+  keep('keys', 'deleted_keys', (x) => !old(x, 'deleted_at', r.deletedDays), r.deletedDays);
+  const keyIds = new Set(after.keys.map((k) => k.id));
+  const apisWithKeys = new Set(after.keys.map((k) => k.api_id));
+  keep('apis', 'deleted_apis', (x) => !(old(x, 'deleted_at', r.deletedDays) && !apisWithKeys.has(x.id)), r.deletedDays);
+  for (const t of ['keys_roles', 'keys_permissions', 'encrypted_keys'] as const) after[t] = before[t].filter((x) => keyIds.has(x.key_id));
+  after.ratelimits = before.ratelimits.filter((x) => x.key_id === null || keyIds.has(x.key_id));
+  keep('jobs', 'failed_jobs', (x) => !(x.status === 'failed' && old(x, 'updated_at', r.finishedDays)), r.finishedDays);
+  const waited = new Set(before.keys.map((k) => k.pending_migration_id).filter(Boolean));
+  const finished = new Set(
+    before.key_migrations
+      .filter((m) => old(m, 'updated_at', r.finishedDays) && !waited.has(m.id))
+      .filter((m) =>
+        before.key_migration_items
+          .filter((i) => i.migration_id === m.id)
+          .every((i) => i.status !== 'pending' && old(i, 'updated_at', r.finishedDays)),
+      )
+      .map((m) => m.id),
+  );
+  keep('key_migration_items', 'migration_items', (x) => !finished.has(x.migration_id), r.finishedDays);
+  keep('key_migrations', 'migrations', (x) => !finished.has(x.id), r.finishedDays);
+  keep('dashboard_links', 'dashboard_links', (x) => n(x.expires_at) >= now - DAY);
+  keep('dashboard_sessions', 'dashboard_sessions', (x) => n(x.expires_at) >= now - DAY);
+  return { after, pruned };
+}
