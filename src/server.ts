@@ -28,13 +28,7 @@ const STORE_START_TIMEOUT_MS = 5_000;
  */
 async function main(): Promise<void> {
   const config = orExit(() => loadConfig());
-  const logger = pino({
-    level: config.logLevel,
-    redact: {
-      paths: ['req.headers.authorization', 'rootKey', 'key', 'plaintext', '*.rootKey', '*.key', '*.plaintext'],
-      censor: '[redacted]',
-    },
-  });
+  const logger = createLogger(config);
   await checkListenAddress(config.host, config.port);
   const dataDir = sqliteDataDirectory(config.databaseUrl);
   if (dataDir) checkDataDirectory(dataDir);
@@ -43,8 +37,7 @@ async function main(): Promise<void> {
     const unreachable = await checkRedis(config.redisUrl);
     if (unreachable) logger.warn(unreachable);
   }
-  const vault = openVault(config, logger);
-  await checkVault(vault, store);
+  const vault = await openVault(config, store, logger);
   await bootstrapOnFirstStart(store, config, logger);
 
   const app = await buildApp(
@@ -88,6 +81,17 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => void stop('SIGTERM'));
 }
 
+/** JSON lines on stdout, with secrets redacted wherever a log call might carry one. */
+function createLogger(config: Config): pino.Logger {
+  return pino({
+    level: config.logLevel,
+    redact: {
+      paths: ['req.headers.authorization', 'rootKey', 'key', 'plaintext', '*.rootKey', '*.key', '*.plaintext'],
+      censor: '[redacted]',
+    },
+  });
+}
+
 /** Invalid settings end the process with exit code 2 and one line per problem, each naming its setting. */
 function orExit<T>(read: () => T): T {
   try {
@@ -122,7 +126,8 @@ async function openCheckedStore(databaseUrl: string, logger: pino.Logger): Promi
   }
 }
 
-function openVault(config: Config, logger: pino.Logger): Vault | undefined {
+/** The vault of the configured master keys (none: a warning), checked against the stored data keys. */
+async function openVault(config: Config, store: Store, logger: pino.Logger): Promise<Vault | undefined> {
   let masterKeys: ReturnType<typeof masterKeysFromConfig>;
   try {
     masterKeys = masterKeysFromConfig(config, (msg) => logger.warn(msg));
@@ -134,7 +139,9 @@ function openVault(config: Config, logger: pino.Logger): Vault | undefined {
       'KEYHOLD_MASTER_KEYS is not set: no vault, so recoverable keys, plaintext imports and decrypt=true are refused (412). Every server of a PostgreSQL cluster needs the same KEYHOLD_MASTER_KEYS',
     );
   }
-  return masterKeys ? createVault(masterKeys) : undefined;
+  const vault = masterKeys ? createVault(masterKeys) : undefined;
+  await checkVault(vault, store);
+  return vault;
 }
 
 /** Master keys other than those the stored data keys were wrapped with would fail every recoverable key: refuse them now. */
