@@ -1,10 +1,11 @@
 import { isIP } from 'node:net';
 
 /*
- * The checks of the settings that have a shape (HOST and the URLs: DATABASE_URL, REDIS_URL, KEYHOLD_PUBLIC_URL), for config.ts. Each problem names the
- * setting and the fix and never quotes the value: it may hold a password. What the drivers would choke on
- * later (a port that is not a number, a % that is not an escape, a schema name no SQL may carry) is refused
- * here, so that it is a configuration error (exit 2) instead of a stack trace from inside the driver.
+ * The checks of the settings that have a shape (HOST and the URLs: DATABASE_URL, REDIS_URL, KEYHOLD_PUBLIC_URL),
+ * for config.ts. Each problem names the setting and the fix; a URL that may hold a password is never quoted
+ * (KEYHOLD_PUBLIC_URL only without its credentials). What the drivers would choke on later (a port that is not
+ * a number, a % that is not an escape, a schema name no SQL may carry) is refused here, so that it is a
+ * configuration error (exit 2) instead of a stack trace from inside the driver, with the password in it.
  */
 
 /** What is wrong with a HOST value, or undefined: an IP address or a host name, without scheme or port (that is PORT). */
