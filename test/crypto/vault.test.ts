@@ -438,7 +438,8 @@ describe('master key file (embedded default)', () => {
         child.stderr.on('data', (d) => {
           err += d;
         });
-        child.on('exit', (code) => resolve({ out, err, code }));
+        // 'close', not 'exit': the output may still be in the pipes when the process has exited.
+        child.on('close', (code) => resolve({ out, err, code }));
       });
     const results = await Promise.all(Array.from({ length: 6 }, runOne));
     for (const r of results) assert.equal(r.code, 0, r.err);
