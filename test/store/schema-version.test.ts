@@ -1,6 +1,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
+import { finished } from 'node:stream/promises';
 import { sql } from 'kysely';
 import { repoUrl } from '../helpers/repo.ts';
 import { DIALECTS, freshStore, scratchDatabase } from '../helpers/harness.ts';
@@ -50,6 +51,7 @@ for (const dialect of DIALECTS) {
 
         const server = new ServerProcess(serverEnv({ DATABASE_URL: url, PORT: String(await freePort()), LOG_LEVEL: 'warn' }));
         const { code } = await server.exit(10_000);
+        await Promise.all([server.proc.stdout!, server.proc.stderr!].map((s) => finished(s).catch(() => {})));
         assert.equal(code, 1, server.output);
         assert.equal(server.stderr, `keyhold cannot start: ${expected}\n`);
         assert.doesNotMatch(server.output, /^\s+at /m);

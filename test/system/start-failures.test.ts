@@ -2,6 +2,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { finished } from 'node:stream/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { repoUrl } from '../helpers/repo.ts';
@@ -80,6 +81,7 @@ async function failedStart(c: StartFailureCase, opts: { viaNpm?: boolean } = {})
     const server = new ServerProcess(serverEnv({ LOG_LEVEL: 'warn', PORT: String(port), DATABASE_URL: db, ...vars }), opts);
     const { code } = await server.exit(KILLED_AFTER_MS);
     await assertExitedInTime(Date.now() - started, opts);
+    await allOutput(server);
     assert.equal(code, c.code, server.output);
     const lines = server.stderr.trimEnd().split('\n');
     assert.equal(lines.length, 1, `one line on stderr, got:\n${server.stderr}`);
@@ -112,6 +114,11 @@ async function assertExitedInTime(tookMs: number, opts: { viaNpm?: boolean }): P
     tookMs <= EXIT_WITHIN_MS + controlMs,
     `exited after ${tookMs} ms, ${tookMs - controlMs} ms more than a start that fails at once`,
   );
+}
+
+/** Resolves once the process' output is all read: when it has exited, the pipes may still hold some. */
+async function allOutput(server: ServerProcess): Promise<void> {
+  await Promise.all([server.proc.stdout!, server.proc.stderr!].map((s) => finished(s).catch(() => {})));
 }
 
 /** A socket listening on a free port of 127.0.0.1 (where the server listens by default). */
