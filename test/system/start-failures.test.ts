@@ -69,29 +69,48 @@ describe('start failures: every setting of the README configuration table', () =
 });
 
 async function failedStart(c: StartFailureCase, opts: { viaNpm?: boolean } = {}): Promise<void> {
+  const first = await startOnce(c, opts, (server, db) => assertOneLine(c, server, db));
+  await assertExitedInTime(c, opts, first);
+}
+
+/** Exit code, one line naming the setting, no stack trace, no secret; nothing bootstrapped for a key file that failed. */
+async function assertOneLine(c: StartFailureCase, server: ServerProcess, db: string): Promise<void> {
+  assert.equal((await server.exited).code, c.code, server.output);
+  const lines = server.stderr.trimEnd().split('\n');
+  assert.equal(lines.length, 1, `one line on stderr, got:\n${server.stderr}`);
+  assert.match(lines[0], /^keyhold cannot start: /);
+  assert.ok(lines[0].includes(c.setting), `the line names ${c.setting}: ${lines[0]}`);
+  if (c.line) assert.match(lines[0], c.line);
+  assert.doesNotMatch(server.output, /^\s+at /m, 'no stack trace');
+  assert.doesNotMatch(server.output, /kh_root_[1-9A-HJ-NP-Za-km-z]{22}/, 'no root key');
+  for (const secret of c.secrets ?? []) assert.equal(server.output.includes(secret), false, `the output holds the secret ${secret}`);
+  if (c.setting === 'KEYHOLD_BOOTSTRAP_KEY_FILE') await assertNothingBootstrapped(db);
+}
+
+/** Starts the case's server in a scratch directory of its own, waits for its exit and output, checks it; the time it took. */
+async function startOnce(
+  c: StartFailureCase,
+  opts: { viaNpm?: boolean },
+  check: (server: ServerProcess, db: string) => Promise<void> = async () => {},
+): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), 'keyhold-start-failure-'));
   const holder = c.busyPort ? await holdPort() : undefined;
   try {
     mkdirSync(join(dir, 'data'));
     const db = `sqlite:${join(dir, 'data', 'keyhold.db')}`;
     await c.setup?.(dir, db);
-    const vars = c.env(dir, db);
     const port = holder?.port ?? (await freePort());
     const started = Date.now();
-    const server = new ServerProcess(serverEnv({ LOG_LEVEL: 'warn', PORT: String(port), DATABASE_URL: db, ...vars }), opts);
-    const { code } = await server.exit(KILLED_AFTER_MS);
-    await assertExitedInTime(Date.now() - started, opts);
+    const server = new ServerProcess(serverEnv({ LOG_LEVEL: 'warn', PORT: String(port), DATABASE_URL: db, ...c.env(dir, db) }), opts);
+    await server.exit(KILLED_AFTER_MS).catch((err: unknown) => {
+      // `npm start` runs in a process group of its own, and killing npm leaves a hung server running: kill the group.
+      if (opts.viaNpm) killGroup(server.proc.pid!);
+      throw err;
+    });
+    const tookMs = Date.now() - started;
     await allOutput(server);
-    assert.equal(code, c.code, server.output);
-    const lines = server.stderr.trimEnd().split('\n');
-    assert.equal(lines.length, 1, `one line on stderr, got:\n${server.stderr}`);
-    assert.match(lines[0], /^keyhold cannot start: /);
-    assert.ok(lines[0].includes(c.setting), `the line names ${c.setting}: ${lines[0]}`);
-    if (c.line) assert.match(lines[0], c.line);
-    assert.doesNotMatch(server.output, /^\s+at /m, 'no stack trace');
-    assert.doesNotMatch(server.output, /kh_root_[1-9A-HJ-NP-Za-km-z]{22}/, 'no root key');
-    for (const secret of c.secrets ?? []) assert.equal(server.output.includes(secret), false, `the output holds the secret ${secret}`);
-    if (c.setting === 'KEYHOLD_BOOTSTRAP_KEY_FILE') await assertNothingBootstrapped(db);
+    await check(server, db);
+    return tookMs;
   } finally {
     holder?.close();
     rmSync(dir, { recursive: true, force: true });
@@ -100,20 +119,31 @@ async function failedStart(c: StartFailureCase, opts: { viaNpm?: boolean } = {})
 
 /**
  * Within 5 s of the server's own work. Starting Node and loading the server's modules is not its work, and on a
- * machine busy with other work that alone can take seconds; so a start slower than 5 s is compared with a control
- * start that fails at once (an invalid PORT) made right after it, and passes if it took at most 5 s more. A start
- * that hangs (issue 20: a path under /proc) never exits: it is killed, and fails either way.
+ * machine busy with other work that alone can take seconds. So a start slower than 5 s is started again (twice at
+ * most) right after a control start that fails at once (an invalid PORT), and passes if one attempt took at most
+ * 5 s more than its control. A start that hangs (issue 20: a path under /proc) never exits: it is killed, and fails.
  */
-async function assertExitedInTime(tookMs: number, opts: { viaNpm?: boolean }): Promise<void> {
-  if (tookMs <= EXIT_WITHIN_MS) return;
-  const started = Date.now();
-  const control = new ServerProcess(serverEnv({ PORT: 'not-a-port' }), opts);
-  assert.equal((await control.exit(KILLED_AFTER_MS)).code, 2, control.output);
-  const controlMs = Date.now() - started;
-  assert.ok(
-    tookMs <= EXIT_WITHIN_MS + controlMs,
-    `exited after ${tookMs} ms, ${tookMs - controlMs} ms more than a start that fails at once`,
-  );
+async function assertExitedInTime(c: StartFailureCase, opts: { viaNpm?: boolean }, firstMs: number): Promise<void> {
+  const attempts = [`${firstMs} ms`];
+  if (firstMs <= EXIT_WITHIN_MS) return;
+  for (let retry = 0; retry < 2; retry++) {
+    const started = Date.now();
+    const control = new ServerProcess(serverEnv({ PORT: 'not-a-port' }), opts);
+    assert.equal((await control.exit(KILLED_AFTER_MS)).code, 2, control.output);
+    const controlMs = Date.now() - started;
+    const tookMs = await startOnce(c, opts);
+    if (tookMs <= EXIT_WITHIN_MS + controlMs) return;
+    attempts.push(`${tookMs} ms (a start that fails at once: ${controlMs} ms)`);
+  }
+  assert.fail(`exited after ${attempts.join(', then ')}`);
+}
+
+function killGroup(pgid: number): void {
+  try {
+    process.kill(-pgid, 'SIGKILL');
+  } catch {
+    // already gone
+  }
 }
 
 /** Resolves once the process' output is all read: when it has exited, the pipes may still hold some. */
