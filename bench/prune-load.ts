@@ -156,6 +156,8 @@ export async function benchPruneUnderLoad(s: PruneLoadSettings): Promise<Row[]> 
         detail: { empty, written, pruned, rewritten, again },
       },
     ];
+  } catch (err) {
+    throw new Error(`${(err as Error).message}; the server's last lines:\n${server.output.slice(-20).join('\n')}`);
   } finally {
     await stopChild(server.child);
   }
