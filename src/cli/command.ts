@@ -16,11 +16,11 @@ export interface OptionSpec {
 
 /**
  * What a command hands back: `json` for --json, `text` otherwise; or, for a command that writes a stream of
- * records (`keyhold export …`), `lines`: each written as one line to stdout as it comes, at the pace stdout
- * takes them (the same with or without --json: each line is already JSON). A command checks its options
+ * records (`keyhold export …`), `lines`: pages of lines, each line written to stdout as it comes, at the pace
+ * stdout takes them (the same with or without --json: each line is already JSON). A command checks its options
  * before it returns `lines`, so that a usage error is reported before anything is written.
  */
-export type CommandResult = { json: object; text: string } | { lines: AsyncIterable<string> };
+export type CommandResult = { json: object; text: string } | { lines: AsyncIterable<string[]> };
 
 /** What a command runs with: the opened store (migrated), who acts, and the schema migrations just applied. */
 export interface CommandContext {

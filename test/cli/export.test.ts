@@ -17,9 +17,10 @@ const prng = (seed: number) => () => {
   return seed / 2 ** 31;
 };
 
-const collect = async <T>(it: AsyncIterable<T>): Promise<T[]> => {
+/** The records of every page, in order. */
+const collect = async <T>(pages: AsyncIterable<T[]>): Promise<T[]> => {
   const all: T[] = [];
-  for await (const x of it) all.push(x);
+  for await (const page of pages) all.push(...page);
   return all;
 };
 

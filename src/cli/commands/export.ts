@@ -26,8 +26,8 @@ async function exportScope(db: Db, values: Record<string, unknown>): Promise<{ w
   return { workspaceId, window };
 }
 
-async function* jsonLines(records: AsyncIterable<object>): AsyncGenerator<string> {
-  for await (const record of records) yield JSON.stringify(record);
+async function* jsonLines(pages: AsyncIterable<object[]>): AsyncGenerator<string[]> {
+  for await (const page of pages) yield page.map((record) => JSON.stringify(record));
 }
 
 /**

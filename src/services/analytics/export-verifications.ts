@@ -14,7 +14,7 @@ export interface VerificationExportRow extends OutcomeCounts {
 
 /**
  * Every (hour, key) of the workspace's hourly verification counts in the window, oldest hour first, keys
- * ascending within an hour. As analytics.getVerifications does, the window covers whole hours: every hour
+ * ascending within an hour, a page (an array) at a time. As analytics.getVerifications does, the window covers whole hours: every hour
  * that overlaps [since, until) is counted whole.
  *
  * Read by keyset on (hour, key_id) over the (workspace_id, hour, key_id) index, `pageRows` stored rows (one per
@@ -26,7 +26,7 @@ export async function* verificationsOldestFirst(
   workspaceId: string,
   window: ExportWindow,
   pageRows = EXPORT_PAGE_ROWS,
-): AsyncGenerator<VerificationExportRow> {
+): AsyncGenerator<VerificationExportRow[]> {
   const from = window.since === undefined ? undefined : floorTo(window.since, 'hour');
   let after: { hour: number; keyId: string } | undefined;
   for (;;) {
@@ -52,7 +52,8 @@ export async function* verificationsOldestFirst(
       complete.map((r) => ({ hour: r.hour, key_id: r.key_id, outcome: r.outcome, n: Number(r.count) })),
       'hour',
     );
-    for (const g of groups.values()) yield { time: g.time!, apiId: apiOf.get(g.keyId!)!, keyId: g.keyId!, ...g.counts };
+    const page = [...groups.values()].map((g) => ({ time: g.time!, apiId: apiOf.get(g.keyId!)!, keyId: g.keyId!, ...g.counts }));
+    if (page.length) yield page;
     if (!full) return;
     const end = complete[complete.length - 1];
     after = { hour: end.hour, keyId: end.key_id };
