@@ -8,7 +8,7 @@ import { openStore, type Store } from '../store/store.ts';
 import { type Command, UsageError } from './command.ts';
 import { COMMANDS } from './commands.ts';
 import { commandUsage, generalUsage, groupUsage } from './usage.ts';
-import { writeLines } from './write-lines.ts';
+import { holdYoungGeneration, writeLines } from './write-lines.ts';
 
 const GLOBAL_FLAGS = new Set(['--json', '--help', '-h', '--version']);
 
@@ -109,6 +109,7 @@ async function execute(
   },
 ): Promise<number> {
   let store: Store | undefined;
+  if (command.streams) holdYoungGeneration();
   try {
     store = openStore(loadDatabaseUrl());
     const applied = await store.migrate();
