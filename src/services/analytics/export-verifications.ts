@@ -34,7 +34,9 @@ export async function* verificationsOldestFirst(
       .selectFrom('key_verifications_hourly')
       .select(['hour', 'key_id', 'api_id', 'outcome', 'count'])
       .where('workspace_id', '=', workspaceId)
-      .$if(from !== undefined, (q) => q.where('hour', '>=', from!))
+      // Only the first page needs the lower bound: later ones start after the cursor, which lies past it, and
+      // with both SQLite would seek to the bound and scan up to the cursor on every page.
+      .$if(from !== undefined && after === undefined, (q) => q.where('hour', '>=', from!))
       .$if(window.until !== undefined, (q) => q.where('hour', '<', window.until!))
       .$if(after !== undefined, (q) => q.where((eb) => eb(eb.refTuple('hour', 'key_id'), '>', eb.tuple(after!.hour, after!.keyId))))
       .orderBy('hour')
