@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import type { Writable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { userInfo } from 'node:os';
 import { AppError } from '../domain/errors.ts';
@@ -7,6 +8,7 @@ import { openStore, type Store } from '../store/store.ts';
 import { type Command, UsageError } from './command.ts';
 import { COMMANDS } from './commands.ts';
 import { commandUsage, generalUsage, groupUsage } from './usage.ts';
+import { holdYoungGeneration, writeLines } from './write-lines.ts';
 
 const GLOBAL_FLAGS = new Set(['--json', '--help', '-h', '--version']);
 
@@ -51,6 +53,8 @@ export async function run(
   argv: string[],
   out: Print = (s) => process.stdout.write(`${s}\n`),
   err: Print = (s) => process.stderr.write(`${s}\n`),
+  /** Where a streaming command's lines go. */
+  stream: Writable = process.stdout,
 ): Promise<number> {
   const json = argv.includes('--json');
   const fail = (code: number, kind: string, detail: string, errors?: unknown[]) => {
@@ -87,7 +91,7 @@ export async function run(
   } catch (e) {
     return fail(2, 'usage', `${(e as Error).message}\n\n${commandUsage(name, command)}`);
   }
-  return execute(command, values, { print, fail });
+  return execute(command, values, { print, fail, stream });
 }
 
 /** Opens the store (applying pending schema migrations), runs the command and closes the store; the exit code. */
@@ -97,13 +101,23 @@ async function execute(
   {
     print,
     fail,
-  }: { print: (text: string, object: object) => number; fail: (code: number, kind: string, detail: string, errors?: unknown[]) => number },
+    stream,
+  }: {
+    print: (text: string, object: object) => number;
+    fail: (code: number, kind: string, detail: string, errors?: unknown[]) => number;
+    stream: Writable;
+  },
 ): Promise<number> {
   let store: Store | undefined;
+  if (command.streams) holdYoungGeneration();
   try {
     store = openStore(loadDatabaseUrl());
     const applied = await store.migrate();
     const result = await command.run({ store, actor: { type: 'operator', id: `cli:${userInfo().username}` }, applied }, values);
+    if ('lines' in result) {
+      await writeLines(result.lines, stream);
+      return 0;
+    }
     return print(result.text, result.json);
   } catch (e) {
     if (e instanceof UsageError || e instanceof ConfigError) return fail(2, 'usage', e.message);
