@@ -14,11 +14,13 @@ export interface OptionSpec {
   description: string;
 }
 
-/** What a command hands back: `json` for --json, `text` otherwise. */
-export interface CommandResult {
-  json: object;
-  text: string;
-}
+/**
+ * What a command hands back: `json` for --json, `text` otherwise; or, for a command that writes a stream of
+ * records (`keyhold export …`), `lines`: pages of lines, each line written to stdout as it comes, at the pace
+ * stdout takes them (the same with or without --json: each line is already JSON). A command checks its options
+ * before it returns `lines`, so that a usage error is reported before anything is written.
+ */
+export type CommandResult = { json: object; text: string } | { lines: AsyncIterable<string[]> };
 
 /** What a command runs with: the opened store (migrated), who acts, and the schema migrations just applied. */
 export interface CommandContext {
@@ -33,6 +35,8 @@ export interface Command {
   options: Record<string, OptionSpec>;
   /** What --json prints on success, e.g. `{"workspaceId"}`. */
   prints: string;
+  /** Writes a stream of JSON lines (its result is `lines`): `prints` then says what one line holds. */
+  streams?: true;
   run(context: CommandContext, values: Record<string, unknown>): Promise<CommandResult>;
 }
 

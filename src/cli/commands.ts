@@ -6,6 +6,8 @@ import { MIGRATION_COMMANDS } from './commands/migrations.ts';
 import { MAINTENANCE_COMMANDS } from './commands/maintenance.ts';
 import { RATELIMIT_COMMANDS } from './commands/ratelimits.ts';
 import { DASHBOARD_COMMANDS } from './commands/dashboard.ts';
+import { BACKUP_COMMANDS } from './commands/backup.ts';
+import { EXPORT_COMMANDS } from './commands/export.ts';
 
 /**
  * Every `keyhold` command, by name, in the order `keyhold --help` lists them. A new group of commands is a
@@ -19,4 +21,6 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
   ...RATELIMIT_COMMANDS,
   ...DASHBOARD_COMMANDS,
   ...MAINTENANCE_COMMANDS,
+  ...BACKUP_COMMANDS,
+  ...EXPORT_COMMANDS,
 };

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import type { Writable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { userInfo } from 'node:os';
 import { AppError } from '../domain/errors.ts';
@@ -6,12 +7,13 @@ import { ConfigError, loadDatabaseUrl } from '../config.ts';
 import { openStore, type Store } from '../store/store.ts';
 import { SchemaTooNewError } from '../store/schema-version.ts';
 import { storeProblem } from '../start-checks.ts';
-
-/** The database named by DATABASE_URL cannot be opened or migrated; `message` names DATABASE_URL and the fix. */
-class StoreProblem extends Error {}
 import { type Command, UsageError } from './command.ts';
 import { COMMANDS } from './commands.ts';
 import { commandUsage, generalUsage, groupUsage } from './usage.ts';
+import { holdYoungGeneration, writeLines } from './write-lines.ts';
+
+/** The database named by DATABASE_URL cannot be opened or migrated; `message` names DATABASE_URL and the fix. */
+class StoreProblem extends Error {}
 
 const GLOBAL_FLAGS = new Set(['--json', '--help', '-h', '--version']);
 
@@ -56,6 +58,8 @@ export async function run(
   argv: string[],
   out: Print = (s) => process.stdout.write(`${s}\n`),
   err: Print = (s) => process.stderr.write(`${s}\n`),
+  /** Where a streaming command's lines go. */
+  stream: Writable = process.stdout,
 ): Promise<number> {
   const json = argv.includes('--json');
   const fail = (code: number, kind: string, detail: string, errors?: unknown[]) => {
@@ -92,7 +96,7 @@ export async function run(
   } catch (e) {
     return fail(2, 'usage', `${(e as Error).message}\n\n${commandUsage(name, command)}`);
   }
-  return execute(command, values, { print, fail });
+  return execute(command, values, { print, fail, stream });
 }
 
 /** Opens the store (applying pending schema migrations), runs the command and closes the store; the exit code. */
@@ -102,9 +106,15 @@ async function execute(
   {
     print,
     fail,
-  }: { print: (text: string, object: object) => number; fail: (code: number, kind: string, detail: string, errors?: unknown[]) => number },
+    stream,
+  }: {
+    print: (text: string, object: object) => number;
+    fail: (code: number, kind: string, detail: string, errors?: unknown[]) => number;
+    stream: Writable;
+  },
 ): Promise<number> {
   let store: Store | undefined;
+  if (command.streams) holdYoungGeneration();
   try {
     const url = loadDatabaseUrl();
     store = openStore(url);
@@ -113,6 +123,10 @@ async function execute(
       throw err instanceof SchemaTooNewError ? err : new StoreProblem(storeProblem(err, url));
     });
     const result = await command.run({ store, actor: { type: 'operator', id: `cli:${userInfo().username}` }, applied }, values);
+    if ('lines' in result) {
+      await writeLines(result.lines, stream);
+      return 0;
+    }
     return print(result.text, result.json);
   } catch (e) {
     if (e instanceof UsageError || e instanceof ConfigError) return fail(2, 'usage', e.message);

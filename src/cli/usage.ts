@@ -42,7 +42,10 @@ export function commandUsage(name: string, command: Command): string {
     o.type === 'boolean' ? `--${option}` : `--${option} ${o.value ?? 'VALUE'}`,
     `${o.description}${o.required ? (o.multiple ? ' (required, repeatable)' : ' (required)') : o.multiple ? ' (repeatable)' : ''}`,
   ]);
-  options.push(['--json', `print exactly one JSON object: ${command.prints}`], ['-h, --help', 'print this help']);
+  const json = command.streams
+    ? `changes nothing on success (every line is JSON: ${command.prints}); an error is one JSON object`
+    : `print exactly one JSON object: ${command.prints}`;
+  options.push(['--json', json], ['-h, --help', 'print this help']);
   return [`keyhold ${name} — ${command.summary}`, `Usage: ${synopsis(name, command)} [--json]`, `Options:\n${columns(options)}`].join(
     '\n\n',
   );

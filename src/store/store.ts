@@ -6,12 +6,14 @@ import { AvailabilityListeners, observedDialect, type AvailabilityListener } fro
 import { StoreUnavailableError } from './errors.ts';
 import { withDeadline } from './deadline.ts';
 import { checkSchemaNotNewer } from './schema-version.ts';
+import { backupSqliteFile } from './dialects/sqlite-backup.ts';
 import * as initial from './schema-migrations/0001-initial.ts';
 import * as clampOutOfRange from './schema-migrations/0002-clamp-out-of-range-numbers.ts';
 import * as ratelimitNamespaces from './schema-migrations/0003-ratelimit-namespaces.ts';
 import * as dashboardSessions from './schema-migrations/0004-dashboard-sessions.ts';
 import * as migrationAlgorithms from './schema-migrations/0005-migration-algorithms.ts';
 import * as retentionIndexes from './schema-migrations/0006-retention-indexes.ts';
+import * as verificationExportIndex from './schema-migrations/0007-verification-export-index.ts';
 
 export type Db = Kysely<Database>;
 export type Tx = Transaction<Database>;
@@ -43,6 +45,11 @@ export interface Store {
    * it was unavailable, see isStoreUnavailable); returns what stops it.
    */
   onAvailability(listener: AvailabilityListener): () => void;
+  /**
+   * SQLite only (absent on PostgreSQL, whose tool is pg_dump): writes a consistent copy of the database into
+   * `targetPath`, an empty file the caller created, while other processes keep writing (see backupSqliteFile).
+   */
+  backup?(targetPath: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -69,6 +76,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0004-dashboard-sessions': dashboardSessions,
   '0005-migration-algorithms': migrationAlgorithms,
   '0006-retention-indexes': retentionIndexes,
+  '0007-verification-export-index': verificationExportIndex,
 };
 
 /**
@@ -83,6 +91,7 @@ export function openStore(url: string, options: StoreOptions = {}): Store {
   /** PostgreSQL: a database without statement timeouts, for migrations (their statements and lock waits may take long). */
   let openUnlimited: (() => Db) | undefined;
   let schema: string | undefined;
+  let backup: Store['backup'];
   if (/^postgres(ql)?:\/\//.test(url)) {
     const parsed = new URL(url);
     const name = parsed.searchParams.get('schema') ?? 'public';
@@ -100,6 +109,7 @@ export function openStore(url: string, options: StoreOptions = {}): Store {
     dialect = sqliteDialect(path, options.sqliteBusyTimeoutMs ?? SQLITE_BUSY_TIMEOUT_MS);
     caps = { dialect: 'sqlite', skipLocked: false, writesOnEventLoop: true };
     describe = `sqlite:${path}`;
+    backup = (targetPath) => backupSqliteFile(path, targetPath);
   }
   const db = new Kysely<Database>({ dialect: observedDialect(dialect, listeners) });
   return {
@@ -126,6 +136,7 @@ export function openStore(url: string, options: StoreOptions = {}): Store {
         () => new StoreUnavailableError(`the store did not answer within ${timeoutMs} ms`),
       ),
     onAvailability: (listener) => listeners.add(listener),
+    ...(backup ? { backup } : {}),
     close: () => db.destroy(),
   };
 }

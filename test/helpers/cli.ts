@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
 import { run } from '../../src/cli/main.ts';
 import type { CliAnswer } from './json.ts';
 
@@ -24,12 +25,22 @@ export async function runCli<T = CliAnswer>(env: Record<string, string | undefin
   apply(env);
   const out: string[] = [];
   const err: string[] = [];
+  // A streaming command (`keyhold export …`) writes chunks of lines: they are split into `out`'s lines.
+  let streamed = '';
+  const stream = new Writable({
+    write(chunk, _encoding, done) {
+      streamed += String(chunk);
+      done();
+    },
+  });
   try {
     const code = await run(
       argv,
       (s) => out.push(s),
       (s) => err.push(s),
+      stream,
     );
+    if (streamed) out.push(...streamed.replace(/\n$/, '').split('\n'));
     let json: T | undefined;
     if (argv.includes('--json')) {
       assert.equal(out.length, 1, `--json prints exactly one line, got ${JSON.stringify({ out, err })}`);

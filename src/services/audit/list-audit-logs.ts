@@ -1,5 +1,6 @@
 import { parseJson } from '../../domain/json.ts';
 import type { Db } from '../../store/store.ts';
+import type { AuditLogRow } from '../../store/schema.ts';
 import { requirePermissions, type Caller } from '../caller.ts';
 import { splitPage } from '../pagination.ts';
 
@@ -35,18 +36,20 @@ export async function listAuditLogs(db: Db, workspaceId: string, q: AuditQuery):
     .limit(q.limit + 1)
     .execute();
   const { page, cursor } = splitPage(rows, q.limit);
+  return { logs: page.map(auditLogView), cursor };
+}
+
+/** An audit record as audit.listLogs answers it (and `keyhold export audit` writes it). */
+export function auditLogView(r: AuditLogRow): AuditLogView {
   return {
-    logs: page.map((r) => ({
-      id: r.id,
-      time: r.created_at,
-      event: r.event,
-      actor: { type: r.actor_type, id: r.actor_id },
-      target: { type: r.target_type, id: r.target_id },
-      requestId: r.request_id ?? undefined,
-      description: r.description ?? undefined,
-      diff: parseJson(r.diff) ?? undefined,
-    })),
-    cursor,
+    id: r.id,
+    time: r.created_at,
+    event: r.event,
+    actor: { type: r.actor_type, id: r.actor_id },
+    target: { type: r.target_type, id: r.target_id },
+    requestId: r.request_id ?? undefined,
+    description: r.description ?? undefined,
+    diff: parseJson(r.diff) ?? undefined,
   };
 }
 

@@ -1,8 +1,12 @@
 import { Worker } from 'node:worker_threads';
 import { once } from 'node:events';
 
-/** How often the checkpointer copies the write-ahead log into the database file. */
-const CHECKPOINT_INTERVAL_MS = 100;
+/**
+ * How often the checkpointer copies the write-ahead log into the database file. Each checkpoint ends with an
+ * fsync of the file, which on a busy file system also holds up the writes of other threads for a moment: once
+ * a second bounds those to one a second, and the log to what one second of writes adds to it.
+ */
+const CHECKPOINT_INTERVAL_MS = 1_000;
 
 /**
  * Checkpoints of a SQLite file off the event loop. By default SQLite checkpoints on the connection whose

@@ -1,0 +1,181 @@
+// `keyhold backup` of a large SQLite database while the server serves and writes (not run by `npm run bench`:
+// the import alone takes minutes).
+//
+//   node --disable-warning=ExperimentalWarning bench/backup-under-load.ts [--keys 1000000] [--connections 50]
+//        [--idle-seconds 15] [--writers 3]
+//
+// It starts the real server (src/main.ts) on a temporary SQLite file, imports `--keys` hashed keys (through
+// migrations.createKeys, bench/keyset.ts), then keeps `--writers` loops writing: one creates keys (keys.createKey),
+// the others spend credits (keys.verifyKey on keys with credits), and a separate process (bench/latency-probe.ts)
+// verifies a cached key without credits over `--connections` connections, remembering when each request ended.
+// After `--idle-seconds` of that, it runs `keyhold backup --to <new file> --json` as its own process, as an
+// operator would, and keeps the load running until a few seconds after it ends. It reports the verification
+// latency (p50, p99, max) over the idle window and over the backup, their ratio, the backup's duration and
+// size (as the command printed them), the database file and its WAL before and after, what the writers did,
+// and `PRAGMA integrity_check` of the copy. It exits 1 when a request fails or the copy is not intact.
+
+import { execFile, fork } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { statSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { parseArgs } from 'node:util';
+import { DatabaseSync } from 'node:sqlite';
+import { importKeys, randomKeys } from './keyset.ts';
+import type { ProbeSpec, WindowResult } from './latency-probe.ts';
+import { addCleanup, killAll, runCleanups, sleep, stopChild, track } from './processes.ts';
+import { scratchStore } from './scratch-store.ts';
+import { call, ROOT, startServer, type Server } from './server.ts';
+
+const run = promisify(execFile);
+const { values: args } = parseArgs({
+  options: {
+    keys: { type: 'string', default: '1000000' },
+    connections: { type: 'string', default: '50' },
+    'idle-seconds': { type: 'string', default: '15' },
+    writers: { type: 'string', default: '3' },
+  },
+});
+const KEYS = Number(args.keys);
+const CONNECTIONS = Number(args.connections);
+const IDLE_S = Number(args['idle-seconds']);
+const WRITERS = Math.max(2, Number(args.writers));
+const CREDITS = 1_000_000_000;
+const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+const sizeOf = (path: string) => {
+  try {
+    return statSync(path).size;
+  } catch {
+    return 0;
+  }
+};
+
+/** Writers: one loop creates keys, the others spend a credit per verification; counts what they did. */
+function startWriters(server: Server, apiId: string, creditKeys: string[]) {
+  const done = { created: 0, spent: 0, failed: 0 };
+  let stopping = false;
+  const post = (path: string, body: unknown, rootKey?: string) =>
+    call(server, { method: 'POST', path, body: JSON.stringify(body), rootKey });
+  const loops = Array.from({ length: WRITERS }, async (_, i) => {
+    while (!stopping) {
+      if (i === 0) {
+        const r = await post('/v1/keys.createKey', { apiId, prefix: 'made', remaining: CREDITS }, server.rootKey);
+        if (r.status === 200) done.created++;
+        else done.failed++;
+      } else {
+        const r = await post('/v1/keys.verifyKey', { key: creditKeys[(done.spent + i) % creditKeys.length] });
+        if (r.status === 200 && r.json?.code === 'VALID') done.spent++;
+        else done.failed++;
+      }
+    }
+  });
+  return {
+    done,
+    stop: async () => {
+      stopping = true;
+      await Promise.all(loops);
+    },
+  };
+}
+
+async function main(): Promise<void> {
+  const scratch = scratchStore('sqlite');
+  addCleanup(scratch.cleanup);
+  const dbPath = scratch.url.replace(/^sqlite:/, '');
+  console.log(
+    `backup under load: ${KEYS.toLocaleString('en')} keys, ${CONNECTIONS} verifying connections, ${WRITERS} writers; load ${loadavg()[0].toFixed(2)}`,
+  );
+  const server = await startServer(scratch.url, {
+    env: { KEYHOLD_WORKERS: '0', KEYHOLD_MASTER_KEYS: `bench:${randomBytes(32).toString('base64')}` },
+  });
+  const post = (path: string, body: unknown) => call(server, { method: 'POST', path, body: JSON.stringify(body), rootKey: server.rootKey });
+  const api = await post('/v1/apis.createApi', { name: 'bench-backup' });
+  const apiId: string = api.json.apiId;
+
+  const started = performance.now();
+  for (let done = 0; done < KEYS; ) {
+    const n = Math.min(100_000, KEYS - done);
+    await importKeys(server, apiId, randomKeys(n, 'bench'), 'bench');
+    done += n;
+    console.log(`  imported ${done.toLocaleString('en')} keys in ${((performance.now() - started) / 1000).toFixed(0)} s`);
+  }
+  const creditKeys: string[] = [];
+  for (let i = 0; i < 20; i++)
+    creditKeys.push((await post('/v1/keys.createKey', { apiId, prefix: 'credit', remaining: CREDITS })).json.key);
+  const cached = (await post('/v1/keys.createKey', { apiId, prefix: 'probe' })).json.key;
+  console.log(`database ${mb(sizeOf(dbPath))}, WAL ${mb(sizeOf(`${dbPath}-wal`))}`);
+
+  const spec: ProbeSpec = {
+    url: `${server.base}/v1/keys.verifyKey`,
+    body: JSON.stringify({ key: cached }),
+    connections: CONNECTIONS,
+    expect: '"code":"VALID"',
+  };
+  const probe = track(fork(join(ROOT, 'bench', 'latency-probe.ts'), [JSON.stringify(spec)], { cwd: ROOT }));
+  const writers = startWriters(server, apiId, creditKeys);
+  const idleFrom = Date.now() + 2_000; // after the connections are up and warm
+  await sleep(IDLE_S * 1000);
+  const idleTo = Date.now();
+
+  const target = join(dbPath, '..', 'copy.db');
+  const walBefore = sizeOf(`${dbPath}-wal`);
+  const backupFrom = Date.now();
+  const { stdout, stderr } = await run(process.execPath, [join(ROOT, 'bin', 'keyhold.js'), 'backup', '--to', target, '--json'], {
+    cwd: ROOT,
+    env: { ...process.env, DATABASE_URL: scratch.url },
+  });
+  const backupTo = Date.now();
+  const walDuring = sizeOf(`${dbPath}-wal`);
+  await sleep(3_000);
+  const results = await new Promise<WindowResult[]>((resolve) => {
+    probe.once('message', (m: { results: WindowResult[] }) => resolve(m.results));
+    probe.send({
+      windows: [
+        [idleFrom, idleTo],
+        [backupFrom, backupTo],
+      ],
+    });
+  });
+  await writers.stop();
+  await stopChild(server.child);
+
+  const printed = JSON.parse(stdout) as { path: string; bytes: number; ms: number };
+  const copy = new DatabaseSync(target, { readOnly: true });
+  const integrity = (copy.prepare('pragma integrity_check').all() as Array<{ integrity_check: string }>)
+    .map((r) => r.integrity_check)
+    .join(', ');
+  const copiedKeys = (copy.prepare('select count(*) as n from keys').get() as { n: number }).n;
+  copy.close();
+  const [idle, during] = results;
+  const line = (name: string, r: WindowResult) =>
+    `  ${name.padEnd(14)} ${String(r.requests).padStart(7)} verifications  p50 ${r.p50Ms} ms  p99 ${r.p99Ms} ms  max ${r.maxMs} ms  (non-2xx ${r.non2xx}, not VALID ${r.mismatches})`;
+  console.log(
+    [
+      'result:',
+      line('idle', idle),
+      line('during backup', during),
+      `  p99 during / idle   ${(during.p99Ms / idle.p99Ms).toFixed(2)}× (target ≤ 2×)`,
+      `  backup              ${printed.ms} ms (command printed; ${backupTo - backupFrom} ms wall with the CLI's start), ${mb(printed.bytes)} (${printed.bytes} bytes), ${copiedKeys.toLocaleString('en')} keys in the copy`,
+      `  integrity_check     ${integrity}`,
+      `  source              ${mb(sizeOf(dbPath))}; WAL ${mb(walBefore)} before the backup, ${mb(walDuring)} at its end`,
+      `  writers             ${writers.done.created} keys created, ${writers.done.spent} credits spent, ${writers.done.failed} failed (over the whole run)`,
+      `  stderr of the CLI   ${stderr.trim()}`,
+      `  load average        ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')}`,
+    ].join('\n'),
+  );
+  if (integrity !== 'ok' || idle.non2xx + idle.mismatches + during.non2xx + during.mismatches + writers.done.failed > 0)
+    process.exitCode = 1;
+}
+
+main()
+  .catch((err: Error) => {
+    console.error(err.stack ?? err.message);
+    process.exitCode = 1;
+  })
+  .finally(async () => {
+    killAll();
+    await runCleanups();
+  });
