@@ -1,5 +1,6 @@
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { makeDirectory } from './store/make-directory.ts';
 
 /** Where the server's standard output goes: a terminal (`isTTY`) or a pipe, a file, journald. */
 export interface Terminal {
@@ -18,7 +19,7 @@ export function handOverBootstrapKey(rootKey: string, terminal: Terminal, file: 
     terminal.write(`\nKeyhold bootstrap root key (shown once, keep it safe):\n\n  ${rootKey}\n\n`);
     return undefined;
   }
-  mkdirSync(dirname(file), { recursive: true });
+  makeDirectory(dirname(file));
   // A new file, so that mode 0600 applies from its first byte (an older file's mode would be kept).
   rmSync(file, { force: true });
   writeFileSync(file, `${rootKey}\n`, { mode: 0o600, flag: 'wx' });

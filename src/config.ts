@@ -1,6 +1,7 @@
 import { dirname, join, resolve } from 'node:path';
+import { databaseUrlProblem, hostProblem, publicUrlProblem, redisUrlProblem, secretsIn } from './config-shapes.ts';
 import { isWellFormedRootKey } from './crypto/keys.ts';
-import { loadOrCreateMasterKeyFile, MasterKeyFormatError, parseMasterKeys, type MasterKey } from './crypto/master-keys.ts';
+import { loadOrCreateMasterKeyFile, MASTER_KEY_FILE, MasterKeyFormatError, parseMasterKeys, type MasterKey } from './crypto/master-keys.ts';
 
 /** The only reader of process.env: every setting, validated and typed, failing fast with a clear message. */
 export interface Config {
@@ -46,19 +47,29 @@ export interface RetentionConfig {
 export const DEFAULT_DATABASE_URL = 'sqlite:./data/keyhold.db';
 const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
-export class ConfigError extends Error {}
+/** Settings that are invalid: `problems` holds one line per problem, each naming its setting and the fix. */
+export class ConfigError extends Error {
+  readonly problems: string[];
+  constructor(problems: string | string[]) {
+    const list = typeof problems === 'string' ? [problems] : problems;
+    super(list.join('\n'));
+    this.problems = list;
+  }
+}
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const problems: string[] = [];
+  const host = env.HOST || '127.0.0.1';
+  const badHost = hostProblem(host);
+  if (badHost) problems.push(badHost);
   const port = Number(env.PORT || 8080);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) problems.push(`PORT must be an integer 0..65535, got "${env.PORT}"`);
+  if (!/^\d{1,5}$/.test(env.PORT || '8080') || port > 65535) problems.push(`PORT must be a whole number 0..65535, got "${env.PORT}"`);
   const logLevel = (env.LOG_LEVEL || 'info') as Config['logLevel'];
   if (!LEVELS.includes(logLevel)) problems.push(`LOG_LEVEL must be one of ${LEVELS.join(', ')}, got "${env.LOG_LEVEL}"`);
   const databaseUrl = databaseUrlFrom(env, problems);
   const redisUrl = env.REDIS_URL || undefined;
-  if (redisUrl && !(/^rediss?:\/\//.test(redisUrl) && URL.canParse(redisUrl))) {
-    problems.push('REDIS_URL must be a URL redis://[user:password@]host[:port][/db] or rediss://…');
-  }
+  const redisProblem = redisUrl && redisUrlProblem(redisUrl);
+  if (redisProblem) problems.push(redisProblem);
   const bootstrapRootKey = env.KEYHOLD_BOOTSTRAP_ROOT_KEY || undefined;
   // Never echo the value: it is a secret.
   if (bootstrapRootKey !== undefined && !isWellFormedRootKey(bootstrapRootKey)) {
@@ -71,9 +82,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const keyCacheSize = keyCacheSizeFrom(env, problems);
   const publicUrl = publicUrlFrom(env, problems);
   const retention = retentionFrom(env, problems);
-  if (problems.length) throw new ConfigError(`Invalid configuration:\n- ${problems.join('\n- ')}`);
+  if (problems.length) throw new ConfigError(problems);
   return {
-    host: env.HOST || '127.0.0.1',
+    host,
     port,
     logLevel,
     databaseUrl,
@@ -96,7 +107,7 @@ const MAX_RETENTION_DAYS = 36_500;
 export function loadRetentionConfig(env: NodeJS.ProcessEnv = process.env): RetentionConfig {
   const problems: string[] = [];
   const retention = retentionFrom(env, problems);
-  if (problems.length) throw new ConfigError(`Invalid configuration:\n- ${problems.join('\n- ')}`);
+  if (problems.length) throw new ConfigError(problems);
   return retention;
 }
 
@@ -137,21 +148,9 @@ function wholeNumberFrom(env: NodeJS.ProcessEnv, name: string, fallback: number,
 export function publicUrlFrom(env: NodeJS.ProcessEnv, problems: string[]): string {
   const value = (env.KEYHOLD_PUBLIC_URL ?? '').trim();
   if (value === '') return `http://${env.HOST || '127.0.0.1'}:${env.PORT || 8080}`;
-  const url = URL.canParse(value) ? new URL(value) : undefined;
-  // No path: the dashboard's links and its cookie live under /dashboard of the server's own origin.
-  if (
-    !url ||
-    (url.protocol !== 'http:' && url.protocol !== 'https:') ||
-    url.pathname !== '/' ||
-    url.search ||
-    url.hash ||
-    url.username ||
-    url.password
-  ) {
-    problems.push(`KEYHOLD_PUBLIC_URL must be an http:// or https:// origin without path, credentials, query or fragment, got "${value}"`);
-    return value;
-  }
-  return value.replace(/\/+$/, '');
+  const problem = publicUrlProblem(value);
+  if (problem) problems.push(problem);
+  return problem ? value : value.replace(/\/+$/, '');
 }
 
 /**
@@ -227,7 +226,7 @@ export function loadVaultConfig(env: NodeJS.ProcessEnv = process.env): Pick<Conf
   const problems: string[] = [];
   const databaseUrl = databaseUrlFrom(env, problems);
   const masterKeys = masterKeysFrom(env, problems);
-  if (problems.length) throw new ConfigError(`Invalid configuration:\n- ${problems.join('\n- ')}`);
+  if (problems.length) throw new ConfigError(problems);
   return { databaseUrl, masterKeys };
 }
 
@@ -250,16 +249,28 @@ export function masterKeysFromConfig(
   try {
     return loadOrCreateMasterKeyFile(dataDir, warn);
   } catch (err) {
-    if (err instanceof MasterKeyFormatError) throw new ConfigError(`Invalid master key file:\n- ${err.problems.join('\n- ')}`);
-    throw err;
+    // Valid settings (none) but an unusable file: the server's exit 1, never an echo of the file's content.
+    const why = err instanceof MasterKeyFormatError ? err.problems.join('; ') : `${join(dataDir, MASTER_KEY_FILE)}: ${codeOf(err)}`;
+    throw new MasterKeyFileError(
+      `KEYHOLD_MASTER_KEYS is unset and the master key file cannot be used (${why}): restore the file from the backup taken with the database, or set KEYHOLD_MASTER_KEYS`,
+    );
   }
 }
+
+/** The secrets among the settings (URL passwords, master keys, the bootstrap root key), never to be printed. */
+export const settingSecrets = (env: NodeJS.ProcessEnv = process.env): string[] =>
+  secretsIn({ urls: [env.DATABASE_URL, env.REDIS_URL], masterKeys: env.KEYHOLD_MASTER_KEYS, rootKey: env.KEYHOLD_BOOTSTRAP_ROOT_KEY });
+
+/** The master key file the embedded default relies on is unreadable or corrupt: `message` is one line, without key material. */
+export class MasterKeyFileError extends Error {}
+
+const codeOf = (err: unknown) => (err as NodeJS.ErrnoException)?.code ?? (err as Error)?.message ?? String(err);
 
 /** DATABASE_URL alone, for the CLI, which needs nothing else. */
 export function loadDatabaseUrl(env: NodeJS.ProcessEnv = process.env): string {
   const problems: string[] = [];
   const url = databaseUrlFrom(env, problems);
-  if (problems.length) throw new ConfigError(`Invalid configuration:\n- ${problems.join('\n- ')}`);
+  if (problems.length) throw new ConfigError(problems);
   return url;
 }
 
@@ -280,6 +291,7 @@ function masterKeysFrom(env: NodeJS.ProcessEnv, problems: string[]): MasterKey[]
 
 function databaseUrlFrom(env: NodeJS.ProcessEnv, problems: string[]): string {
   const url = env.DATABASE_URL || DEFAULT_DATABASE_URL;
-  if (!/^(sqlite:.+|postgres(ql)?:\/\/.+)$/.test(url)) problems.push('DATABASE_URL must be sqlite:<path> or postgres://…');
+  const problem = databaseUrlProblem(url);
+  if (problem) problems.push(problem);
   return url;
 }

@@ -1,13 +1,21 @@
 import pino from 'pino';
-import { loadConfig, ConfigError, masterKeysFromConfig, sqliteDataDirectory, type Config } from './config.ts';
-import { createVault, type Vault } from './crypto/vault.ts';
+import {
+  loadConfig,
+  ConfigError,
+  MasterKeyFileError,
+  masterKeysFromConfig,
+  settingSecrets,
+  sqliteDataDirectory,
+  type Config,
+} from './config.ts';
+import { createVault, type Vault, VaultError } from './crypto/vault.ts';
 import { openStore, type Store } from './store/store.ts';
 import { bootstrap } from './services/workspaces/workspaces.ts';
 import { buildApp } from './app.ts';
 import { JobQueue } from './jobs/job-queue.ts';
 import { Worker } from './jobs/worker.ts';
 import { WORKER_TASKS } from './services/migrations/migration-import-task.ts';
-import { checkDataDirectory, checkListenAddress, checkRedis, listenProblem, StartError, storeProblem } from './start-checks.ts';
+import { checkDataDirectory, checkListenAddress, checkRedis, listenProblem, oneLine, StartError, storeProblem } from './start-checks.ts';
 import { handOverBootstrapKey } from './bootstrap-key.ts';
 
 /** How long the store may take to answer its first statement at start. */
@@ -20,13 +28,7 @@ const STORE_START_TIMEOUT_MS = 5_000;
  */
 async function main(): Promise<void> {
   const config = orExit(() => loadConfig());
-  const logger = pino({
-    level: config.logLevel,
-    redact: {
-      paths: ['req.headers.authorization', 'rootKey', 'key', 'plaintext', '*.rootKey', '*.key', '*.plaintext'],
-      censor: '[redacted]',
-    },
-  });
+  const logger = createLogger(config);
   await checkListenAddress(config.host, config.port);
   const dataDir = sqliteDataDirectory(config.databaseUrl);
   if (dataDir) checkDataDirectory(dataDir);
@@ -35,7 +37,7 @@ async function main(): Promise<void> {
     const unreachable = await checkRedis(config.redisUrl);
     if (unreachable) logger.warn(unreachable);
   }
-  const vault = openVault(config, logger);
+  const vault = await openVault(config, store, logger);
   await bootstrapOnFirstStart(store, config, logger);
 
   const app = await buildApp(
@@ -79,17 +81,35 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => void stop('SIGTERM'));
 }
 
-/** A configuration problem ends the process with its message and exit code 2. */
+/** JSON lines on stdout, with secrets redacted wherever a log call might carry one. */
+function createLogger(config: Config): pino.Logger {
+  return pino({
+    level: config.logLevel,
+    redact: {
+      paths: ['req.headers.authorization', 'rootKey', 'key', 'plaintext', '*.rootKey', '*.key', '*.plaintext'],
+      censor: '[redacted]',
+    },
+  });
+}
+
+/** Invalid settings end the process with exit code 2 and one line per problem, each naming its setting. */
 function orExit<T>(read: () => T): T {
   try {
     return read();
   } catch (err) {
-    if (err instanceof ConfigError) {
-      console.error(err.message);
-      process.exit(2);
-    }
+    if (err instanceof ConfigError) exitWith(2, err.problems);
     throw err;
   }
+}
+
+/** The end of a failed start: each line on stderr, without any secret of the settings, and `code`. */
+function exitWith(code: number, lines: string[]): never {
+  const secrets = settingSecrets();
+  for (const line of lines) {
+    const clean = secrets.reduce((text, secret) => text.replaceAll(secret, '***'), line);
+    process.stderr.write(`keyhold cannot start: ${clean}\n`);
+  }
+  process.exit(code);
 }
 
 /** The store, answering and with its schema up to date; a store that cannot be used is a StartError. */
@@ -106,41 +126,56 @@ async function openCheckedStore(databaseUrl: string, logger: pino.Logger): Promi
   }
 }
 
-function openVault(config: Config, logger: pino.Logger): Vault | undefined {
-  const masterKeys = orExit(() => masterKeysFromConfig(config, (msg) => logger.warn(msg)));
+/** The vault of the configured master keys (none: a warning), checked against the stored data keys. */
+async function openVault(config: Config, store: Store, logger: pino.Logger): Promise<Vault | undefined> {
+  let masterKeys: ReturnType<typeof masterKeysFromConfig>;
+  try {
+    masterKeys = masterKeysFromConfig(config, (msg) => logger.warn(msg));
+  } catch (err) {
+    throw err instanceof MasterKeyFileError ? new StartError(err.message) : err;
+  }
   if (!masterKeys) {
     logger.warn(
       'KEYHOLD_MASTER_KEYS is not set: no vault, so recoverable keys, plaintext imports and decrypt=true are refused (412). Every server of a PostgreSQL cluster needs the same KEYHOLD_MASTER_KEYS',
     );
   }
-  return masterKeys ? createVault(masterKeys) : undefined;
+  const vault = masterKeys ? createVault(masterKeys) : undefined;
+  await checkVault(vault, store);
+  return vault;
+}
+
+/** Master keys other than those the stored data keys were wrapped with would fail every recoverable key: refuse them now. */
+async function checkVault(vault: Vault | undefined, store: Store): Promise<void> {
+  try {
+    await vault?.check(store.db);
+  } catch (err) {
+    if (!(err instanceof VaultError)) throw err;
+    throw new StartError(
+      `KEYHOLD_MASTER_KEYS: the master keys cannot unwrap the stored data keys (${err.message}): list every master key the data was written with (the newest first, the older after it until \`keyhold vault rotate\` ran), or restore master.key from the backup taken with the database`,
+    );
+  }
 }
 
 /** On an empty database: the first workspace and its `*` root key; a generated key goes to the terminal or a file, never to the logs. */
 async function bootstrapOnFirstStart(store: Store, config: Config, logger: pino.Logger): Promise<void> {
-  const boot = await bootstrap(store.db, config.bootstrapRootKey);
-  if (!boot) return;
-  const { workspaceId, rootKeyId } = boot;
-  logger.info({ workspaceId, rootKeyId }, 'first start: created the default workspace and a * root key');
-  // A key given in KEYHOLD_BOOTSTRAP_ROOT_KEY is the operator's already: it is never shown anywhere.
-  if (!boot.generated) return;
   let file: string | undefined;
-  try {
-    file = handOverBootstrapKey(boot.rootKey, process.stdout, config.bootstrapKeyFile);
-  } catch (err) {
-    throw new StartError(
-      `KEYHOLD_BOOTSTRAP_KEY_FILE: cannot write the bootstrap root key to ${config.bootstrapKeyFile} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); workspace ${workspaceId} exists without a usable key: create one with \`keyhold root-keys create --workspace ${workspaceId} --permission '*'\``,
-    );
-  }
+  // Handed over before the bootstrap commits: a key that cannot be handed over leaves nothing created.
+  const boot = await bootstrap(store.db, config.bootstrapRootKey, ({ rootKey, generated }) => {
+    // A key given in KEYHOLD_BOOTSTRAP_ROOT_KEY is the operator's already: it is never shown anywhere.
+    if (!generated) return;
+    try {
+      file = handOverBootstrapKey(rootKey, process.stdout, config.bootstrapKeyFile);
+    } catch (err) {
+      throw new StartError(
+        `KEYHOLD_BOOTSTRAP_KEY_FILE: cannot write the bootstrap root key to ${config.bootstrapKeyFile} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}): set KEYHOLD_BOOTSTRAP_KEY_FILE to a file in a writable directory (nothing was created; the next start tries again)`,
+      );
+    }
+  });
+  if (!boot) return;
+  logger.info({ workspaceId: boot.workspaceId, rootKeyId: boot.rootKeyId }, 'first start: created the default workspace and a * root key');
   if (file)
     logger.warn({ file }, `first start: the bootstrap root key (*) was written to ${file} (mode 0600): keep it safe, then delete the file`);
 }
 
-main().catch((err: unknown) => {
-  if (err instanceof StartError) {
-    process.stderr.write(`keyhold cannot start: ${err.message}\n`);
-    process.exit(1);
-  }
-  console.error(err);
-  process.exit(1);
-});
+// Whatever stops the start is one line: a StartError says what to fix; anything else is a bug, told without a stack.
+main().catch((err: unknown) => exitWith(1, [err instanceof StartError ? err.message : oneLine(err)]));

@@ -1,8 +1,11 @@
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { openRedis } from './store/redis.ts';
 import { isStoreUnavailable } from './store/errors.ts';
+import { withDeadline } from './store/deadline.ts';
+import { SchemaTooNewError } from './store/schema-version.ts';
+import { makeDirectory } from './store/make-directory.ts';
 
 /*
  * What the server checks before it bootstraps anything (main.ts): that it can listen where it was told to,
@@ -23,15 +26,23 @@ const codeOf = (err: unknown): string | undefined => {
   return typeof code === 'string' ? code : undefined;
 };
 
+/** How long HOST may take to resolve: a name server that does not answer must not hold the start for long. */
+const HOST_LOOKUP_TIMEOUT_MS = 3_000;
+
 /** Binds HOST:PORT for a moment, so that a busy port or a wrong HOST stops the start before anything is created. */
 export async function checkListenAddress(host: string, port: number): Promise<void> {
   const probe = createServer();
   try {
-    await new Promise<void>((resolve, reject) => {
-      probe.once('error', reject);
-      probe.listen({ host, port, exclusive: true }, resolve);
-    });
+    await withDeadline(
+      new Promise<void>((resolve, reject) => {
+        probe.once('error', reject);
+        probe.listen({ host, port, exclusive: true }, resolve);
+      }),
+      HOST_LOOKUP_TIMEOUT_MS,
+      () => Object.assign(new Error('lookup timed out'), { code: 'EAI_AGAIN' }),
+    );
   } catch (err) {
+    probe.close();
     throw new StartError(listenProblem(err, host, port));
   }
   await new Promise<void>((resolve) => probe.close(() => resolve()));
@@ -61,28 +72,30 @@ export function listenProblem(err: unknown, host: string, port: number): string 
 export function checkDataDirectory(dir: string): void {
   const probe = join(dir, `.keyhold-write-check-${process.pid}`);
   try {
-    mkdirSync(dir, { recursive: true });
+    makeDirectory(dir);
     writeFileSync(probe, '');
     rmSync(probe, { force: true });
   } catch (err) {
     throw new StartError(
-      `DATABASE_URL: the SQLite data directory ${dir} is not writable (${codeOf(err) ?? (err as Error).message}): make it writable by this user, or set DATABASE_URL=sqlite:<path> to a writable place`,
+      `DATABASE_URL: the SQLite data directory ${dir} cannot be created or written (${codeOf(err) ?? (err as Error).message}): make it writable by this user, or set DATABASE_URL=sqlite:<path> to a writable place`,
     );
   }
 }
 
 /** One line for a store that failed at start (its first statement or the schema migrations), naming DATABASE_URL without its password. */
 export function storeProblem(err: unknown, databaseUrl: string): string {
+  // Its message names both schema versions and the way out; it is no matter of DATABASE_URL.
+  if (err instanceof SchemaTooNewError) return err.message;
   if (!/^postgres(ql)?:\/\//.test(databaseUrl)) {
     const path = databaseUrl.replace(/^sqlite:/, '');
     return `DATABASE_URL: cannot use the SQLite database ${path} (${(err as Error)?.message ?? String(err)}): check the file and its directory, or set DATABASE_URL to another file`;
   }
   const url = new URL(databaseUrl);
   const where = `${url.hostname}:${url.port || 5432}`;
-  const user = decodeURIComponent(url.username) || '(default user)';
+  const user = safeDecode(url.username) || '(default user)';
   const database = url.pathname.slice(1) || user;
   // Server messages never hold the password; a client-side one might quote the URL, so it is removed anyway.
-  const password = decodeURIComponent(url.password);
+  const password = safeDecode(url.password);
   const detail = String((err as Error)?.message ?? err);
   const message = password ? detail.replaceAll(password, '***') : detail;
   switch (codeOf(err)) {
@@ -130,4 +143,22 @@ export async function checkRedis(redisUrl: string, timeoutMs = 2_000): Promise<s
     );
   }
   return `REDIS_URL: cannot reach Redis at ${where} (${codeOf(failure) ?? message}); starting without it until it answers: rate limits decide on the store and cache invalidation relies on the change feed`;
+}
+
+const safeDecode = (text: string): string => {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+};
+
+/**
+ * An error nobody foresaw (a bug), as one line: its message's first line and where it was thrown, never the
+ * stack trace. (server.ts removes the settings' secrets from every line it prints.)
+ */
+export function oneLine(err: unknown): string {
+  const message = String((err as Error)?.message ?? err).split('\n')[0];
+  const at = /\n\s+at (?:.*\()?(?:file:\/\/)?([^()\n]+?)\)?(?:\n|$)/.exec(String((err as Error)?.stack ?? ''))?.[1];
+  return `unexpected error (please report it): ${(err as Error)?.name ?? 'Error'}: ${message}${at ? ` (at ${at})` : ''}`;
 }

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { checkDataDirectory, listenProblem, StartError, storeProblem } from '../src/start-checks.ts';
+import { checkDataDirectory, listenProblem, oneLine, StartError, storeProblem } from '../src/start-checks.ts';
 
 // The one-line messages of start failures; test/system/start.test.ts starts real processes with each bad setting.
 
@@ -54,7 +54,16 @@ describe('start checks', () => {
     assert.throws(
       () => checkDataDirectory(join(dir, 'file', 'data')),
       (err: Error) =>
-        err instanceof StartError && /^DATABASE_URL: the SQLite data directory .* is not writable \(ENOTDIR\)/.test(err.message),
+        err instanceof StartError &&
+        /^DATABASE_URL: the SQLite data directory .* cannot be created or written \(ENOTDIR\)/.test(err.message),
     );
+  });
+
+  test('an unforeseen error is one line: its name, its first message line and where it was thrown, no stack', () => {
+    const err = new TypeError('cannot read things\nsecond line');
+    const line = oneLine(err);
+    assert.match(line, /^unexpected error \(please report it\): TypeError: cannot read things \(at .*start-checks\.test\.ts:\d+:\d+\)$/);
+    assert.equal(line.includes('\n'), false);
+    assert.match(oneLine('a string'), /^unexpected error \(please report it\): Error: a string$/);
   });
 });

@@ -5,10 +5,15 @@ import { userInfo } from 'node:os';
 import { AppError } from '../domain/errors.ts';
 import { ConfigError, loadDatabaseUrl } from '../config.ts';
 import { openStore, type Store } from '../store/store.ts';
+import { SchemaTooNewError } from '../store/schema-version.ts';
+import { storeProblem } from '../start-checks.ts';
 import { type Command, UsageError } from './command.ts';
 import { COMMANDS } from './commands.ts';
 import { commandUsage, generalUsage, groupUsage } from './usage.ts';
 import { holdYoungGeneration, writeLines } from './write-lines.ts';
+
+/** The database named by DATABASE_URL cannot be opened or migrated; `message` names DATABASE_URL and the fix. */
+class StoreProblem extends Error {}
 
 const GLOBAL_FLAGS = new Set(['--json', '--help', '-h', '--version']);
 
@@ -111,8 +116,12 @@ async function execute(
   let store: Store | undefined;
   if (command.streams) holdYoungGeneration();
   try {
-    store = openStore(loadDatabaseUrl());
-    const applied = await store.migrate();
+    const url = loadDatabaseUrl();
+    store = openStore(url);
+    // A database that cannot be opened or migrated is told as the server tells it: naming DATABASE_URL, without its password.
+    const applied = await store.migrate().catch((err: unknown) => {
+      throw err instanceof SchemaTooNewError ? err : new StoreProblem(storeProblem(err, url));
+    });
     const result = await command.run({ store, actor: { type: 'operator', id: `cli:${userInfo().username}` }, applied }, values);
     if ('lines' in result) {
       await writeLines(result.lines, stream);
@@ -121,6 +130,9 @@ async function execute(
     return print(result.text, result.json);
   } catch (e) {
     if (e instanceof UsageError || e instanceof ConfigError) return fail(2, 'usage', e.message);
+    // An older CLI never touches a database a newer Keyhold migrated: not even a read-only command.
+    if (e instanceof SchemaTooNewError) return fail(1, 'store/schema-too-new', e.message);
+    if (e instanceof StoreProblem) return fail(1, 'store/unusable', e.message);
     // Input the operator must correct (an unknown permission, …) is a usage error too.
     if (e instanceof AppError) return fail(e.kind.startsWith('request/') ? 2 : 1, e.kind, e.message, e.errors);
     return fail(1, 'internal', (e as Error).message);

@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, linkSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, linkSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { base58 } from '../domain/base58.ts';
 import { KEY_BYTES } from './aead.ts';
+import { makeDirectory } from '../store/make-directory.ts';
 
 /**
  * the vault's master keys (README: Secrets at rest): parsed from KEYHOLD_MASTER_KEYS, or kept by the embedded default in a
@@ -94,7 +95,7 @@ export function loadOrCreateMasterKeyFile(dataDir: string, warn: (msg: string) =
   const path = join(dataDir, MASTER_KEY_FILE);
   let text = readIfExists(path);
   if (text === undefined) {
-    mkdirSync(dataDir, { recursive: true });
+    makeDirectory(dataDir);
     const mk: MasterKey = { id: `mk_${base58(randomBytes(10), 14)}`, key: randomBytes(KEY_BYTES) };
     const tmp = `${path}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
     try {

@@ -41,6 +41,11 @@ export interface Vault {
   decrypt(db: Executor, workspaceId: string, sealed: Sealed[]): Promise<string[]>;
   /** Re-wraps every data key that is not under the first master key (safe to run concurrently and to re-run). */
   rotate(db: Db): Promise<{ rewrapped: number }>;
+  /**
+   * Throws a VaultError unless these master keys can unwrap the store's data keys: each master key that wraps
+   * one is configured and unwraps one of its data keys (other material under the same id does not).
+   */
+  check(db: Db): Promise<void>;
 }
 
 /** A failure of the vault (unknown master key, ciphertext that does not authenticate, …). Its message names ids, never secrets. */
@@ -136,6 +141,22 @@ class EnvelopeVault implements Vault {
       after = batch[batch.length - 1].id;
     }
     return { rewrapped };
+  }
+
+  async check(db: Db): Promise<void> {
+    const firsts = await db
+      .selectFrom('data_keys')
+      .select((eb) => eb.fn.min('id').as('id'))
+      .groupBy('master_key_id')
+      .execute();
+    for (const { id } of firsts) {
+      const row = await db
+        .selectFrom('data_keys')
+        .select(['id', 'workspace_id', 'master_key_id', 'wrapped'])
+        .where('id', '=', id)
+        .executeTakeFirst();
+      if (row) this.#unwrap(row.workspace_id, row);
+    }
   }
 
   /** Every master key that wraps a data key must be configured; `rotate` checks them all before changing anything. */

@@ -5,6 +5,7 @@ import { NO_POSTGRES_TIMEOUTS, POSTGRES_TIMEOUTS, postgresDialect, type Postgres
 import { AvailabilityListeners, observedDialect, type AvailabilityListener } from './availability.ts';
 import { StoreUnavailableError } from './errors.ts';
 import { withDeadline } from './deadline.ts';
+import { checkSchemaNotNewer } from './schema-version.ts';
 import { backupSqliteFile } from './dialects/sqlite-backup.ts';
 import * as initial from './schema-migrations/0001-initial.ts';
 import * as clampOutOfRange from './schema-migrations/0002-clamp-out-of-range-numbers.ts';
@@ -140,9 +141,11 @@ export function openStore(url: string, options: StoreOptions = {}): Store {
   };
 }
 
-/** Applies the pending schema migrations; returns their names. */
+/** Applies the pending schema migrations; returns their names. A schema newer than this code is a SchemaTooNewError. */
 async function migrateToLatest(db: Db, schema: string | undefined): Promise<string[]> {
   if (schema) await sql`create schema if not exists ${sql.id(schema)}`.execute(db);
+  const known = Object.keys(MIGRATIONS);
+  await checkSchemaNotNewer(db, known, schema);
   const migrator = new Migrator({
     db,
     provider: { getMigrations: async () => MIGRATIONS },
@@ -156,6 +159,8 @@ async function migrateToLatest(db: Db, schema: string | undefined): Promise<stri
     result = await migrator.migrateToLatest();
     if (!result.error || !TRANSIENT.has((result.error as { code?: string }).code ?? '') || attempt === 5) break;
   }
+  // A newer Keyhold migrated the database since the check above: say so as the check does.
+  if (result.error && /^corrupted migrations/.test(String((result.error as Error).message))) await checkSchemaNotNewer(db, known, schema);
   if (result.error) throw result.error;
   return (result.results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }

@@ -16,7 +16,7 @@ import {
   parseMasterKeys,
   type MasterKey,
 } from '../../src/crypto/master-keys.ts';
-import { ConfigError, loadConfig, masterKeysFromConfig } from '../../src/config.ts';
+import { ConfigError, loadConfig, MasterKeyFileError, masterKeysFromConfig } from '../../src/config.ts';
 import { createWorkspace } from '../../src/services/workspaces/workspaces.ts';
 import { openStore, type Store } from '../../src/store/store.ts';
 
@@ -229,6 +229,32 @@ for (const dialect of DIALECTS) {
       assert.deepEqual(await dataKeys(store), snapshot);
     });
 
+    test('check (at the server start): every master key that wraps a data key must be configured and unwrap it', async () => {
+      const own = await freshStore(dialect);
+      try {
+        const db = own.store.db;
+        await createVault([A]).check(db); // no data key yet: any master key will do
+        const [wsA, wsB] = await Promise.all(['a', 'b'].map(async (n) => (await createWorkspace(db, n, OPERATOR)).workspaceId));
+        await createVault([A]).encrypt(db, wsA, ['under a']);
+        await createVault([B]).encrypt(db, wsB, ['under b']);
+        await createVault([B, A]).check(db);
+        await createVault([A, B]).check(db);
+        await assert.rejects(
+          createVault([B]).check(db),
+          (err: Error) => err instanceof VaultError && /master key "a", which is not configured/.test(err.message),
+        );
+        const otherA = mk('a');
+        await assert.rejects(createVault([B, otherA]).check(db), (err: Error) => {
+          assert.ok(err instanceof VaultError);
+          assert.match(err.message, /does not unwrap with master key "a"/);
+          assert.ok(!err.message.includes(otherA.key.toString('base64')) && !err.message.includes(A.key.toString('base64')));
+          return true;
+        });
+      } finally {
+        await own.close();
+      }
+    });
+
     test('concurrent rotations re-wrap every data key exactly once', async () => {
       const D = mk('d');
       const workspaces = await Promise.all(Array.from({ length: 5 }, () => workspace()));
@@ -412,7 +438,8 @@ describe('master key file (embedded default)', () => {
         child.stderr.on('data', (d) => {
           err += d;
         });
-        child.on('exit', (code) => resolve({ out, err, code }));
+        // 'close', not 'exit': the output may still be in the pipes when the process has exited.
+        child.on('close', (code) => resolve({ out, err, code }));
       });
     const results = await Promise.all(Array.from({ length: 6 }, runOne));
     for (const r of results) assert.equal(r.code, 0, r.err);
@@ -467,7 +494,12 @@ describe('master key file (embedded default)', () => {
       fromFile.map(formatMasterKey),
     );
     writeFileSync(join(dir, 'cfg', 'master.key'), 'broken');
-    assert.throws(() => masterKeysFromConfig({ databaseUrl: `sqlite:${join(dir, 'cfg', 'x.db')}` }, () => {}), ConfigError);
+    assert.throws(
+      () => masterKeysFromConfig({ databaseUrl: `sqlite:${join(dir, 'cfg', 'x.db')}` }, () => {}),
+      (err: Error) =>
+        err instanceof MasterKeyFileError &&
+        /master key file cannot be used .*master\.key: entry 1 .*set KEYHOLD_MASTER_KEYS$/.test(err.message),
+    );
   });
 
   test('createVault refuses no keys or keys of the wrong size', () => {

@@ -67,7 +67,7 @@ describe('a start that cannot go on: one line naming the setting, exit 1, nothin
     writeFileSync(join(s.dir, 'file'), ''); // a directory inside a file cannot be made, even by root
     await failedStart(
       { DATABASE_URL: `sqlite:${join(s.dir, 'file', 'data', 'keyhold.db')}` },
-      /DATABASE_URL: the SQLite data directory .* is not writable \(ENOTDIR\)/,
+      /DATABASE_URL: the SQLite data directory .* cannot be created or written \(ENOTDIR\)/,
     );
   });
 
@@ -121,7 +121,7 @@ describe('a start that cannot go on: one line naming the setting, exit 1, nothin
   test('an invalid REDIS_URL is a configuration error (exit 2) that names it', async () => {
     const server = new ServerProcess(serverEnv({ REDIS_URL: 'redis://[bad' }));
     assert.equal((await server.exit()).code, 2);
-    assert.match(server.stderr, /REDIS_URL must be a URL/);
+    assert.match(server.stderr, /^keyhold cannot start: REDIS_URL must be a valid URL/);
   });
 });
 

@@ -58,8 +58,15 @@ export interface BootstrapResult {
  * On an empty database, creates the first workspace and a `*` root key (the given one, or a new one).
  * Exactly one process wins when several start at once: the `bootstrap` settings row is the guard.
  * Returns null when the database was already bootstrapped.
+ *
+ * `handOver` is given the result before it commits: when it throws (the key cannot be handed to the operator),
+ * nothing is created and the next start tries again, instead of leaving a workspace whose only key is lost.
  */
-export async function bootstrap(db: Db, givenRootKey: string | undefined): Promise<BootstrapResult | null> {
+export async function bootstrap(
+  db: Db,
+  givenRootKey: string | undefined,
+  handOver: (result: BootstrapResult) => void = () => {},
+): Promise<BootstrapResult | null> {
   const done = await db.selectFrom('settings').select('name').where('name', '=', 'bootstrap').executeTakeFirst();
   if (done) return null;
   try {
@@ -85,7 +92,9 @@ export async function bootstrap(db: Db, givenRootKey: string | undefined): Promi
         [{ workspaceId, event: 'workspace.create', actor, target: { type: 'workspace', id: workspaceId }, diff: { name: 'default' } }],
         now,
       );
-      return { workspaceId, rootKeyId, rootKey, generated: givenRootKey === undefined };
+      const result = { workspaceId, rootKeyId, rootKey, generated: givenRootKey === undefined };
+      handOver(result);
+      return result;
     });
   } catch (err) {
     if (isUniqueViolation(err)) return null;

@@ -1,5 +1,4 @@
 import { DatabaseSync } from 'node:sqlite';
-import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import {
   CompiledQuery,
@@ -15,6 +14,7 @@ import {
 } from 'kysely';
 import { isRead, retryWhileBusy, SqliteConnection } from './sqlite-connection.ts';
 import { GroupCommitWriter } from './sqlite-group-commit.ts';
+import { makeDirectory } from '../make-directory.ts';
 import { Checkpoints } from './sqlite-checkpoints.ts';
 
 /** How long a statement waits for another connection's write lock: as long as PostgreSQL's statement timeout. */
@@ -62,7 +62,7 @@ class NodeSqliteDriver implements Driver {
   }
 
   async init(): Promise<void> {
-    if (this.#path !== ':memory:') mkdirSync(dirname(this.#path), { recursive: true });
+    if (this.#path !== ':memory:') makeDirectory(dirname(this.#path));
     const db = new DatabaseSync(this.#path, { timeout: 0, enableForeignKeyConstraints: true });
     try {
       // Switching a new file to WAL takes an exclusive lock for a moment; wait for it like any other write.
