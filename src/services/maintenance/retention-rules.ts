@@ -31,13 +31,15 @@ export interface RetentionRule {
 const days = (n: number) => n * DAY_MS;
 
 /**
- * A key migration is finished and old when nothing of it is pending, no item or the migration itself changed
- * after the cutoff, and no key still waits under its hash algorithm (its first verification needs the
- * migration to rehash it).
+ * A key migration is finished and old when it was last changed (created, or keys enqueued) before the cutoff,
+ * none of its items is pending, and no key still waits under its hash algorithm (its first verification
+ * needs the migration to rehash it). Each test is an index lookup (items by migration and status, keys by
+ * pending migration), so a batch costs the same however many items a migration has; items are imported
+ * minutes after they are enqueued, so their own times say nothing the migration's does not.
  */
 const finishedMigration = (cutoff: number) => sql`select m.id from key_migrations m
   where m.updated_at < ${cutoff}
-    and not exists (select 1 from key_migration_items i where i.migration_id = m.id and (i.status = 'pending' or i.updated_at >= ${cutoff}))
+    and not exists (select 1 from key_migration_items i where i.migration_id = m.id and i.status = 'pending')
     and not exists (select 1 from keys k where k.pending_migration_id = m.id)`;
 
 /**

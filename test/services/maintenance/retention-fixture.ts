@@ -225,11 +225,7 @@ export function expectedAfterPrune(before: Snapshot, now: number, r: RetentionCo
   const finished = new Set(
     before.key_migrations
       .filter((m) => old(m, 'updated_at', r.finishedDays) && !waited.has(m.id))
-      .filter((m) =>
-        before.key_migration_items
-          .filter((i) => i.migration_id === m.id)
-          .every((i) => i.status !== 'pending' && old(i, 'updated_at', r.finishedDays)),
-      )
+      .filter((m) => before.key_migration_items.filter((i) => i.migration_id === m.id).every((i) => i.status !== 'pending'))
       .map((m) => m.id),
   );
   keep('key_migration_items', 'migration_items', (x) => !finished.has(x.migration_id), r.finishedDays);
