@@ -210,7 +210,7 @@ async function main(): Promise<number> {
   const choice = choose();
   // Bounded: every run has its own timeout; this is the backstop for the whole benchmark.
   const runCount = 2 * settings.rounds * (choice.cases.length + 1) + 1;
-  const manyKeysMs = (choice.manyKeys || choice.coldStart ? 1_200 : 0) + (settings.million ? 3_600 : 0) + (choice.prune ? 2_400 : 0);
+  const manyKeysMs = (choice.manyKeys || choice.coldStart ? 1_200 : 0) + (settings.million ? 3_600 : 0) + (choice.prune ? 7_200 : 0);
   const budgetMs = (choice.stores.length * (runCount * (settings.warmup + settings.duration + 35) + 120) + manyKeysMs) * 1000;
   const watchdog = setTimeout(() => {
     console.error(`bench: still running after ${Math.round(budgetMs / 1000)} s; stopping`);
