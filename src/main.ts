@@ -6,11 +6,11 @@ import { setFlagsFromString } from 'node:v8';
  * up to 4× on a machine with plenty of memory, and V8 keeps the pages a collection frees (pooled, still
  * resident) for reuse, so RSS follows the heap's high-water mark. Under key churn every evicted cache record
  * dies in the old generation: with 100,000 keys cached RSS climbed from 150 MB to about 500 MB (README
- * "Memory"). 20% keeps it near 330 MB for more frequent (mostly concurrent) full collections. V8 reads the
+ * "Memory"). 10% keeps it near 320 MB for more frequent (mostly concurrent) full collections. V8 reads the
  * flag at every collection, so setting it here holds however the server is started (NODE_OPTIONS does not
  * accept it); a --heap-growing-percent given to node itself wins (0: V8's own factor).
  */
-const HEAP_GROWING_PERCENT = 20;
+const HEAP_GROWING_PERCENT = 10;
 if (!process.execArgv.some((arg) => /^--heap[-_]growing[-_]percent\b/.test(arg))) {
   setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
 }
