@@ -25,6 +25,7 @@ import { parseArgs, promisify } from 'node:util';
 import { execFile } from 'node:child_process';
 import { base58 } from '../src/domain/base58.ts';
 import { BENCH_PG_URL, scratchStore } from './scratch-store.ts';
+import { SERVER_NODE_FLAGS } from './node-flags.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -74,7 +75,7 @@ interface Server {
 
 async function startServer(databaseUrl: string, workers: string | undefined): Promise<Server> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', MAIN], {
+  const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, MAIN], {
     env: {
       ...process.env,
       HOST: '127.0.0.1',

@@ -25,6 +25,7 @@ import { cpus, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { base58 } from '../src/domain/base58.ts';
+import { SERVER_NODE_FLAGS } from './node-flags.ts';
 import { scratchStore } from './scratch-store.ts';
 
 const HOST = '127.0.0.1';
@@ -203,24 +204,20 @@ async function main(): Promise<void> {
       `keyhold import-million: ${dialect}, ${KEYS.toLocaleString('en')} hashed keys in batches of ${BATCH}, ${CONCURRENCY} in flight; ` +
         `${cpus().length} CPUs, load average ${load()}${serverFlags.length ? `; server flags ${serverFlags.join(' ')}` : ''}`,
     );
-    child = spawn(
-      process.execPath,
-      [...serverFlags, '--disable-warning=ExperimentalWarning', new URL('../src/main.ts', import.meta.url).pathname],
-      {
-        env: {
-          ...process.env,
-          HOST,
-          PORT: String(port),
-          DATABASE_URL: url,
-          LOG_LEVEL: 'warn',
-          KEYHOLD_WORKERS: '0',
-          KEYHOLD_BOOTSTRAP_ROOT_KEY: root,
-          KEYHOLD_MASTER_KEYS: `bench:${randomBytes(32).toString('base64')}`,
-          REDIS_URL: '',
-        },
-        stdio: ['ignore', 'inherit', 'inherit'],
+    child = spawn(process.execPath, [...SERVER_NODE_FLAGS, ...serverFlags, new URL('../src/main.ts', import.meta.url).pathname], {
+      env: {
+        ...process.env,
+        HOST,
+        PORT: String(port),
+        DATABASE_URL: url,
+        LOG_LEVEL: 'warn',
+        KEYHOLD_WORKERS: '0',
+        KEYHOLD_BOOTSTRAP_ROOT_KEY: root,
+        KEYHOLD_MASTER_KEYS: `bench:${randomBytes(32).toString('base64')}`,
+        REDIS_URL: '',
       },
-    );
+      stdio: ['ignore', 'inherit', 'inherit'],
+    });
     for (let i = 0; ; i++) {
       try {
         if ((await fetch(`${base}/v1/liveness`)).ok) break;

@@ -15,6 +15,7 @@ import { cpus, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { base58 } from '../src/domain/base58.ts';
 import { BENCH_PG_URL, scratchStore } from './scratch-store.ts';
+import { SERVER_NODE_FLAGS } from './node-flags.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -51,7 +52,7 @@ interface Server {
 
 async function startServer(databaseUrl: string): Promise<Server> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', MAIN], {
+  const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, MAIN], {
     env: {
       ...process.env,
       HOST: '127.0.0.1',

@@ -57,8 +57,10 @@
 //   BENCH_PRUNE_ROWS   analytics rows the prune case removes (default 5000000)
 //   BENCH_KEYS         distinct keys of the many-key cases (default 100000)
 //   BENCH_FLOOD        requests (each a different unknown key) of the unknown-key flood (default 20000)
-//   BENCH_MILLION      set to 1 to also import keys up to 1,000,000 and report RSS while all are verified
-//                      once, cache capacity BENCH_KEYS + 1,000 (long: the import alone takes minutes)
+//   BENCH_MILLION      set to 1 to also run key churn (bench/churn.ts): 1,000,000 imported keys verified once
+//                      each, three passes, default key cache (100,000); RSS per pass and growth over the last
+//                      (long: the import alone takes a minute or more; BENCH_CHURN_DIR keeps its store for reuse)
+//   BENCH_CHURN_DIR    a directory for the churn store: made on the first run, reused by later ones
 //   BENCH_COLD_STARTS  starts of each cold-start kind (default 3)
 //   BENCH_CPU_PROF     set to 1 to run the server with --cpu-prof (profiles in bench/out/prof-<store>/; slows it down)
 //   KEYHOLD_BENCH_POSTGRES_URL / KEYHOLD_TEST_POSTGRES_URL  postgres://… (a schema kh_bench_<random> is created and dropped)

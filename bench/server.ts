@@ -8,6 +8,7 @@ import { request } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
 import { answeredByHeaders, ID_PLACEHOLDER, LANE_CONTENT_TYPE, type AnsweredBy } from './cases.ts';
+import { SERVER_NODE_FLAGS } from './node-flags.ts';
 import { base58, exited, freePort, HOST, sleep, track } from './processes.ts';
 import type { ListLoadResult, Spec } from './list-load.ts';
 
@@ -33,6 +34,8 @@ export interface ServerOptions {
   rootKey?: string;
   /** More environment for the server (e.g. KEYHOLD_KEY_CACHE_SIZE). */
   env?: Record<string, string>;
+  /** More Node flags for the server (experiments: --trace-gc, --heapsnapshot-signal=SIGUSR2). */
+  nodeFlags?: string[];
 }
 
 /** How src/main.ts is started on `databaseUrl`: Node's arguments and the environment. */
@@ -42,9 +45,10 @@ export function serverCommand(
   rootKey: string,
   opts: ServerOptions,
 ): { args: string[]; env: NodeJS.ProcessEnv } {
-  // As `npm start` runs it (package.json): the same V8 flags.
-  const args = ['--max-semi-space-size=8', '--disable-warning=ExperimentalWarning'];
+  // As `npm start` runs it (package.json): the same Node and V8 flags.
+  const args = [...SERVER_NODE_FLAGS];
   if (opts.cpuProfDir) args.push('--cpu-prof', `--cpu-prof-dir=${opts.cpuProfDir}`);
+  if (opts.nodeFlags) args.push(...opts.nodeFlags);
   args.push(join(ROOT, 'src', 'main.ts'));
   const env = {
     ...process.env,

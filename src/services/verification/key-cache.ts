@@ -134,7 +134,9 @@ export class KeyCache implements ChangeListener {
       this.#delete(this.#lru.next.record.hash);
       this.stats.evictions++;
     }
-    const entry = { record, expiresAt: now + this.#ttlMs } as Entry;
+    // Every field in the literal: links added later would go to a separate property array (one more
+    // object per cached key, and more garbage promoted to the old generation per eviction).
+    const entry: Entry = { record, expiresAt: now + this.#ttlMs, prev: this.#lru, next: this.#lru };
     this.#append(entry);
     this.#entries.set(record.hash, entry);
     this.#hashById.set(record.id, record.hash);

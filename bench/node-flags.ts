@@ -1,0 +1,9 @@
+// The Node flags `npm start` gives the server, read from package.json's start script (V8's young generation
+// and old-generation growth, see README "Memory"), so that every benchmark runs the server as production does.
+
+import { readFileSync } from 'node:fs';
+
+const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { scripts: { start: string } };
+
+/** `--…` arguments of `npm start`, in order (e.g. --max-semi-space-size=8 --heap-growing-percent=20 …). */
+export const SERVER_NODE_FLAGS: readonly string[] = pkg.scripts.start.split(/\s+/).filter((arg) => arg.startsWith('--'));
