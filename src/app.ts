@@ -22,7 +22,7 @@ import { VerifyKeyV2Body } from './http/v2/verify-data.ts';
 import type { App, Deps } from './http/types.ts';
 import type { Store } from './store/store.ts';
 import { registerDashboard } from './http/dashboard/register.ts';
-import { createRuntime } from './services/verification/runtime.ts';
+import { createRuntime, type BufferCapacities } from './services/verification/runtime.ts';
 import type { Vault } from './crypto/vault.ts';
 
 export interface AppOptions {
@@ -42,6 +42,8 @@ export interface AppOptions {
   authFailureLimit?: number;
   /** Where users reach the server (KEYHOLD_PUBLIC_URL): dashboard cookies are Secure when it is https. */
   publicUrl?: string;
+  /** Capacities of the buffers that fill while the store or Redis is down (tests use small ones; defaults otherwise). */
+  capacities?: BufferCapacities;
 }
 
 export const BODY_LIMIT = 5 * 1024 * 1024;
@@ -81,10 +83,18 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
   app.decorateRequest('caller', null as never);
 
   const metrics = createMetrics(options.processMetrics ?? false);
-  const { accessLog, guard, internal } = installHooks(app, store, metrics, options);
+  const { accessLog, guard, internal } = installHooks(app, store, metrics, {
+    ...options,
+    rootKeyUsageCapacity: options.capacities?.rootKeyUses,
+  });
   await registerDocs(app);
 
-  const runtime = await createRuntime(store, { redisUrl: options.redisUrl, logger: options.logger, keyCacheSize: options.keyCacheSize });
+  const runtime = await createRuntime(store, {
+    redisUrl: options.redisUrl,
+    logger: options.logger,
+    keyCacheSize: options.keyCacheSize,
+    capacities: options.capacities,
+  });
   app.addHook('onClose', () => runtime.close());
   const { verifier, limiter, cache, readiness, ratelimits } = runtime;
   const deps: Deps = { store, vault: options.vault, verifier, limiter, cache, readiness, ratelimits };
@@ -92,6 +102,7 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
   for (const register of V2_ROUTES) register(app, deps);
   registerDashboard(app, { deps, internal, publicUrl: options.publicUrl ?? 'http://127.0.0.1' });
   metrics.watch({ verifier, cache, health: runtime.health, jobs: () => jobQueueStats(store.db) });
+  metrics.watch({ buffers: () => ({ ...runtime.buffers(), root_key_uses: { held: guard.heldUses, dropped: guard.droppedUses } }) });
   lane = createLane({
     operations: [
       verifyKeyOperation(verifier, guardedValidator(bodyAjv, VerifyKeyBody, 'body')),

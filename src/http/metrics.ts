@@ -16,6 +16,8 @@ export interface MetricSources {
   /** Reads the job queue (a store query per scrape). */
   jobs?: () => Promise<JobQueueStats>;
   rootKeys?: RootKeyGuardStats;
+  /** The buffers that fill while the store or Redis is down: entries held and dropped, by buffer. */
+  buffers?: () => Record<string, { held: number; dropped: number }>;
 }
 
 /** Prometheus metrics of one app instance (its own registry, so several apps can live in one process). */
@@ -44,6 +46,7 @@ export function createMetrics(withProcessMetrics: boolean) {
   registerVerificationMetrics(registry, sources);
   registerJobMetrics(registry, sources);
   registerHealthMetrics(registry, sources);
+  registerBufferMetrics(registry, sources);
   /** Adds sources for the metrics computed at scrape time. */
   const watch = (more: MetricSources): void => {
     Object.assign(sources, more);
@@ -185,4 +188,21 @@ function registerHealthMetrics(registry: Registry, sources: MetricSources): void
     (s) => s.limited,
   );
   auth('keyhold_root_key_unknown_hits_total', 'Unknown root keys answered from memory, without a store read', (s) => s.unknownHits);
+}
+
+/** The outage buffers (README "When the store or Redis fails"): what each holds and what it dropped when full. */
+function registerBufferMetrics(registry: Registry, sources: MetricSources): void {
+  mirroredCounter(registry, 'keyhold_dropped_total', 'Entries an outage buffer dropped because it was full, by buffer', ['what'], (set) => {
+    for (const [what, b] of Object.entries(sources.buffers?.() ?? {})) set({ what }, b.dropped);
+  });
+  new Gauge({
+    name: 'keyhold_buffered_entries',
+    help: 'Entries an outage buffer holds (waiting for the store or Redis, or being written), by buffer',
+    labelNames: ['what'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [what, b] of Object.entries(sources.buffers?.() ?? {})) this.set({ what }, b.held);
+    },
+  });
 }
