@@ -27,7 +27,8 @@ export class RootKeyUsage {
   #pending = new Map<string, number>();
   /** Keys in the write that runs (0: none runs). */
   #writing = 0;
-  #running = false;
+  /** The write that runs, if one does. */
+  #running: Promise<boolean> | undefined;
   #dropped = 0;
 
   constructor(db: Db, capacity = ROOT_KEY_USAGE_CAPACITY) {
@@ -48,13 +49,15 @@ export class RootKeyUsage {
   used(rootKeyId: string, now: number): void {
     const last = this.#takenAt.get(rootKeyId);
     if (last === undefined || now - last >= LAST_USED_INTERVAL_MS) this.#take(rootKeyId, now);
-    if (!this.#running && this.#pending.size > 0) void this.#write();
+    if (!this.#running && this.#pending.size > 0) this.#running = this.#write();
   }
 
   /** Resolves once no write runs and nothing waits (for tests and shutdown); rejects if the last write failed. */
   async flush(): Promise<void> {
-    while (this.#running) await new Promise((resolve) => setImmediate(resolve));
-    if (this.#pending.size > 0 && !(await this.#write())) throw new Error('root-key last use could not be written');
+    while (this.#running) await this.#running;
+    if (this.#pending.size === 0) return;
+    this.#running = this.#write();
+    if (!(await this.#running)) throw new Error('root-key last use could not be written');
   }
 
   #take(rootKeyId: string, now: number): void {
@@ -73,7 +76,6 @@ export class RootKeyUsage {
     const batch = this.#pending;
     this.#pending = new Map();
     this.#writing = batch.size;
-    this.#running = true;
     try {
       await writeLastUsed(this.#db, batch);
       return true;
@@ -85,7 +87,7 @@ export class RootKeyUsage {
       return false;
     } finally {
       this.#writing = 0;
-      this.#running = false;
+      this.#running = undefined;
     }
   }
 }
