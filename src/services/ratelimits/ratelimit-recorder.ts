@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { Database, RatelimitHourlyRow } from '../../store/schema.ts';
 import { IN_LIST_CHUNK } from '../../store/store.ts';
 import { fixedShapeChunks } from '../../store/bulk-statements.ts';
@@ -78,6 +78,10 @@ export class RatelimitRecorder extends BufferedRecorder<Buffer> {
     }
     if (e.passed) counts.passed++;
     else counts.denied++;
+  }
+
+  protected async probe(): Promise<void> {
+    await sql`select 1`.execute(this.#db);
   }
 
   protected write(batch: Buffer): Promise<void> {

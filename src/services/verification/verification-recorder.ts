@@ -120,6 +120,10 @@ export class VerificationRecorder extends BufferedRecorder<Map<string, KeyBuffer
     this.counted();
   }
 
+  protected async probe(): Promise<void> {
+    await sql`select 1`.execute(this.#db);
+  }
+
   protected write(batch: Map<string, KeyBuffer>): Promise<void> {
     return writeBatch(this.#db, batch);
   }

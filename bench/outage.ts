@@ -1,0 +1,226 @@
+// A store outage under full load (README "When the store or Redis fails"): how the server's memory and its
+// outage buffers behave, and whether the analytics it held are written exactly once when the store returns.
+// It prints numbers and asserts nothing (it is a bench).
+//
+//   KEYHOLD_TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/test node_modules/.bin/node bench/outage.ts
+//
+// It starts src/main.ts on a fresh PostgreSQL schema reached through a TCP proxy of its own (TcpProxy of
+// test/helpers/outages.ts), imports OUTAGE_KEYS keys (as hashes, migrations.createKeys) with a key cache that
+// holds them all, creates a few keys with credits, and verifies every key once (so all are cached and counted).
+// It runs the load below for OUTAGE_STEADY_SECONDS with the store up, so that the RSS before the cut is that of
+// the load, not of an idle server. Then it cuts the proxy (nothing reaches PostgreSQL) and runs OUTAGE_CONNECTIONS keep-alive connections of
+// keys.verifyKey for OUTAGE_SECONDS: the cached keys in turn (VALID without the store; more distinct keys than
+// the verification buffer holds, so some are dropped) on most connections, and keys with credits on
+// OUTAGE_CREDIT_CONNECTIONS of them (503 store/unavailable: they need the store, and wait for it up to the 2 s
+// connect timeout). It samples the server's RSS every 10 s, restores the
+// proxy, waits until the buffer is written, and compares the analytics rows with the answers it counted:
+// written = VALID answers during the cut − keyhold_dropped_total{what="verifications"}.
+//
+// Settings (environment): OUTAGE_SECONDS (default 600), OUTAGE_KEYS (150000), OUTAGE_CONNECTIONS (50),
+// OUTAGE_CREDIT_CONNECTIONS (5, of the 50), OUTAGE_STEADY_SECONDS (60). Results also go to bench/out/outage.json.
+
+import { mkdir, writeFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { connect, type Socket } from 'node:net';
+import pg from 'pg';
+import { scratchStore } from './scratch-store.ts';
+import { randomKeys } from './keyset.ts';
+import { positiveInt, sleep } from './processes.ts';
+import { newRootKey, SpawnedServer } from '../test/system/spawned-server.ts';
+import { TcpProxy, viaPort } from '../test/helpers/outages.ts';
+
+const SECONDS = positiveInt('OUTAGE_SECONDS', 600);
+const KEYS = positiveInt('OUTAGE_KEYS', 150_000);
+const CONNECTIONS = positiveInt('OUTAGE_CONNECTIONS', 50);
+const CREDIT_CONNECTIONS = positiveInt('OUTAGE_CREDIT_CONNECTIONS', 5);
+const STEADY_SECONDS = positiveInt('OUTAGE_STEADY_SECONDS', 60);
+const MiB = 1024 * 1024;
+const mib = (b: number | undefined) => (b === undefined ? '?' : `${(b / MiB).toFixed(1)} MiB`);
+
+/** Answers counted by the load: `200 VALID`, `503`, … */
+type Tally = Record<string, number>;
+
+/** A value of `name{what="verifications"}` (or unlabelled `name`) in the server's /metrics. */
+async function metric(s: SpawnedServer, name: string, labels = '{what="verifications"}'): Promise<number> {
+  const res = await s.request<string>('GET', '/metrics');
+  const line = String(res.json)
+    .split('\n')
+    .find((l) => l.startsWith(`${name}${labels} `));
+  return line ? Number(line.split(' ').at(-1)) : Number.NaN;
+}
+
+/** Imports the keys as hashes, 1,000 a request, two requests in flight. */
+async function importKeys(s: SpawnedServer, root: string, apiId: string, keys: string[]): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < keys.length) {
+      const batch = keys.slice(next, next + 1000);
+      next += batch.length;
+      const items = batch.map((key) => ({
+        apiId,
+        prefix: 'out',
+        hash: { value: createHash('sha256').update(key).digest('base64'), variant: 'sha256_base64' },
+      }));
+      const res = await s.post('/v1/migrations.createKeys', items, root);
+      if (res.status !== 200) throw new Error(`migrations.createKeys: ${res.status} ${JSON.stringify(res.json).slice(0, 300)}`);
+    }
+  };
+  await Promise.all([worker(), worker()]);
+}
+
+/**
+ * One keep-alive connection per entry of `next`, one request in flight on each, until `until`; each connection
+ * sends the bodies its `next` gives, and stops when it gives none. Returns the answers by status and code.
+ */
+async function load(port: number, next: Array<() => string | undefined>, until = Number.POSITIVE_INFINITY): Promise<Tally> {
+  const tally: Tally = {};
+  const worker = async (body: () => string | undefined) => {
+    const socket: Socket = connect(port, '127.0.0.1');
+    socket.setNoDelay(true);
+    let buf: Buffer = Buffer.alloc(0);
+    let answered: (() => void) | undefined;
+    let failed: ((err: Error) => void) | undefined;
+    socket.on('data', (chunk: Buffer) => {
+      buf = buf.length ? Buffer.concat([buf, chunk]) : chunk;
+      const end = buf.indexOf('\r\n\r\n');
+      if (end < 0) return;
+      const head = buf.toString('latin1', 0, end);
+      const length = Number(/content-length:\s*(\d+)/i.exec(head)?.[1] ?? 0);
+      if (buf.length < end + 4 + length) return;
+      const status = head.slice(9, 12);
+      const code = /"code":"([A-Z_]+)"/.exec(buf.toString('utf8', end + 4, end + 4 + length))?.[1];
+      const tag = status === '200' ? `200 ${code}` : status;
+      tally[tag] = (tally[tag] ?? 0) + 1;
+      buf = buf.subarray(end + 4 + length);
+      answered?.();
+    });
+    socket.on('error', (err) => failed?.(err));
+    await new Promise<void>((resolve) => socket.once('connect', resolve));
+    for (let json = body(); json !== undefined && Date.now() < until; json = body()) {
+      await new Promise<void>((resolve, reject) => {
+        answered = resolve;
+        failed = reject;
+        socket.write(
+          `POST /v1/keys.verifyKey HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(json)}\r\n\r\n${json}`,
+        );
+      });
+    }
+    socket.destroy();
+  };
+  await Promise.all(next.map(worker));
+  return tally;
+}
+
+/** The sum of every verification count in the analytics table of `schemaUrl`'s schema. */
+async function storedCount(schemaUrl: string): Promise<number> {
+  const url = new URL(schemaUrl);
+  const schema = url.searchParams.get('schema')!;
+  url.searchParams.delete('schema');
+  const client = new pg.Client({ connectionString: url.toString() });
+  await client.connect();
+  try {
+    const { rows } = await client.query(`select coalesce(sum(count), 0)::bigint as n from ${schema}.key_verifications_hourly`);
+    return Number(rows[0].n);
+  } finally {
+    await client.end();
+  }
+}
+
+async function setup(s: SpawnedServer, root: string, keys: string[]): Promise<{ apiId: string; credits: string[] }> {
+  const api = await s.post<{ apiId: string }>('/v1/apis.createApi', { name: 'outage' }, root);
+  const apiId = api.json.apiId;
+  await importKeys(s, root, apiId, keys);
+  const credits: string[] = [];
+  for (let i = 0; i < 10; i++)
+    credits.push((await s.post<{ key: string }>('/v1/keys.createKey', { apiId, remaining: 1e9 }, root)).json.key);
+  return { apiId, credits };
+}
+
+async function main(): Promise<void> {
+  const { url, cleanup } = scratchStore('postgres');
+  const proxy = await TcpProxy.start('127.0.0.1', Number(new URL(url).port || 5432));
+  const root = newRootKey();
+  let s: SpawnedServer | undefined;
+  try {
+    s = await SpawnedServer.start(viaPort(url, proxy.port), root, { KEYHOLD_KEY_CACHE_SIZE: String(KEYS + 1000) });
+    const server = s;
+    const keys = randomKeys(KEYS, 'out');
+    console.log(`outage bench: PostgreSQL through a proxy, ${KEYS} keys, ${CONNECTIONS} connections, ${SECONDS} s cut`);
+    const { credits } = await setup(server, root, keys);
+    const bodyOf = (key: string) => `{"key":"${key}"}`;
+    let n = 0;
+    const warm = await load(
+      server.port,
+      Array.from({ length: CONNECTIONS }, () => () => (n < KEYS ? bodyOf(keys[n++]) : undefined)),
+    );
+    console.log(`warm-up (every key once): ${JSON.stringify(warm)}; RSS ${mib(server.rss())}`);
+    let c = 0;
+    const cached = () => bodyOf(keys[n++ % KEYS]);
+    const withCredits = () => `{"key":"${credits[c++ % credits.length]}","remaining":{"cost":1}}`;
+    const bodies = Array.from({ length: CONNECTIONS }, (_, i) => (i < CREDIT_CONNECTIONS ? withCredits : cached));
+    const steady = await load(server.port, bodies, Date.now() + STEADY_SECONDS * 1000);
+    console.log(`${STEADY_SECONDS} s with the store up: ${JSON.stringify(steady)}`);
+    while ((await metric(server, 'keyhold_buffered_entries')) !== 0) await sleep(500);
+    const before = await storedCount(url);
+    const droppedBefore = await metric(server, 'keyhold_dropped_total');
+
+    const rss: Array<{ at: number; bytes: number | undefined }> = [{ at: 0, bytes: server.rss() }];
+    console.log(`RSS before the cut: ${mib(rss[0].bytes)}; analytics rows sum ${before}; dropped so far ${droppedBefore}`);
+    proxy.cut();
+    const started = Date.now();
+    const sampler = setInterval(() => {
+      rss.push({ at: Math.round((Date.now() - started) / 1000), bytes: server.rss() });
+      if (rss.length % 6 === 1) console.log(`  ${rss.at(-1)!.at} s: RSS ${mib(rss.at(-1)!.bytes)}`);
+    }, 10_000);
+    const during = await load(server.port, bodies, started + SECONDS * 1000);
+    clearInterval(sampler);
+    const held = await metric(server, 'keyhold_buffered_entries');
+    const dropped = (await metric(server, 'keyhold_dropped_total')) - droppedBefore;
+    rss.push({ at: Math.round((Date.now() - started) / 1000), bytes: server.rss() });
+    console.log(`during the cut: ${JSON.stringify(during)}; buffer held ${held}, dropped ${dropped}; RSS ${mib(rss.at(-1)!.bytes)}`);
+
+    proxy.restore();
+    const restored = Date.now();
+    while ((await metric(server, 'keyhold_buffered_entries')) !== 0) await sleep(250);
+    const writtenIn = (Date.now() - restored) / 1000;
+    await sleep(3_000); // a few more flush intervals: nothing may be written twice
+    const after = await storedCount(url);
+
+    const endRss = server.rss();
+    const recorded = Object.entries(during).reduce((n, [tag, k]) => (tag.startsWith('200 ') ? n + k : n), 0);
+    const written = after - before;
+    console.log(
+      `after the cut: buffer written in ${writingTime(writtenIn)}; analytics gained ${written}; expected ${recorded} answered 200 − ${dropped} dropped = ${recorded - dropped} (${written === recorded - dropped ? 'exact' : 'MISMATCH'})`,
+    );
+    console.log(
+      `server RSS: before the cut ${mib(rss[0].bytes)}, max during ${mib(Math.max(...rss.map((r) => r.bytes ?? 0)))}, end of the cut ${mib(rss.at(-1)!.bytes)}, after recovery ${mib(endRss)}`,
+    );
+    const out = {
+      keys: KEYS,
+      connections: CONNECTIONS,
+      seconds: SECONDS,
+      warm,
+      during,
+      held,
+      dropped,
+      writtenIn,
+      before,
+      after,
+      written,
+      expected: recorded - dropped,
+      rss,
+      endRss,
+    };
+    await mkdir(new URL('./out/', import.meta.url), { recursive: true });
+    await writeFile(new URL('./out/outage.json', import.meta.url), `${JSON.stringify(out, null, 2)}\n`);
+  } finally {
+    proxy.restore();
+    await s?.stop();
+    await proxy.close();
+    await cleanup();
+  }
+}
+
+const writingTime = (s: number) => `${s.toFixed(1)} s`;
+
+await main();
