@@ -30,8 +30,8 @@ export interface RecorderOptions {
  * Memory is bounded by `capacity` counters, those of the batch being written included, so that a store outage
  * under load cannot grow the process without bound: a failed batch merged back never holds more than the two
  * did apart. Beyond it, what would be a new counter is dropped and counted; nothing held is ever dropped. After a
- * failed flush, the next one first asks the store something trivial (`probe`) and takes the buffer only once it
- * answers, so that through an outage counts keep adding to the counters held instead of needing new ones.
+ * failed flush, the next one first asks the store something trivial where a write would go (`probe`) and takes
+ * the buffer only once it answers, so that through an outage counts keep adding to the counters held instead of needing new ones.
  *
  * A subclass asks `admit()` before adding a counter to `buffer` (and records nothing when it says no), and
  * calls `counted()` once for every counter it adds.
@@ -68,7 +68,7 @@ export abstract class BufferedRecorder<B> {
       ((err) => process.emitWarning(`${what} flush failed; counts kept for the next flush: ${(err as Error)?.message ?? err}`));
   }
 
-  /** Asks the store something trivial; rejects when it does not answer. */
+  /** Asks the store something trivial, where a write would go; rejects when it does not answer. */
   protected abstract probe(): Promise<void>;
 
   /** Writes `batch` in one transaction; rejects (having written nothing) when the store fails. */

@@ -80,8 +80,9 @@ export class RatelimitRecorder extends BufferedRecorder<Buffer> {
     else counts.denied++;
   }
 
+  /** In a transaction: on SQLite only the writer answers it, and only when no other process holds the write lock. */
   protected async probe(): Promise<void> {
-    await sql`select 1`.execute(this.#db);
+    await this.#db.transaction().execute((tx) => sql`select 1`.execute(tx));
   }
 
   protected write(batch: Buffer): Promise<void> {

@@ -120,8 +120,9 @@ export class VerificationRecorder extends BufferedRecorder<Map<string, KeyBuffer
     this.counted();
   }
 
+  /** In a transaction: on SQLite only the writer answers it, and only when no other process holds the write lock. */
   protected async probe(): Promise<void> {
-    await sql`select 1`.execute(this.#db);
+    await this.#db.transaction().execute((tx) => sql`select 1`.execute(tx));
   }
 
   protected write(batch: Map<string, KeyBuffer>): Promise<void> {
