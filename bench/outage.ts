@@ -181,6 +181,12 @@ async function main(): Promise<void> {
   const proxy = await TcpProxy.start('127.0.0.1', Number(new URL(url).port || 5432));
   const root = newRootKey();
   let s: SpawnedServer | undefined;
+  // Interrupted: the server stopped, the schema dropped all the same.
+  process.once('SIGINT', () => {
+    void Promise.allSettled([s?.stop(), proxy.close()])
+      .then(cleanup)
+      .finally(() => process.exit(130));
+  });
   try {
     // The young generation `npm start` gives V8 (README "Starting and stopping").
     const env = { KEYHOLD_KEY_CACHE_SIZE: String(KEYS + 1000), NODE_OPTIONS: '--max-semi-space-size=8' };
@@ -194,9 +200,11 @@ async function main(): Promise<void> {
     let c = 0;
     // Every other pass over the keys asks for a permission they lack: INSUFFICIENT_PERMISSIONS, decided in memory,
     // a second counter per key and hour (so the buffer meets its capacity with fewer cached keys).
+    // During the cut the keys go newest-cached first: the others' entries expire first.
+    let newestFirst = false;
     const cached = () => {
       const i = n++;
-      const key = keys[i % KEYS];
+      const key = keys[newestFirst ? KEYS - 1 - (i % KEYS) : i % KEYS];
       return Math.floor(i / KEYS) % 2 ? `{"key":"${key}","authorization":{"permissions":"outage.read"}}` : bodyOf(key);
     };
     const withCredits = () => `{"key":"${credits[c++ % credits.length]}","remaining":{"cost":1}}`;
@@ -216,6 +224,8 @@ async function main(): Promise<void> {
     const droppedBefore = await metric(server, 'keyhold_dropped_total');
     console.log(`RSS before the cut: ${mib(server.rss())}; analytics rows sum ${before}; dropped so far ${droppedBefore}`);
 
+    n = 0;
+    newestFirst = true;
     const { during, held, rss } = await cut(server, proxy, bodies);
     const dropped = (await metric(server, 'keyhold_dropped_total')) - droppedBefore;
     console.log(`during the cut: ${JSON.stringify(during)}; buffer held ${held}, dropped ${dropped}; RSS ${mib(rss.at(-1)!.bytes)}`);

@@ -1,7 +1,10 @@
 export interface RecorderOptions {
   /** How often the timer started by `start()` flushes; default 1000 ms. */
   flushIntervalMs?: number;
-  /** Distinct counters after which a flush starts at once instead of waiting for the timer; default 100 000. */
+  /**
+   * Distinct counters after which a flush starts at once instead of waiting for the timer; default half the
+   * capacity (at most 100 000), so that a burst is written before it fills the capacity while the store answers.
+   */
   maxBuffered?: number;
   /**
    * The most distinct counters held, buffered and being written together (default: the recorder's). While the
@@ -31,7 +34,8 @@ export interface RecorderOptions {
  * under load cannot grow the process without bound: a failed batch merged back never holds more than the two
  * did apart. Beyond it, what would be a new counter is dropped and counted; nothing held is ever dropped. After a
  * failed flush, the next one first asks the store something trivial where a write would go (`probe`) and takes
- * the buffer only once it answers, so that through an outage counts keep adding to the counters held instead of needing new ones.
+ * the buffer only once it answers, so that through an outage counts keep adding to the counters held instead
+ * of needing new ones.
  *
  * A subclass asks `admit()` before adding a counter to `buffer` (and records nothing when it says no), and
  * calls `counted()` once for every counter it adds.
@@ -60,8 +64,8 @@ export abstract class BufferedRecorder<B> {
     this.#empty = empty;
     this.buffer = empty();
     this.#intervalMs = opts.flushIntervalMs ?? 1000;
-    this.#maxBuffered = opts.maxBuffered ?? 100_000;
     this.#capacity = opts.capacity ?? capacity;
+    this.#maxBuffered = opts.maxBuffered ?? Math.min(100_000, Math.ceil(this.#capacity / 2));
     if (!(this.#capacity >= 1)) throw new RangeError(`${what}: capacity must be >= 1, got ${this.#capacity}`);
     this.#onError =
       opts.onError ??
