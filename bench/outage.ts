@@ -6,17 +6,17 @@
 //
 // It starts src/main.ts on a fresh PostgreSQL schema reached through a TCP proxy of its own (TcpProxy of
 // test/helpers/outages.ts), imports OUTAGE_KEYS keys (as hashes, migrations.createKeys) with a key cache that
-// holds them all, and creates a few keys with credits. It runs the load below for OUTAGE_STEADY_SECONDS with the
-// store up (so that the RSS before the cut is that of the load, not of an idle server), verifies every key once
-// more (cached entries live 60 s, and only cached keys verify without the store), and waits until the analytics
-// are written. Then it cuts the proxy (nothing reaches PostgreSQL) and runs OUTAGE_CONNECTIONS keep-alive connections of
-// keys.verifyKey for OUTAGE_SECONDS: the cached keys in turn (VALID, and INSUFFICIENT_PERMISSIONS every other
-// pass, without the store; more counters than the verification buffer holds, so some are dropped) on most
-// connections, and keys with credits on
-// OUTAGE_CREDIT_CONNECTIONS of them (503 store/unavailable: they need the store, and wait for it up to the 2 s
-// connect timeout). It samples the server's RSS every 10 s, restores the
-// proxy, waits until the buffer is written, and compares the analytics rows with the answers it counted:
-// written = VALID answers during the cut − keyhold_dropped_total{what="verifications"}.
+// holds them all, and creates a few keys with credits. It verifies every key once, runs the load below for
+// OUTAGE_STEADY_SECONDS with the store up (so that the RSS before the cut is that of the load, not of an idle
+// server), and waits until the analytics are written. Then it cuts the proxy (nothing reaches PostgreSQL) and
+// runs the load for OUTAGE_SECONDS: OUTAGE_CONNECTIONS keep-alive connections of keys.verifyKey, most of them
+// over the cached keys, newest-cached first, each key asked twice (VALID, then INSUFFICIENT_PERMISSIONS: both
+// decided without the store; two counters per key, more than the verification buffer holds, so some are
+// dropped), and OUTAGE_CREDIT_CONNECTIONS of them over keys with credits (503 store/unavailable: they need the
+// store, and wait for it up to the 2 s connect timeout). Cached entries live 60 s (KeyCache ttlMs): after that
+// every verification needs the store and is answered 503. It samples the server's RSS and V8 heap every 10 s,
+// restores the proxy, waits until the buffer is written, and compares the analytics rows with the answers it
+// counted: written = answers 200 during the cut − keyhold_dropped_total{what="verifications"}.
 //
 // Settings (environment): OUTAGE_SECONDS (default 600), OUTAGE_KEYS (150000), OUTAGE_CONNECTIONS (50),
 // OUTAGE_CREDIT_CONNECTIONS (5, of the 50), OUTAGE_STEADY_SECONDS (30). Results also go to bench/out/outage.json.
@@ -44,7 +44,7 @@ type Tally = Record<string, number>;
 /** Answers 200 in `tally`: the verifications the server counts (or drops). */
 const answered = (tally: Tally) => Object.entries(tally).reduce((k, [tag, m]) => (tag.startsWith('200 ') ? k + m : k), 0);
 /** The server's RSS at `at` seconds into the cut, with the answers counted so far. */
-type Sample = { at: number; bytes: number | undefined; valid: number; unavailable: number };
+type Sample = { at: number; bytes: number | undefined; valid: number; unavailable: number; heap?: number };
 
 /** A value of `name{what="verifications"}` (or unlabelled `name`) in the server's /metrics. */
 async function metric(s: SpawnedServer, name: string, labels = '{what="verifications"}'): Promise<number> {
@@ -149,30 +149,29 @@ async function setup(s: SpawnedServer, root: string, keys: string[]): Promise<{ 
 
 /** The cut: `bodies` for SECONDS with the proxy cut; RSS and answers sampled every 10 s. */
 async function cut(server: SpawnedServer, proxy: TcpProxy, bodies: Array<() => string>) {
-  const rss: Sample[] = [{ at: 0, bytes: server.rss(), valid: 0, unavailable: 0 }];
+  const rss: Sample[] = [];
+  const sample = (at: number): Sample => {
+    const taken: Sample = { at, bytes: server.rss(), valid: answered(during), unavailable: during['503'] ?? 0 };
+    void metric(server, 'keyhold_nodejs_heap_size_used_bytes', '').then((heap) => {
+      taken.heap = heap;
+    });
+    rss.push(taken);
+    return taken;
+  };
+  const during: Tally = {};
+  sample(0);
   proxy.cut();
   const started = Date.now();
-  const during: Tally = {};
   const sampler = setInterval(() => {
-    rss.push({
-      at: Math.round((Date.now() - started) / 1000),
-      bytes: server.rss(),
-      valid: answered(during),
-      unavailable: during['503'] ?? 0,
-    });
-    const last = rss.at(-1)!;
+    const last = sample(Math.round((Date.now() - started) / 1000));
     if (last.at <= 90 || last.at % 60 === 0)
       console.log(`  ${last.at} s: RSS ${mib(last.bytes)}; so far ${last.valid} × 200, ${last.unavailable} × 503`);
   }, 10_000);
   await load(server.port, bodies, started + SECONDS * 1000, during);
   clearInterval(sampler);
   const held = await metric(server, 'keyhold_buffered_entries');
-  rss.push({
-    at: Math.round((Date.now() - started) / 1000),
-    bytes: server.rss(),
-    valid: answered(during),
-    unavailable: during['503'] ?? 0,
-  });
+  sample(Math.round((Date.now() - started) / 1000));
+  await sleep(100); // the last heap reading
   return { during, held, rss };
 }
 
@@ -181,12 +180,6 @@ async function main(): Promise<void> {
   const proxy = await TcpProxy.start('127.0.0.1', Number(new URL(url).port || 5432));
   const root = newRootKey();
   let s: SpawnedServer | undefined;
-  // Interrupted: the server stopped, the schema dropped all the same.
-  process.once('SIGINT', () => {
-    void Promise.allSettled([s?.stop(), proxy.close()])
-      .then(cleanup)
-      .finally(() => process.exit(130));
-  });
   try {
     // The young generation `npm start` gives V8 (README "Starting and stopping").
     const env = { KEYHOLD_KEY_CACHE_SIZE: String(KEYS + 1000), NODE_OPTIONS: '--max-semi-space-size=8' };
@@ -198,20 +191,19 @@ async function main(): Promise<void> {
     const bodyOf = (key: string) => `{"key":"${key}"}`;
     let n = 0;
     let c = 0;
-    // Every other pass over the keys asks for a permission they lack: INSUFFICIENT_PERMISSIONS, decided in memory,
-    // a second counter per key and hour (so the buffer meets its capacity with fewer cached keys).
-    // During the cut the keys go newest-cached first: the others' entries expire first.
+    // Each key is asked twice in a row: plainly (VALID), then for a permission it lacks (INSUFFICIENT_PERMISSIONS,
+    // decided in memory): two counters per key and hour, so the buffer meets its capacity with fewer cached keys.
     let newestFirst = false;
     const cached = () => {
       const i = n++;
-      const key = keys[newestFirst ? KEYS - 1 - (i % KEYS) : i % KEYS];
-      return Math.floor(i / KEYS) % 2 ? `{"key":"${key}","authorization":{"permissions":"outage.read"}}` : bodyOf(key);
+      const k = Math.floor(i / 2) % KEYS;
+      const key = keys[newestFirst ? KEYS - 1 - k : k];
+      return i % 2 ? `{"key":"${key}","authorization":{"permissions":"outage.read"}}` : bodyOf(key);
     };
     const withCredits = () => `{"key":"${credits[c++ % credits.length]}","remaining":{"cost":1}}`;
     const bodies = Array.from({ length: CONNECTIONS }, (_, i) => (i < CREDIT_CONNECTIONS ? withCredits : cached));
-    const steady = await load(server.port, bodies, Date.now() + STEADY_SECONDS * 1000);
-    console.log(`${STEADY_SECONDS} s with the store up: ${JSON.stringify(steady)}; RSS ${mib(server.rss())}`);
-    // Every key once more, right before the cut: cached entries live 60 s (KeyCache ttlMs), and only those verify without the store.
+    // Every key once, then the load of the cut with the store up: cached entries live 60 s (KeyCache ttlMs), and
+    // only those verify without the store, so the keys go newest-cached first (the others expire first).
     const warmStarted = Date.now();
     let w = 0;
     const warm = await load(
@@ -219,13 +211,18 @@ async function main(): Promise<void> {
       Array.from({ length: CONNECTIONS }, () => () => (w < KEYS ? bodyOf(keys[w++]) : undefined)),
     );
     console.log(`every key once: ${JSON.stringify(warm)} in ${((Date.now() - warmStarted) / 1000).toFixed(1)} s`);
+    newestFirst = true;
+    const steady = await load(server.port, bodies, Date.now() + STEADY_SECONDS * 1000);
+    console.log(`${STEADY_SECONDS} s with the store up: ${JSON.stringify(steady)}`);
     while ((await metric(server, 'keyhold_buffered_entries')) !== 0) await sleep(250);
     const before = await storedCount(url);
     const droppedBefore = await metric(server, 'keyhold_dropped_total');
-    console.log(`RSS before the cut: ${mib(server.rss())}; analytics rows sum ${before}; dropped so far ${droppedBefore}`);
+    const heapBefore = await metric(server, 'keyhold_nodejs_heap_size_used_bytes', '');
+    console.log(
+      `before the cut: RSS ${mib(server.rss())}, V8 heap used ${mib(heapBefore)}; analytics rows sum ${before}; dropped so far ${droppedBefore}`,
+    );
 
     n = 0;
-    newestFirst = true;
     const { during, held, rss } = await cut(server, proxy, bodies);
     const dropped = (await metric(server, 'keyhold_dropped_total')) - droppedBefore;
     console.log(`during the cut: ${JSON.stringify(during)}; buffer held ${held}, dropped ${dropped}; RSS ${mib(rss.at(-1)!.bytes)}`);
@@ -244,6 +241,10 @@ async function main(): Promise<void> {
       `after the cut: buffer written in ${writtenIn.toFixed(1)} s; analytics gained ${written}; expected ${recorded} answered 200 − ${dropped} dropped = ${recorded - dropped} (${verdict})`,
     );
     const max = Math.max(...rss.map((r) => r.bytes ?? 0));
+    const heaps = rss.map((r) => r.heap ?? 0);
+    console.log(
+      `V8 heap used: before the cut ${mib(heapBefore)}, max during ${mib(Math.max(...heaps))}, end of the cut ${mib(heaps.at(-1))}`,
+    );
     console.log(
       `server RSS: before the cut ${mib(rss[0].bytes)}, max during ${mib(max)}, end of the cut ${mib(rss.at(-1)!.bytes)}, after recovery ${mib(endRss)}`,
     );
@@ -261,6 +262,7 @@ async function main(): Promise<void> {
       after,
       written,
       expected: recorded - dropped,
+      heapBefore,
       rss,
       endRss,
     };
