@@ -6,9 +6,9 @@
 //
 // It starts src/main.ts on a fresh PostgreSQL schema reached through a TCP proxy of its own (TcpProxy of
 // test/helpers/outages.ts), imports OUTAGE_KEYS keys (as hashes, migrations.createKeys) with a key cache that
-// holds them all, and creates a few keys with credits. It verifies every key once, runs the load below for
-// OUTAGE_STEADY_SECONDS with the store up (so that the RSS before the cut is that of the load, not of an idle
-// server), and waits until the analytics are written. Then it cuts the proxy (nothing reaches PostgreSQL) and
+// holds them all, and creates a few keys with credits. It runs the load below for OUTAGE_STEADY_SECONDS with the
+// store up (so that the RSS before the cut is that of the load, not of an idle server), verifies every key once
+// (so that most are freshly cached), and waits until the analytics are written. Then it cuts the proxy (nothing reaches PostgreSQL) and
 // runs the load for OUTAGE_SECONDS: OUTAGE_CONNECTIONS keep-alive connections of keys.verifyKey, most of them
 // over the cached keys, newest-cached first, each key asked twice (VALID, then INSUFFICIENT_PERMISSIONS: both
 // decided without the store; two counters per key, more than the verification buffer holds, so some are
@@ -202,8 +202,10 @@ async function main(): Promise<void> {
     };
     const withCredits = () => `{"key":"${credits[c++ % credits.length]}","remaining":{"cost":1}}`;
     const bodies = Array.from({ length: CONNECTIONS }, (_, i) => (i < CREDIT_CONNECTIONS ? withCredits : cached));
-    // Every key once, then the load of the cut with the store up: cached entries live 60 s (KeyCache ttlMs), and
-    // only those verify without the store, so the keys go newest-cached first (the others expire first).
+    // The load of the cut with the store up, then every key once right before the cut: cached entries live 60 s
+    // (KeyCache ttlMs), and only those verify without the store, so during the cut the keys go newest-cached first.
+    const steady = await load(server.port, bodies, Date.now() + STEADY_SECONDS * 1000);
+    console.log(`${STEADY_SECONDS} s with the store up: ${JSON.stringify(steady)}`);
     const warmStarted = Date.now();
     let w = 0;
     const warm = await load(
@@ -211,9 +213,6 @@ async function main(): Promise<void> {
       Array.from({ length: CONNECTIONS }, () => () => (w < KEYS ? bodyOf(keys[w++]) : undefined)),
     );
     console.log(`every key once: ${JSON.stringify(warm)} in ${((Date.now() - warmStarted) / 1000).toFixed(1)} s`);
-    newestFirst = true;
-    const steady = await load(server.port, bodies, Date.now() + STEADY_SECONDS * 1000);
-    console.log(`${STEADY_SECONDS} s with the store up: ${JSON.stringify(steady)}`);
     while ((await metric(server, 'keyhold_buffered_entries')) !== 0) await sleep(250);
     const before = await storedCount(url);
     const droppedBefore = await metric(server, 'keyhold_dropped_total');
@@ -223,6 +222,7 @@ async function main(): Promise<void> {
     );
 
     n = 0;
+    newestFirst = true;
     const { during, held, rss } = await cut(server, proxy, bodies);
     const dropped = (await metric(server, 'keyhold_dropped_total')) - droppedBefore;
     console.log(`during the cut: ${JSON.stringify(during)}; buffer held ${held}, dropped ${dropped}; RSS ${mib(rss.at(-1)!.bytes)}`);
