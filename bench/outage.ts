@@ -7,8 +7,9 @@
 // It starts src/main.ts on a fresh PostgreSQL schema reached through a TCP proxy of its own (TcpProxy of
 // test/helpers/outages.ts), imports OUTAGE_KEYS keys (as hashes, migrations.createKeys) with a key cache that
 // holds them all, and creates a few keys with credits. It runs the load below for OUTAGE_STEADY_SECONDS with the
-// store up (so that the RSS before the cut is that of the load, not of an idle server), verifies every key once
-// (so that most are freshly cached), and waits until the analytics are written. Then it cuts the proxy (nothing reaches PostgreSQL) and
+// store up, verifies every key once (so that most are freshly cached), runs the load again for
+// OUTAGE_HOT_SECONDS, freshly cached keys first, at the rate the cut will see (so that the RSS before the cut is
+// that of this load, not of an idle server or of cache misses), and waits until the analytics are written. Then it cuts the proxy (nothing reaches PostgreSQL) and
 // runs the load for OUTAGE_SECONDS: OUTAGE_CONNECTIONS keep-alive connections of keys.verifyKey, most of them
 // over the cached keys, newest-cached first, each key asked twice (VALID, then INSUFFICIENT_PERMISSIONS: both
 // decided without the store; two counters per key, more than the verification buffer holds, so some are
@@ -19,7 +20,8 @@
 // counted: written = answers 200 during the cut − keyhold_dropped_total{what="verifications"}.
 //
 // Settings (environment): OUTAGE_SECONDS (default 600), OUTAGE_KEYS (150000), OUTAGE_CONNECTIONS (50),
-// OUTAGE_CREDIT_CONNECTIONS (5, of the 50), OUTAGE_STEADY_SECONDS (30). Results also go to bench/out/outage.json.
+// OUTAGE_CREDIT_CONNECTIONS (5, of the 50), OUTAGE_STEADY_SECONDS (30), OUTAGE_HOT_SECONDS (10). Results also go
+// to bench/out/outage.json.
 
 import { mkdir, writeFile } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
@@ -36,6 +38,7 @@ const KEYS = positiveInt('OUTAGE_KEYS', 150_000);
 const CONNECTIONS = positiveInt('OUTAGE_CONNECTIONS', 50);
 const CREDIT_CONNECTIONS = positiveInt('OUTAGE_CREDIT_CONNECTIONS', 5);
 const STEADY_SECONDS = positiveInt('OUTAGE_STEADY_SECONDS', 30);
+const HOT_SECONDS = positiveInt('OUTAGE_HOT_SECONDS', 10);
 const MiB = 1024 * 1024;
 const mib = (b: number | undefined) => (b === undefined ? '?' : `${(b / MiB).toFixed(1)} MiB`);
 
@@ -213,6 +216,10 @@ async function main(): Promise<void> {
       Array.from({ length: CONNECTIONS }, () => () => (w < KEYS ? bodyOf(keys[w++]) : undefined)),
     );
     console.log(`every key once: ${JSON.stringify(warm)} in ${((Date.now() - warmStarted) / 1000).toFixed(1)} s`);
+    newestFirst = true;
+    n = 0;
+    const hot = await load(server.port, bodies, Date.now() + HOT_SECONDS * 1000);
+    console.log(`${HOT_SECONDS} s more, the freshly cached keys first, store up: ${JSON.stringify(hot)}; RSS ${mib(server.rss())}`);
     while ((await metric(server, 'keyhold_buffered_entries')) !== 0) await sleep(250);
     const before = await storedCount(url);
     const droppedBefore = await metric(server, 'keyhold_dropped_total');
@@ -222,7 +229,6 @@ async function main(): Promise<void> {
     );
 
     n = 0;
-    newestFirst = true;
     const { during, held, rss } = await cut(server, proxy, bodies);
     const dropped = (await metric(server, 'keyhold_dropped_total')) - droppedBefore;
     console.log(`during the cut: ${JSON.stringify(during)}; buffer held ${held}, dropped ${dropped}; RSS ${mib(rss.at(-1)!.bytes)}`);
@@ -254,6 +260,7 @@ async function main(): Promise<void> {
       seconds: SECONDS,
       steady,
       warm,
+      hot,
       during,
       held,
       dropped,
