@@ -22,10 +22,10 @@ import { VerifyKeyV2Body } from './http/v2/verify-data.ts';
 import type { App, Deps } from './http/types.ts';
 import type { Store } from './store/store.ts';
 import { registerDashboard } from './http/dashboard/register.ts';
-import { createRuntime } from './services/verification/runtime.ts';
+import { createRuntime, type BufferCapacities } from './services/verification/runtime.ts';
 import type { Vault } from './crypto/vault.ts';
 import type { RetentionConfig } from './config.ts';
-import { Pruner } from './services/maintenance/pruner.ts';
+import { Pruner, type PrunerStats } from './services/maintenance/pruner.ts';
 
 export interface AppOptions {
   /** Redis for cluster-wide rate limits and cache invalidation (REDIS_URL). */
@@ -48,6 +48,8 @@ export interface AppOptions {
   retention?: RetentionConfig;
   /** How long after the start the first retention pass runs (ms; default 60 s). */
   firstPrunePassDelayMs?: number;
+  /** Capacities of the buffers that fill while the store or Redis is down (tests use small ones; defaults otherwise). */
+  capacities?: BufferCapacities;
 }
 
 export const BODY_LIMIT = 5 * 1024 * 1024;
@@ -87,22 +89,29 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
   app.decorateRequest('caller', null as never);
 
   const metrics = createMetrics(options.processMetrics ?? false);
-  const { accessLog, guard, internal } = installHooks(app, store, metrics, options);
+  const { accessLog, guard, internal } = installHooks(app, store, metrics, {
+    ...options,
+    rootKeyUsageCapacity: options.capacities?.rootKeyUses,
+  });
   await registerDocs(app);
 
-  const runtime = await createRuntime(store, { redisUrl: options.redisUrl, logger: options.logger, keyCacheSize: options.keyCacheSize });
+  const runtime = await createRuntime(store, {
+    redisUrl: options.redisUrl,
+    logger: options.logger,
+    keyCacheSize: options.keyCacheSize,
+    capacities: options.capacities,
+  });
   app.addHook('onClose', () => runtime.close());
   const { verifier, limiter, cache, readiness, ratelimits } = runtime;
   const deps: Deps = { store, vault: options.vault, verifier, limiter, cache, readiness, ratelimits };
   for (const register of ROUTES) register(app, deps);
   for (const register of V2_ROUTES) register(app, deps);
   registerDashboard(app, { deps, internal, publicUrl: options.publicUrl ?? 'http://127.0.0.1' });
-  const pruner = options.retention
-    ? new Pruner(store, { retention: options.retention, firstPassDelayMs: options.firstPrunePassDelayMs, logger: options.logger })
-    : undefined;
-  pruner?.start();
-  app.addHook('onClose', async () => pruner?.stop());
-  metrics.watch({ verifier, cache, health: runtime.health, jobs: () => jobQueueStats(store.db), pruner: pruner?.stats });
+  const pruner = startPruner(app, store, options);
+  metrics.watch({ verifier, cache, health: runtime.health, jobs: () => jobQueueStats(store.db), pruner });
+  metrics.watch({
+    buffers: () => ({ ...runtime.buffers(), root_key_uses: { held: guard.heldUses, dropped: guard.droppedUses } }),
+  });
   lane = createLane({
     operations: [
       verifyKeyOperation(verifier, guardedValidator(bodyAjv, VerifyKeyBody, 'body')),
@@ -125,6 +134,19 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
     return metrics.registry.metrics();
   });
   return app;
+}
+
+/** The background retention passes, stopped with the app; none without `options.retention`. Their stats, for /metrics. */
+function startPruner(app: App, store: Store, options: AppOptions): PrunerStats | undefined {
+  if (!options.retention) return undefined;
+  const pruner = new Pruner(store, {
+    retention: options.retention,
+    firstPassDelayMs: options.firstPrunePassDelayMs,
+    logger: options.logger,
+  });
+  pruner.start();
+  app.addHook('onClose', () => pruner.stop());
+  return pruner.stats;
 }
 
 /**

@@ -16,6 +16,8 @@ export interface HookOptions {
   accessLog?: boolean;
   /** Failed root-key authentications per client address and minute before 429 (RootKeyGuard; 0: no limit). */
   authFailureLimit?: number;
+  /** Root keys whose last use waits for a write at most (RootKeyGuard `usageCapacity`; default its own). */
+  rootKeyUsageCapacity?: number;
 }
 
 /**
@@ -34,7 +36,7 @@ export function installHooks(
   options: HookOptions = {},
 ): { accessLog: AccessLog | undefined; guard: RootKeyGuard; internal: InternalCallers } {
   const internal = new InternalCallers();
-  const guard = new RootKeyGuard(store.db, { failureLimit: options.authFailureLimit });
+  const guard = new RootKeyGuard(store.db, { failureLimit: options.authFailureLimit, usageCapacity: options.rootKeyUsageCapacity });
   app.addHook('onClose', async () => guard.close());
   metrics.watch({ rootKeys: guard.stats });
   const methodsByPath = new Map<string, string[]>();

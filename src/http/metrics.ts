@@ -19,6 +19,8 @@ export interface MetricSources {
   rootKeys?: RootKeyGuardStats;
   /** The background retention passes (absent when they are off). */
   pruner?: PrunerStats;
+  /** The buffers that fill while the store or Redis is down: entries held and dropped, by buffer. */
+  buffers?: () => Record<string, { held: number; dropped: number }>;
 }
 
 /** Prometheus metrics of one app instance (its own registry, so several apps can live in one process). */
@@ -48,6 +50,7 @@ export function createMetrics(withProcessMetrics: boolean) {
   registerJobMetrics(registry, sources);
   registerHealthMetrics(registry, sources);
   registerRetentionMetrics(registry, sources);
+  registerBufferMetrics(registry, sources);
   /** Adds sources for the metrics computed at scrape time. */
   const watch = (more: MetricSources): void => {
     Object.assign(sources, more);
@@ -210,6 +213,23 @@ function registerRetentionMetrics(registry: Registry, sources: MetricSources): v
     registers: [registry],
     collect() {
       this.set((sources.pruner?.lastPassMs ?? 0) / 1000);
+    },
+  });
+}
+
+/** The outage buffers (README "When the store or Redis fails"): what each holds and what it dropped when full. */
+function registerBufferMetrics(registry: Registry, sources: MetricSources): void {
+  mirroredCounter(registry, 'keyhold_dropped_total', 'Entries an outage buffer dropped because it was full, by buffer', ['what'], (set) => {
+    for (const [what, b] of Object.entries(sources.buffers?.() ?? {})) set({ what }, b.dropped);
+  });
+  new Gauge({
+    name: 'keyhold_buffered_entries',
+    help: 'Entries an outage buffer holds (waiting for the store or Redis, or being written), by buffer',
+    labelNames: ['what'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [what, b] of Object.entries(sources.buffers?.() ?? {})) this.set({ what }, b.held);
     },
   });
 }

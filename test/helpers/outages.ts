@@ -2,14 +2,15 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Writable } from 'node:stream';
 import { performance } from 'node:perf_hooks';
+import { DatabaseSync } from 'node:sqlite';
 import pg from 'pg';
 import pino from 'pino';
 import { sleep } from './timing.ts';
 import { OPERATOR } from './harness.ts';
 import type { Answer } from './json.ts';
-import { buildApp } from '../../src/app.ts';
+import { buildApp, type AppOptions } from '../../src/app.ts';
 import type { App } from '../../src/http/types.ts';
-import type { Store } from '../../src/store/store.ts';
+import { openStore, type Store } from '../../src/store/store.ts';
 import { createWorkspace } from '../../src/services/workspaces/workspaces.ts';
 import { insertRootKey } from '../../src/services/workspaces/root-keys.ts';
 import { freePort, reapOnExit } from './processes.ts';
@@ -261,9 +262,9 @@ export interface Served {
   outages(dependency: 'store' | 'redis'): { started: number; ended: number };
 }
 
-export async function serve(store: Store, redisUrl?: string): Promise<Served> {
+export async function serve(store: Store, redisUrl?: string, options: AppOptions = {}): Promise<Served> {
   const { logger, entries } = capturedLog();
-  const app = await buildApp({ store }, { logger, redisUrl });
+  const app = await buildApp({ store }, { ...options, logger, redisUrl });
   const { workspaceId } = await createWorkspace(store.db, 'outages', OPERATOR);
   const { rootKey: root } = await insertRootKey(store.db, { workspaceId, permissions: ['*'] }, OPERATOR);
   const call: Served['call'] = async (method, url, body, key) => {
@@ -290,5 +291,46 @@ export async function serve(store: Store, redisUrl?: string): Promise<Served> {
       started: entries.filter((e) => e.msg.startsWith(`${dependency} is unavailable`)).length,
       ended: entries.filter((e) => e.msg === `${dependency} is available again`).length,
     }),
+  };
+}
+
+/** A store the test takes away and gives back: `cut()` makes every write fail as unavailable, `restore()` ends that. */
+export interface CuttableStore {
+  store: Store;
+  cut(): void;
+  restore(): void;
+  close(): Promise<void>;
+}
+
+/**
+ * The database at `url` (already migrated) opened so that the test can take it away: on PostgreSQL through a
+ * TcpProxy it cuts (nothing answers, reads included); on SQLite with a 200 ms busy timeout, cut by a write lock
+ * another connection holds (`begin immediate`: writes fail, reads still answer), as another process would.
+ */
+export async function cuttableStore(dialect: 'sqlite' | 'postgres', url: string): Promise<CuttableStore> {
+  if (dialect === 'postgres') {
+    const proxy = await TcpProxy.start('127.0.0.1', Number(new URL(url).port || 5432));
+    const store = openStore(viaPort(url, proxy.port));
+    return {
+      store,
+      cut: () => proxy.cut(),
+      restore: () => proxy.restore(),
+      close: async () => {
+        await store.close();
+        await proxy.close();
+      },
+    };
+  }
+  const store = openStore(url, { sqliteBusyTimeoutMs: 200 });
+  const holder = new DatabaseSync(url.replace(/^sqlite:/, ''));
+  return {
+    store,
+    cut: () => holder.exec('begin immediate'),
+    restore: () => holder.exec('rollback'),
+    close: async () => {
+      if (holder.isTransaction) holder.exec('rollback');
+      holder.close();
+      await store.close();
+    },
   };
 }

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { Database, RatelimitHourlyRow } from '../../store/schema.ts';
 import { IN_LIST_CHUNK } from '../../store/store.ts';
 import { fixedShapeChunks } from '../../store/bulk-statements.ts';
@@ -30,6 +30,12 @@ interface NamespaceBuffer {
 type Buffer = Map<string, NamespaceBuffer>;
 
 /**
+ * Counters (namespace, identifier, hour) held at most by default: about 280 bytes each plus the identifier
+ * (up to 255 characters), 16 to 28 MB (README "When the store or Redis fails").
+ */
+export const RATELIMIT_CAPACITY = 50_000;
+
+/**
  * Counts ratelimits.limit decisions in memory and writes them to `ratelimit_hourly` in batches, as the
  * VerificationRecorder does verifications (BufferedRecorder: flush chain, timer, restore on failure).
  *
@@ -43,31 +49,40 @@ export class RatelimitRecorder extends BufferedRecorder<Buffer> {
   readonly #db: Kysely<Database>;
 
   constructor(db: Kysely<Database>, opts: RecorderOptions = {}) {
-    super(() => new Map(), 'rate-limit analytics', opts);
+    super(() => new Map(), 'rate-limit analytics', RATELIMIT_CAPACITY, opts);
     this.#db = db;
   }
 
-  /** Counts one decision. O(1), no I/O; allocates only for a (namespace, identifier, hour) not yet buffered. */
+  /**
+   * Counts one decision. O(1), no I/O; allocates only for a (namespace, identifier, hour) not yet buffered.
+   * Beyond `capacity` counters, a decision that would add one is dropped (`dropped`).
+   */
   record(e: RatelimitEvent): void {
-    let ns = this.buffer.get(e.namespaceId);
-    if (ns === undefined) {
-      ns = { workspaceId: e.workspaceId, identifiers: new Map() };
-      this.buffer.set(e.namespaceId, ns);
-    }
-    let hours = ns.identifiers.get(e.identifier);
-    if (hours === undefined) {
-      hours = new Map();
-      ns.identifiers.set(e.identifier, hours);
-    }
     const hour = floorTo(e.time, 'hour');
-    let counts = hours.get(hour);
+    let ns = this.buffer.get(e.namespaceId);
+    let hours = ns?.identifiers.get(e.identifier);
+    let counts = hours?.get(hour);
     if (counts === undefined) {
+      if (!this.admit()) return;
+      if (ns === undefined) {
+        ns = { workspaceId: e.workspaceId, identifiers: new Map() };
+        this.buffer.set(e.namespaceId, ns);
+      }
+      if (hours === undefined) {
+        hours = new Map();
+        ns.identifiers.set(e.identifier, hours);
+      }
       counts = { passed: 0, denied: 0 };
       hours.set(hour, counts);
       this.counted();
     }
     if (e.passed) counts.passed++;
     else counts.denied++;
+  }
+
+  /** In a transaction: on SQLite only the writer answers it, and only when no other process holds the write lock. */
+  protected async probe(): Promise<void> {
+    await this.#db.transaction().execute((tx) => sql`select 1`.execute(tx));
   }
 
   protected write(batch: Buffer): Promise<void> {

@@ -26,6 +26,7 @@ export class FastCounters {
   /** Syncs are serialized: each starts after the previous one ends. */
   #chain: Promise<void> = Promise.resolve();
   #queued = 0;
+  #dropped = 0;
 
   readonly #maxBuckets: number;
 
@@ -37,6 +38,19 @@ export class FastCounters {
   constructor(counters: Counters, maxBuckets = 100_000) {
     this.#counters = counters;
     this.#maxBuckets = maxBuckets;
+  }
+
+  /**
+   * Increments admitted here and never pushed: their window had ended (CLOCK_SKEW_MS ago) while the shared
+   * counter was unreachable. Pushed then, they could no longer change any decision, so they are let go.
+   */
+  get dropped(): number {
+    return this.#dropped;
+  }
+
+  /** Buckets held (at most `maxBuckets`). */
+  get size(): number {
+    return this.#buckets.size;
   }
 
   /** No sync running or queued. */
@@ -78,7 +92,11 @@ export class FastCounters {
     const pushes: Array<{ bucket: string; b: FastBucket; add: number }> = [];
     const pulls: Array<{ bucket: string; b: FastBucket }> = [];
     for (const [bucket, b] of this.#buckets) {
-      if (b.pending > 0) {
+      if (b.reset + CLOCK_SKEW_MS < now && b.inflight === 0) {
+        // Its window is over: what it admitted was pushed, or can no longer matter (counted, then let go).
+        this.#dropped += b.pending;
+        this.#buckets.delete(bucket);
+      } else if (b.pending > 0) {
         pushes.push({ bucket, b, add: b.pending });
         b.inflight += b.pending;
         b.pending = 0;
@@ -86,8 +104,6 @@ export class FastCounters {
       } else if (b.touched) {
         pulls.push({ bucket, b });
         b.touched = false;
-      } else if (b.reset + CLOCK_SKEW_MS < now && b.inflight === 0) {
-        this.#buckets.delete(bucket); // its window is over and everything it admitted was pushed
       }
     }
     // Each push chunk is all or nothing, so a failed chunk goes back to pending (the next sync pushes it)

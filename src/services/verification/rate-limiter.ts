@@ -82,6 +82,10 @@ export interface RateLimiter {
 export interface SyncingRateLimiter extends RateLimiter {
   /** Pushes pending fast-mode increments and pulls the totals of recently used buckets, now. */
   sync(): Promise<void>;
+  /** Fast-mode increments never pushed: their window ended while the shared counter was unreachable (FastCounters.dropped). */
+  readonly droppedFastIncrements: number;
+  /** Fast-mode buckets held in memory (at most `maxFastBuckets`). */
+  readonly fastBuckets: number;
 }
 
 export interface RateLimiterOptions {
@@ -149,6 +153,12 @@ export function createRateLimiter(opts: RateLimiterOptions): SyncingRateLimiter 
       );
     },
     sync: () => fast.sync(),
+    get droppedFastIncrements() {
+      return fast.dropped;
+    },
+    get fastBuckets() {
+      return fast.size;
+    },
     async close() {
       if (closed) return;
       closed = true;

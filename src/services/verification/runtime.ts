@@ -33,6 +33,24 @@ export interface RuntimeOptions {
   refillSweepMs?: number;
   /** Keys the verification cache holds at most (KEYHOLD_KEY_CACHE_SIZE). */
   keyCacheSize?: number;
+  /** Capacities of the buffers that fill while the store or Redis is down; each has its default (tests use small ones). */
+  capacities?: BufferCapacities;
+}
+
+/** How much each buffer that fills during an outage holds at most (README "When the store or Redis fails"). */
+export interface BufferCapacities {
+  /** Verification counters (key, hour, outcome): VERIFICATION_CAPACITY. */
+  verifications?: number;
+  /** ratelimits.limit counters (namespace, identifier, hour): RATELIMIT_CAPACITY. */
+  ratelimitDecisions?: number;
+  /** Root keys whose last use waits for a write: ROOT_KEY_USAGE_CAPACITY (the RootKeyGuard's). */
+  rootKeyUses?: number;
+}
+
+/** What one such buffer holds now, and the entries it dropped since the start because it was full. */
+export interface BufferStats {
+  held: number;
+  dropped: number;
 }
 
 export interface Runtime {
@@ -49,6 +67,8 @@ export interface Runtime {
   health: DependencyHealth;
   /** Checks the store and Redis now (GET /v1/readiness); throws 503 `store/unavailable` when the store does not answer. */
   readiness(): Promise<ReadinessReport>;
+  /** The buffers that fill while a dependency is down, by the `what` of keyhold_dropped_total (read at scrape time). */
+  buffers(): Record<string, BufferStats>;
   close(): Promise<void>;
 }
 
@@ -106,6 +126,25 @@ function connectRedis(url: string, health: DependencyHealth, logger?: RuntimeLog
   return { redis, redisReport: report };
 }
 
+/** The analytics recorders (verifications, ratelimits.limit decisions), flushing on their timers. */
+function startRecorders(
+  db: Store['db'],
+  capacities: BufferCapacities,
+  warnUnlessOutage: (msg: string) => (err: unknown) => void,
+): { recorder: VerificationRecorder; ratelimitRecorder: RatelimitRecorder } {
+  const recorder = new VerificationRecorder(db, {
+    capacity: capacities.verifications,
+    onError: warnUnlessOutage('analytics flush failed; counts kept for the next flush'),
+  });
+  recorder.start();
+  const ratelimitRecorder = new RatelimitRecorder(db, {
+    capacity: capacities.ratelimitDecisions,
+    onError: warnUnlessOutage('rate-limit analytics flush failed; counts kept for the next flush'),
+  });
+  ratelimitRecorder.start();
+  return { recorder, ratelimitRecorder };
+}
+
 /**
  * The verification machinery of one server: key cache and its invalidation (this process' commits at
  * once; other processes' through Redis pub/sub when configured and the store's change feed always),
@@ -137,12 +176,7 @@ export async function createRuntime(store: Store, opts: RuntimeOptions = {}): Pr
   const bridge = redis ? new RedisChangeBridge(redis, invalidate) : undefined;
   await bridge?.start();
   const limiter = createRateLimiter({ db, redis, redisAvailability: redisReport });
-  const recorder = new VerificationRecorder(db, { onError: warnUnlessOutage('analytics flush failed; counts kept for the next flush') });
-  recorder.start();
-  const ratelimitRecorder = new RatelimitRecorder(db, {
-    onError: warnUnlessOutage('rate-limit analytics flush failed; counts kept for the next flush'),
-  });
-  ratelimitRecorder.start();
+  const { recorder, ratelimitRecorder } = startRecorders(db, opts.capacities ?? {}, warnUnlessOutage);
   const sweepFailed = warnUnlessOutage('refill sweep failed');
   const sweep = setInterval(() => {
     refillDueKeys(db, Date.now()).catch(sweepFailed);
@@ -156,6 +190,11 @@ export async function createRuntime(store: Store, opts: RuntimeOptions = {}): Pr
     ratelimits: { db, limiter, namespaces, recorder: ratelimitRecorder },
     health,
     readiness: () => checkReadiness(store, redis, redisReport),
+    buffers: () => ({
+      verifications: { held: recorder.held, dropped: recorder.dropped },
+      ratelimit_decisions: { held: ratelimitRecorder.held, dropped: ratelimitRecorder.dropped },
+      fast_ratelimit_increments: { held: limiter.fastBuckets, dropped: limiter.droppedFastIncrements },
+    }),
     async close() {
       clearInterval(sweep);
       changeBus.off('committed', invalidate);

@@ -20,6 +20,12 @@ export interface VerificationEvent {
 export const HOUR_MS = 3_600_000;
 
 /**
+ * Counters (key, hour, outcome) held at most by default: every key of a full default key cache verified in one
+ * hour, the keys a store outage leaves verifiable. About 25 MB (README "When the store or Redis fails").
+ */
+export const VERIFICATION_CAPACITY = 100_000;
+
+/**
  * The outcomes stored in `key_verifications_hourly.outcome`. NOT_FOUND is not among them: such a
  * verification has no key to count it against. A buffered (key, hour) keeps one count per code, at the
  * code's index here.
@@ -38,14 +44,30 @@ const CODE_INDEX: Readonly<Record<VerifyCode, number>> = {
   NOT_FOUND: -1,
 };
 
-/** What is buffered for one key: its counts per hour (one slot per recorded code) and its latest verification time. */
+/**
+ * What is buffered for one key: its counts per hour (one slot per recorded code) and its latest verification
+ * time. The first hour is inline and later ones in `more`: most keys see one hour between two flushes, and this
+ * halves the memory a buffered key takes (about 200 bytes), which is what bounds an outage's buffer.
+ */
 interface KeyBuffer {
   workspaceId: string;
   apiId: string;
   identityId: string | null;
   latest: number;
-  hours: Map<number, number[]>;
+  hour: number;
+  counts: number[];
+  more?: Map<number, number[]>;
 }
+
+const noCounts = (): number[] => [0, 0, 0, 0, 0, 0, 0];
+const countsAt = (k: KeyBuffer, hour: number): number[] | undefined => (k.hour === hour ? k.counts : k.more?.get(hour));
+const addHour = (k: KeyBuffer, hour: number): number[] => {
+  const counts = noCounts();
+  if (k.more === undefined) k.more = new Map();
+  k.more.set(hour, counts);
+  return counts;
+};
+const hoursOf = (k: KeyBuffer): Array<[number, number[]]> => [[k.hour, k.counts], ...(k.more ?? [])];
 
 /**
  * Counts verifications in memory and writes them to the store in batches (DESIGN "Hot path").
@@ -65,29 +87,42 @@ export class VerificationRecorder extends BufferedRecorder<Map<string, KeyBuffer
   readonly #db: Kysely<Database>;
 
   constructor(db: Kysely<Database>, opts: RecorderOptions = {}) {
-    super(() => new Map(), 'verification analytics', opts);
+    super(() => new Map(), 'verification analytics', VERIFICATION_CAPACITY, opts);
     this.#db = db;
   }
 
-  /** Counts one verification. O(1), no I/O; allocates only for a (key, hour) not yet buffered. NOT_FOUND is ignored. */
+  /**
+   * Counts one verification. O(1), no I/O; allocates only for a (key, hour) not yet buffered. NOT_FOUND is
+   * ignored. Beyond `capacity` counters, a verification that would add one is dropped (`dropped`); a key
+   * already buffered still has its latest time kept.
+   */
   record(e: VerificationEvent): void {
     const slot = CODE_INDEX[e.code];
     if (slot === undefined || slot < 0) return;
     let key = this.buffer.get(e.keyId);
-    if (key === undefined) {
-      key = { workspaceId: e.workspaceId, apiId: e.apiId, identityId: e.identityId, latest: e.time, hours: new Map() };
-      this.buffer.set(e.keyId, key);
-    } else {
+    if (key !== undefined) {
       key.identityId = e.identityId;
       if (e.time > key.latest) key.latest = e.time;
     }
     const hour = e.time - (e.time % HOUR_MS);
-    let counts = key.hours.get(hour);
-    if (counts === undefined) {
-      counts = [0, 0, 0, 0, 0, 0, 0];
-      key.hours.set(hour, counts);
+    let counts = key === undefined ? undefined : countsAt(key, hour);
+    if (counts !== undefined && counts[slot] > 0) {
+      counts[slot]++;
+      return;
     }
-    if (counts[slot]++ === 0) this.counted();
+    if (!this.admit()) return;
+    if (key === undefined) {
+      counts = noCounts();
+      key = { workspaceId: e.workspaceId, apiId: e.apiId, identityId: e.identityId, latest: e.time, hour, counts };
+      this.buffer.set(e.keyId, key);
+    } else counts ??= addHour(key, hour);
+    counts[slot] = 1;
+    this.counted();
+  }
+
+  /** In a transaction: on SQLite only the writer answers it, and only when no other process holds the write lock. */
+  protected async probe(): Promise<void> {
+    await this.#db.transaction().execute((tx) => sql`select 1`.execute(tx));
   }
 
   protected write(batch: Map<string, KeyBuffer>): Promise<void> {
@@ -101,17 +136,13 @@ export class VerificationRecorder extends BufferedRecorder<Map<string, KeyBuffer
       const current = this.buffer.get(keyId);
       if (current === undefined) {
         this.buffer.set(keyId, failed);
-        for (const counts of failed.hours.values()) for (const n of counts) if (n > 0) added++;
+        for (const [, counts] of hoursOf(failed)) for (const n of counts) if (n > 0) added++;
         continue;
       }
       // `current` was recorded later, so its identity is the newer one.
       if (failed.latest > current.latest) current.latest = failed.latest;
-      for (const [hour, counts] of failed.hours) {
-        let into = current.hours.get(hour);
-        if (into === undefined) {
-          into = [0, 0, 0, 0, 0, 0, 0];
-          current.hours.set(hour, into);
-        }
+      for (const [hour, counts] of hoursOf(failed)) {
+        const into = countsAt(current, hour) ?? addHour(current, hour);
         for (let i = 0; i < counts.length; i++) {
           if (counts[i] === 0) continue;
           if (into[i] === 0) added++;
@@ -133,8 +164,7 @@ async function writeBatch(db: Kysely<Database>, batch: Map<string, KeyBuffer>): 
   const rows: KeyVerificationHourlyRow[] = [];
   for (const keyId of keyIds) {
     const key = batch.get(keyId)!;
-    for (const hour of [...key.hours.keys()].sort((a, b) => a - b)) {
-      const counts = key.hours.get(hour)!;
+    for (const [hour, counts] of hoursOf(key).sort((a, b) => a[0] - b[0])) {
       for (let i = 0; i < RECORDED_CODES.length; i++) {
         if (counts[i] === 0) continue;
         rows.push({

@@ -18,6 +18,8 @@ export interface RootKeyGuardOptions {
   trustedTtlMs?: number;
   /** Entries each memory (unknown hashes, trusted hashes, addresses) holds at most; the oldest goes first. Default 10,000. */
   maxEntries?: number;
+  /** Root keys whose last use waits for a write at most (RootKeyUsage; default ROOT_KEY_USAGE_CAPACITY). */
+  usageCapacity?: number;
 }
 
 /** What the guard did since it was made (plain counters, read by /metrics). */
@@ -72,7 +74,7 @@ export class RootKeyGuard {
     this.#unknown = new ExpiringSet(opts.unknownTtlMs ?? 1000, maxEntries);
     this.#trusted = new ExpiringSet(opts.trustedTtlMs ?? 600_000, maxEntries);
     this.#maxAddresses = maxEntries;
-    this.#usage = new RootKeyUsage(db);
+    this.#usage = new RootKeyUsage(db, opts.usageCapacity);
     rootKeyEvents.on('created', this.#forget);
   }
 
@@ -104,9 +106,22 @@ export class RootKeyGuard {
     return Math.max(1, Math.ceil((this.#windowMs - (now % this.#windowMs)) / 1000));
   }
 
-  /** Stops listening for root keys created in this process. */
-  close(): void {
+  /** Root-key uses whose last-use time was dropped: `usageCapacity` keys waited for a write (the store was down). */
+  get droppedUses(): number {
+    return this.#usage.dropped;
+  }
+
+  /** Root keys whose last use waits for a write, or is being written. */
+  get heldUses(): number {
+    return this.#usage.held;
+  }
+
+  /** Stops listening for root keys created in this process; writes the last uses it holds, if the store takes them. */
+  async close(): Promise<void> {
     rootKeyEvents.off('created', this.#forget);
+    await this.#usage.flush().catch(() => {
+      /* the store is down: what it holds is lost, as an unwritten last use always was */
+    });
   }
 
   async #find(hash: string, now: number) {

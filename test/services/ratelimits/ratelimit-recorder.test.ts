@@ -125,30 +125,45 @@ for (const dialect of DIALECTS) {
 
     test('a flush failing at any of its statements writes nothing and keeps its counts, merged with those recorded meanwhile', async () => {
       const ids = [await namespace('fail-a'), await namespace('fail-b')];
-      const r = new RatelimitRecorder(w.store.db);
+      /** Calls `taken` as a write starts: the flush has just taken the buffer. */
+      const r = new (class extends RatelimitRecorder {
+        taken?: () => void;
+        protected override write(batch: Parameters<RatelimitRecorder['write']>[0]): Promise<void> {
+          this.taken?.();
+          return super.write(batch);
+        }
+      })(w.store.db);
       const tally = recordRandom(r, ids, 90, 2000, 21, new Map());
       await r.flush();
       const stored = await rows(ids);
 
-      // Enough rows for two upsert statements: begin, upsert, upsert, commit.
+      // Enough rows for two upsert statements: begin, upsert, upsert, commit. After a failed flush, the next one
+      // first asks the store `select 1` in a transaction (and takes the buffer only once it answers): three more.
       const pending: Tally = new Map();
       recordRandom(r, ids, 90, 3000, 22, pending);
       assert.ok(pending.size > 500);
-      for (let failAt = 1; failAt <= 4; failAt++) {
+      for (let point = 1; point <= 4; point++) {
+        const failAt = point === 1 ? 1 : point + 3;
         const buffered = r.buffered;
-        const run = await faults.run(async () => {
-          const flushing = r.flush().then(
-            () => assert.fail('the flush should fail'),
-            (err: unknown) => err,
-          );
-          // Once the flush has taken the buffer, record more: some into rows it holds, one into a new row.
-          for (let i = 0; i < 100 && r.buffered !== 0; i++) await Promise.resolve();
-          assert.equal(r.buffered, 0, 'the flush took the buffer');
+        let taken = -1;
+        // Once the flush has taken the buffer, record more: some into rows it holds, one into a new row.
+        r.taken = () => {
+          taken = r.buffered;
           r.record(event(ids[0], 'user_1', at(2, 30), true));
           r.record(event(ids[1], `meanwhile_${failAt}`, at(3), false));
-          return flushing;
-        }, failAt);
+        };
+        const run = await faults.run(
+          () =>
+            r.flush().then(
+              () => assert.fail('the flush should fail'),
+              (err: unknown) => err,
+            ),
+          failAt,
+        );
+        r.taken = undefined;
+        assert.equal(taken, 0, 'the flush took the buffer');
         assert.ok(run.tripped && run.value instanceof InjectedFailure, `failure injected at statement ${failAt}: ${run.value}`);
+        if (point > 1) assert.match(run.statements[1], /^select 1$/i, 'after a failure, the store is asked first');
         bump(pending, ids[0], 'user_1', at(2), 1, 0);
         bump(pending, ids[1], `meanwhile_${failAt}`, at(3), 0, 1);
         assert.equal(r.buffered, pending.size, 'the failed batch is back, merged with what was recorded meanwhile');

@@ -1,0 +1,122 @@
+import { describe, test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { DIALECTS, freshStore, OPERATOR } from '../helpers/harness.ts';
+import { cuttableStore, type CuttableStore } from '../helpers/outages.ts';
+import type { Store } from '../../src/store/store.ts';
+import { RatelimitRecorder } from '../../src/services/ratelimits/ratelimit-recorder.ts';
+import { RootKeyUsage } from '../../src/services/workspaces/root-key-usage.ts';
+import { createWorkspace } from '../../src/services/workspaces/workspaces.ts';
+import { insertRootKey } from '../../src/services/workspaces/root-keys.ts';
+import { FastCounters } from '../../src/services/verification/rate-limit-fast-counters.ts';
+import { CLOCK_SKEW_MS, type Counters } from '../../src/services/verification/rate-limit-counters.ts';
+
+/**
+ * The caps of the buffers that fill while the store or Redis is down, below the HTTP layer (the verification
+ * analytics through a server: test/system/outage-buffers.test.ts): each holds at most its capacity, the
+ * entries beyond it are counted as dropped, and what it held is written once when the store returns.
+ */
+
+for (const dialect of DIALECTS) {
+  describe(`outage buffers: rate-limit analytics and root-key last use (${dialect})`, () => {
+    let direct: Store;
+    let cuttable: CuttableStore;
+    let close: () => Promise<void>;
+    before(async () => {
+      const fresh = await freshStore(dialect);
+      ({ store: direct, close } = fresh);
+      cuttable = await cuttableStore(dialect, fresh.url);
+    });
+    after(async () => {
+      await cuttable.close();
+      await close();
+    });
+
+    test('RatelimitRecorder: capacity counters kept through failed flushes, the decisions beyond dropped and counted, written once after', async () => {
+      const r = new RatelimitRecorder(cuttable.store.db, { capacity: 3 });
+      const ns = `rlns_cap_${dialect}`;
+      const time = Date.now();
+      const decide = (identifier: string, passed: boolean) =>
+        r.record({ workspaceId: 'ws_cap', namespaceId: ns, identifier, passed, time });
+      cuttable.cut();
+      try {
+        decide('a', true);
+        decide('a', true);
+        decide('b', false);
+        decide('c', true);
+        decide('d', true); // a fourth counter: dropped
+        decide('a', false); // a counter held: counted
+        assert.deepEqual([r.held, r.dropped], [3, 1]);
+        const flushing = r.flush();
+        decide('e', true); // the batch being written counts toward the capacity: dropped
+        await assert.rejects(flushing);
+        decide('a', true);
+        assert.deepEqual([r.held, r.buffered, r.dropped], [3, 3, 2], 'the failed batch is back, still within the capacity');
+      } finally {
+        cuttable.restore();
+      }
+      await r.flush();
+      assert.deepEqual([r.held, r.dropped], [0, 2]);
+      const rows = await direct.db
+        .selectFrom('ratelimit_hourly')
+        .select(['identifier', 'passed', 'denied'])
+        .where('namespace_id', '=', ns)
+        .orderBy('identifier')
+        .execute();
+      assert.deepEqual(
+        rows.map((x) => [x.identifier, Number(x.passed), Number(x.denied)]),
+        [
+          ['a', 3, 1],
+          ['b', 0, 1],
+          ['c', 1, 0],
+        ],
+      );
+      decide('d', true);
+      assert.deepEqual([r.held, r.dropped], [1, 2], 'room again once written');
+    });
+
+    test('RootKeyUsage: the last use of capacity keys kept through a failed write, the others dropped and counted, written after', async () => {
+      const { workspaceId } = await createWorkspace(direct.db, 'usage', OPERATOR);
+      const ids: string[] = [];
+      for (let i = 0; i < 5; i++) ids.push((await insertRootKey(direct.db, { workspaceId, permissions: ['*'] }, OPERATOR)).rootKeyId);
+      const usage = new RootKeyUsage(cuttable.store.db, 3);
+      const now = Date.now();
+      cuttable.cut();
+      try {
+        for (const id of ids) usage.used(id, now);
+        usage.used(ids[0], now + 1); // within the minute: not taken again
+        assert.deepEqual([usage.held, usage.dropped], [3, 2]);
+        await assert.rejects(usage.flush());
+        assert.deepEqual([usage.held, usage.dropped], [3, 2], 'a failed write keeps what it held');
+      } finally {
+        cuttable.restore();
+      }
+      await usage.flush();
+      assert.equal(usage.held, 0);
+      const rows = await direct.db.selectFrom('root_keys').select(['id', 'last_used_at']).where('id', 'in', ids).execute();
+      const lastUsed = new Map(rows.map((x) => [x.id, x.last_used_at === null ? null : Number(x.last_used_at)]));
+      assert.deepEqual(
+        ids.map((id) => lastUsed.get(id)),
+        [now, now, now, null, null],
+      );
+    });
+  });
+}
+
+describe('outage buffers: fast rate-limit counts while the shared counter is unreachable', () => {
+  test('increments of a window that ended are let go and counted; those of a current window are kept for the next sync', async () => {
+    const down = async (): Promise<never> => {
+      throw new Error('Redis is down');
+    };
+    const unreachable: Counters = { addIfFits: down, add: down, read: down };
+    const fast = new FastCounters(unreachable, 10);
+    const now = Date.now();
+    assert.equal(fast.decide('ended', 3, 10, now - CLOCK_SKEW_MS - 1)?.passed, true);
+    assert.equal(fast.decide('current', 2, 10, now + 60_000)?.passed, true);
+    await fast.sync().catch(() => {});
+    assert.deepEqual([fast.size, fast.dropped], [1, 3]);
+    await assert.rejects(fast.sync());
+    assert.deepEqual([fast.size, fast.dropped], [1, 3], 'the current window keeps its increments');
+    assert.equal(fast.decide('current', 8, 10, now + 60_000)?.passed, true, 'and decides on them: 2 + 8 fit in 10');
+    assert.equal(fast.decide('current', 1, 10, now + 60_000)?.passed, false);
+  });
+});
