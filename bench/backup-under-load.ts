@@ -24,7 +24,7 @@ import { parseArgs } from 'node:util';
 import { DatabaseSync } from 'node:sqlite';
 import { importKeys, randomKeys } from './keyset.ts';
 import type { ProbeSpec, WindowResult } from './latency-probe.ts';
-import { addCleanup, killAll, runCleanups, sleep, stopChild, track } from './processes.ts';
+import { addCleanup, runStandalone, sleep, stopChild, track } from './processes.ts';
 import { scratchStore } from './scratch-store.ts';
 import { call, ROOT, startServer, type Server } from './server.ts';
 
@@ -170,12 +170,4 @@ async function main(): Promise<void> {
     process.exitCode = 1;
 }
 
-main()
-  .catch((err: Error) => {
-    console.error(err.stack ?? err.message);
-    process.exitCode = 1;
-  })
-  .finally(async () => {
-    killAll();
-    await runCleanups();
-  });
+runStandalone(main);

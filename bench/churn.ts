@@ -21,7 +21,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { VERIFY_PATH } from './cases.ts';
 import { importKeys, randomKeys, writeKeys } from './keyset.ts';
-import { addCleanup, killAll, processCpuSeconds, residentMiB, runCleanups, stopChild } from './processes.ts';
+import { addCleanup, processCpuSeconds, residentMiB, runStandalone, stopChild } from './processes.ts';
 import { fmt } from './report.ts';
 import { call, listLoad, startServer, type Server } from './server.ts';
 import type { Row } from './table.ts';
@@ -172,13 +172,5 @@ async function main(): Promise<void> {
 }
 
 if (import.meta.main) {
-  main()
-    .catch((err: Error) => {
-      console.error(err.stack ?? err.message);
-      process.exitCode = 1;
-    })
-    .finally(async () => {
-      killAll();
-      await runCleanups();
-    });
+  runStandalone(main);
 }

@@ -18,7 +18,7 @@ import { parseArgs } from 'node:util';
 import { recordAudit, type AuditEntry } from '../src/services/audit/record-audit.ts';
 import { createWorkspace } from '../src/services/workspaces/workspaces.ts';
 import { openStore } from '../src/store/store.ts';
-import { addCleanup, killAll, runCleanups, track } from './processes.ts';
+import { addCleanup, runStandalone, track } from './processes.ts';
 import { scratchStore } from './scratch-store.ts';
 import { ROOT } from './server.ts';
 
@@ -126,12 +126,4 @@ async function main(): Promise<void> {
   if (code !== 0 || lines !== RECORDS + 1 || badLines > 0) process.exitCode = 1; // + the workspace.create record
 }
 
-main()
-  .catch((err: Error) => {
-    console.error(err.stack ?? err.message);
-    process.exitCode = 1;
-  })
-  .finally(async () => {
-    killAll();
-    await runCleanups();
-  });
+runStandalone(main);

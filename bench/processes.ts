@@ -49,6 +49,19 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   });
 }
 
+/** Runs a standalone bench script's `main`: a failure is printed and sets the exit code; what it started is always ended. */
+export function runStandalone(main: () => Promise<void>): void {
+  main()
+    .catch((err: Error) => {
+      console.error(err.stack ?? err.message);
+      process.exitCode = 1;
+    })
+    .finally(async () => {
+      killAll();
+      await runCleanups();
+    });
+}
+
 /** Resolves when the child exits (immediately if it already has). */
 export function exited(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
