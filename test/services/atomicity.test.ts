@@ -33,12 +33,25 @@ interface State {
  */
 async function storeState(w: World): Promise<State> {
   const dumps = await Promise.all(
-    ALL_TABLES.map(async (t) => (await w.store.db.selectFrom(t).selectAll().execute()).map((r) => JSON.stringify(r)).sort()),
+    ALL_TABLES.map(async (t) =>
+      (await w.store.db.selectFrom(t).selectAll().execute()).map((r) => JSON.stringify(withoutBackground(t, r))).sort(),
+    ),
   );
   return {
     counts: Object.fromEntries(ALL_TABLES.map((t, i) => [t, dumps[i].length])),
     rows: Object.fromEntries(ALL_TABLES.map((t, i) => [t, dumps[i]])),
   };
+}
+
+/**
+ * A root key's last use is written by authentication in the background (RootKeyUsage), outside every use
+ * case's transaction, whenever the write of an earlier use is done: it may land in any run, so it is not part
+ * of a use case's state.
+ */
+function withoutBackground(table: string, row: object): object {
+  if (table !== 'root_keys') return row;
+  const { last_used_at: _, ...rest } = row as { last_used_at?: unknown };
+  return rest;
 }
 
 /**
