@@ -54,12 +54,14 @@ for (const dialect of DIALECTS) {
       namespaceId = decodeURIComponent(new URL(page.url()).pathname.split('/').pop()!);
       assert.match(namespaceId, /^rlns_/);
 
-      // The chart reads the analytics the recorder writes (every second): wait for them over HTTP, then load the page.
+      // The chart reads the analytics the recorder writes (every second): wait over HTTP until all three decisions
+      // are written (a flush may fall between them), then load the page.
       const start = Date.now() - 3_600_000;
-      while (
-        ((await api('GET', 'ratelimits.getAnalytics', { namespaceId, start: String(start) })).json.analytics as unknown[]).length === 0
-      )
-        await new Promise((r) => setTimeout(r, 100));
+      const written = async () =>
+        (
+          (await api('GET', 'ratelimits.getAnalytics', { namespaceId, start: String(start) })).json.analytics as Array<{ total: number }>
+        ).reduce((sum, bucket) => sum + bucket.total, 0);
+      while ((await written()) < decisions.length) await new Promise((r) => setTimeout(r, 100));
       await page.reload();
       const chart = page.getByRole('img', { name: 'Rate limits' });
       await chart.waitFor();
