@@ -10,7 +10,7 @@ import { storeProblem } from '../start-checks.ts';
 import { type Command, UsageError } from './command.ts';
 import { COMMANDS } from './commands.ts';
 import { commandUsage, generalUsage, groupUsage } from './usage.ts';
-import { holdYoungGeneration, writeLines } from './write-lines.ts';
+import { tuneGcForStreaming, writeLines } from './write-lines.ts';
 
 /** The database named by DATABASE_URL cannot be opened or migrated; `message` names DATABASE_URL and the fix. */
 class StoreProblem extends Error {}
@@ -114,7 +114,7 @@ async function execute(
   },
 ): Promise<number> {
   let store: Store | undefined;
-  if (command.streams) holdYoungGeneration();
+  const collect = command.streams ? tuneGcForStreaming() : undefined;
   try {
     const url = loadDatabaseUrl();
     store = openStore(url);
@@ -124,7 +124,7 @@ async function execute(
     });
     const result = await command.run({ store, actor: { type: 'operator', id: `cli:${userInfo().username}` }, applied }, values);
     if ('lines' in result) {
-      await writeLines(result.lines, stream);
+      await writeLines(result.lines, stream, collect);
       return 0;
     }
     return print(result.text, result.json);

@@ -33,6 +33,23 @@ describe('writeLines (what a streaming command writes)', () => {
     assert.ok(maxAhead <= 6 * 10_000, `the producer ran ${maxAhead} characters ahead of the reader`);
   });
 
+  test('the collector is asked once per 16 MiB written, never for less', async () => {
+    const { pages } = producer(400, 100, 999); // 100 lines of 1,000 characters: 100,000 characters a page
+    let written = 0;
+    const writtenAtCollect: number[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        written += chunk.length;
+        done();
+      },
+    });
+    await writeLines(pages, sink, () => writtenAtCollect.push(written));
+    assert.equal(written, 40_000_000);
+    const step = 16 * 1024 * 1024;
+    assert.equal(writtenAtCollect.length, Math.floor(written / step));
+    writtenAtCollect.forEach((at, i) => assert.ok(at >= (i + 1) * step && at < (i + 1) * step + 32 * 1024, `collection ${i + 1} at ${at}`));
+  });
+
   test('every line once, in order, newline-terminated', async () => {
     const { pages } = producer(30, 7, 20);
     let text = '';
