@@ -1,3 +1,6 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { performance } from 'node:perf_hooks';
+
 /**
  * Paces background writes that work through a backlog in steps (the retention pass's deletes, giving a
  * SQLite file's free pages back). Sizes the batches and the pauses between them. Each batch is one delete statement; it
@@ -40,4 +43,32 @@ export class BatchPace {
     else if (ms < o.targetMs / 2 && rows === this.#size) this.#size = Math.min(o.max, this.#size * 2);
     return Math.max(o.minRestMs, ms * o.restFactor);
   }
+}
+
+/** One paced step's outcome: how many units (rows, pages) it did, and whether any are left. */
+export interface StepResult {
+  done: number;
+  more: boolean;
+}
+
+/**
+ * Works through a backlog: calls `step(size)` with the pace's current batch size, rests as the pace says after
+ * each step, and ends when a step reports nothing more or `shouldStop` answers true (checked before each
+ * step). Returns the units done.
+ */
+export async function runPaced(
+  options: PaceOptions,
+  shouldStop: () => boolean,
+  step: (size: number) => Promise<StepResult>,
+): Promise<number> {
+  const pace = new BatchPace(options);
+  let total = 0;
+  while (!shouldStop()) {
+    const started = performance.now();
+    const { done, more } = await step(pace.size);
+    total += done;
+    if (!more) break;
+    await sleep(pace.after(done, performance.now() - started));
+  }
+  return total;
 }

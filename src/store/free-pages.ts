@@ -1,7 +1,5 @@
 import { sql } from 'kysely';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { performance } from 'node:perf_hooks';
-import { BatchPace, type PaceOptions } from './batch-pace.ts';
+import { type PaceOptions, runPaced } from './batch-pace.ts';
 import type { Store } from './store.ts';
 
 /** SQLite's `auto_vacuum` value for INCREMENTAL. */
@@ -18,19 +16,13 @@ export async function reclaimFreePages(store: Store, options: PaceOptions & { sh
   if (store.caps.dialect !== 'sqlite') return 0;
   const mode = await sql<{ auto_vacuum: number }>`select auto_vacuum from pragma_auto_vacuum()`.execute(store.db);
   if (Number(mode.rows[0]?.auto_vacuum) !== INCREMENTAL) return 0;
-  const pace = new BatchPace(options);
-  let freed = 0;
-  while (!options.shouldStop?.()) {
+  return runPaced(options, options.shouldStop ?? (() => false), async (size) => {
     const before = await freePages(store);
-    if (before === 0) break;
-    const pages = Math.min(pace.size, before);
-    const started = performance.now();
+    if (before === 0) return { done: 0, more: false };
+    const pages = Math.min(size, before);
     await sql`pragma incremental_vacuum(${sql.lit(pages)})`.execute(store.db);
-    freed += pages;
-    if (pages === before) break;
-    await sleep(pace.after(pages, performance.now() - started));
-  }
-  return freed;
+    return { done: pages, more: pages < before };
+  });
 }
 
 async function freePages(store: Store): Promise<number> {

@@ -1,10 +1,8 @@
-import { setTimeout as sleep } from 'node:timers/promises';
-import { performance } from 'node:perf_hooks';
 import type { RetentionConfig } from '../../config.ts';
 import type { Store } from '../../store/store.ts';
 import { deleteBatch } from '../../store/batched-delete.ts';
 import { reclaimFreePages } from '../../store/free-pages.ts';
-import { BatchPace, EVENT_LOOP_PACE, SERVER_PACE } from '../../store/batch-pace.ts';
+import { EVENT_LOOP_PACE, runPaced, SERVER_PACE } from '../../store/batch-pace.ts';
 import { RETENTION_RULES, type PruneKind } from './retention-rules.ts';
 
 export type PruneCounts = Partial<Record<PruneKind, number>>;
@@ -33,18 +31,11 @@ export async function runPrunePass(store: Store, retention: RetentionConfig, opt
     const keepMs = rule.keepMs(retention);
     if (keepMs <= 0) continue;
     const due = rule.due(now - keepMs);
-    const pace = new BatchPace(paceOptions);
-    let removed = 0;
-    while (!stop()) {
-      const size = pace.size;
-      const started = performance.now();
+    counts[rule.kind] = await runPaced(paceOptions, stop, async (size) => {
       const rows = await deleteBatch(store, rule.table, due, size);
-      removed += rows;
       if (rows) await options.onBatch?.(rule.kind, rows);
-      if (rows < size) break;
-      await sleep(pace.after(rows, performance.now() - started));
-    }
-    counts[rule.kind] = removed;
+      return { done: rows, more: rows === size };
+    });
   }
   if (!stop()) await reclaimFreePages(store, { ...paceOptions, shouldStop: stop });
   return counts;
