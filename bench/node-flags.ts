@@ -1,5 +1,5 @@
 // The Node flags `npm start` gives the server, read from package.json's start script (V8's young generation
-// and old-generation growth, see README "Memory"), so that every benchmark runs the server as production does.
+// and old-generation growth, see docs/production.md, "Memory"), so that every benchmark runs the server as production does.
 
 import { readFileSync } from 'node:fs';
 

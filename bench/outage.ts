@@ -1,4 +1,4 @@
-// A store outage under full load (README "When the store or Redis fails"): how the server's memory and its
+// A store outage under full load (docs/reliability.md, "When the store or Redis fails"): how the server's memory and its
 // outage buffers behave, and whether the analytics it held are written exactly once when the store returns.
 // It prints numbers and asserts nothing (it is a bench).
 //
@@ -184,7 +184,7 @@ async function main(): Promise<void> {
   const root = newRootKey();
   let s: SpawnedServer | undefined;
   try {
-    // The young generation `npm start` gives V8 (README "Starting and stopping").
+    // The young generation `npm start` gives V8 (docs/running-the-server.md, "Starting and stopping").
     const env = { KEYHOLD_KEY_CACHE_SIZE: String(KEYS + 1000), NODE_OPTIONS: '--max-semi-space-size=8' };
     s = await SpawnedServer.start(viaPort(url, proxy.port), root, env);
     const server = s;

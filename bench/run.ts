@@ -37,7 +37,7 @@
 // It prints each run as it goes, then a markdown table (case | store | req/s | ratio to limit | ratio to
 // Fastify baseline | server CPU µs/req | target | met?) with the machine, the command and the wall time; it
 // keeps every run: bench/out/<UTC timestamp>.json (and results.json, the latest), bench/out/latest.md (the
-// table, for the README). It reports numbers and never asserts them: a missed target is printed, not an
+// table, for docs/performance.md). It reports numbers and never asserts them: a missed target is printed, not an
 // error. It exits non-zero only when the setup is wrong (a case fails its check or is answered by the wrong
 // code, a server does not start or dies, a load run fails). Every process it starts is killed on the way out.
 //

@@ -1,5 +1,5 @@
 // The results table of `npm run bench` (bench/run.ts), in markdown (printed, and written to bench/out/latest.md
-// for the README): one row per case and store, from the autocannon cases' summaries (report.ts) and the
+// for docs/performance.md): one row per case and store, from the autocannon cases' summaries (report.ts) and the
 // many-key cases' own rows (many-keys.ts).
 
 import type { CaseSummary } from './report.ts';

@@ -8,7 +8,7 @@ import { makeDirectory } from './store/make-directory.ts';
  * How far V8 lets the old generation grow past its live data before a full collection. By default that is
  * up to 4× on a machine with plenty of memory, and V8 keeps the pages a collection frees (pooled, still
  * resident) for reuse, so RSS follows the heap's high-water mark. Under key churn every evicted cache record
- * dies in the old generation: with 100,000 keys cached RSS climbed from 150 MB to about 500 MB (README
+ * dies in the old generation: with 100,000 keys cached RSS climbed from 150 MB to about 500 MB (docs/production.md,
  * "Memory"). 10% keeps it near 320 MB for more frequent (mostly concurrent) full collections. V8 reads the
  * flag at every collection, so setting it here holds however the server is started (NODE_OPTIONS does not
  * accept it); a --heap-growing-percent given to node itself wins (0: V8's own factor).

@@ -11,7 +11,7 @@ import { EXPORT_COMMANDS } from './commands/export.ts';
 
 /**
  * Every `keyhold` command, by name, in the order `keyhold --help` lists them. A new group of commands is a
- * file under commands/ exporting a CommandGroup, added here (and to the README's CLI table).
+ * file under commands/ exporting a CommandGroup, added here (and to the table of docs/cli.md).
  */
 export const COMMANDS: Readonly<Record<string, Command>> = {
   ...WORKSPACE_COMMANDS,

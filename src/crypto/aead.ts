@@ -1,7 +1,7 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 
 /**
- * AES-256-GCM, the one cipher of the vault (README: Secrets at rest): both of its layers, a data key wrapped under a master
+ * AES-256-GCM, the one cipher of the vault (docs/secrets-at-rest.md): both of its layers, a data key wrapped under a master
  * key and a secret sealed under a data key, are `base64(nonce(12) | ciphertext | tag(16))` with a fresh
  * random nonce, and bind their context as additional authenticated data.
  */

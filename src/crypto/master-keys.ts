@@ -6,7 +6,7 @@ import { KEY_BYTES } from './aead.ts';
 import { makeDirectory } from '../store/make-directory.ts';
 
 /**
- * the vault's master keys (README: Secrets at rest): parsed from KEYHOLD_MASTER_KEYS, or kept by the embedded default in a
+ * the vault's master keys (docs/secrets-at-rest.md): parsed from KEYHOLD_MASTER_KEYS, or kept by the embedded default in a
  * file in its data directory. A master key never touches the store, and no error here ever echoes key
  * material.
  */

@@ -6,7 +6,7 @@ import { KEY_BYTES, open, seal, sealAad, wrapAad } from './aead.ts';
 import type { MasterKey } from './master-keys.ts';
 
 /**
- * Envelope encryption of recoverable keys (README: Secrets at rest).
+ * Envelope encryption of recoverable keys (docs/secrets-at-rest.md).
  *
  * - A **master key** (32 bytes, from KEYHOLD_MASTER_KEYS or the embedded default's file) never touches the
  *   store. The first configured master key wraps new data keys; every configured one can unwrap.

@@ -3,7 +3,7 @@
  * bound is an integer that JSON, JavaScript (≤ 2^53 − 1), SQLite INTEGER and PostgreSQL BIGINT all hold
  * exactly, and small enough that the arithmetic done on it cannot overflow: window ends (`(⌊now / duration⌋
  * + 1) · duration`), refill dates, `expires` comparisons, `remaining − cost`, and a rate-limit counter plus
- * a cost (Redis counts in Lua doubles, exact to 2^53). README: HTTP conventions lists them.
+ * a cost (Redis counts in Lua doubles, exact to 2^53). docs/api-reference.md (HTTP conventions) lists them.
  */
 export const BOUNDS = {
   /** An instant, epoch milliseconds: 1970-01-01 to 9999-12-31T23:59:59.999Z (what an ISO date can show). */

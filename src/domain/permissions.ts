@@ -1,4 +1,4 @@
-/** Root-key permission grammar (README: Root keys and permissions): `<type>.<resourceId|*>.<action>`, or the single `*`. */
+/** Root-key permission grammar (docs/api-reference.md): `<type>.<resourceId|*>.<action>`, or the single `*`. */
 export const ACTIONS = {
   api: [
     'read_api',

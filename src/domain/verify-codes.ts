@@ -1,4 +1,4 @@
-/** The outcomes of keys.verifyKey, in the order its checks run (README: Key verification); the first failure wins. */
+/** The outcomes of keys.verifyKey, in the order its checks run (docs/key-verification.md); the first failure wins. */
 export const VERIFY_CODES = [
   'VALID',
   'NOT_FOUND',

@@ -25,7 +25,7 @@ export const TAGS: ReadonlyArray<{ name: string; description: string }> = [
   { name: 'v2 identities', description: "Unkey v2's identities.* operations." },
   { name: 'v2 permissions', description: "Unkey v2's permissions.* operations: roles and permissions." },
   { name: 'v2 ratelimit', description: "Unkey v2's ratelimit.* operations, on the same namespaces and counters as v1's ratelimits.*." },
-  { name: 'v2 analytics', description: "Unkey v2's analytics.* (not served: see the README)." },
+  { name: 'v2 analytics', description: "Unkey v2's analytics.* (not served: see docs/compatibility-v2.md)." },
   { name: 'v2 health', description: "Unkey v2's liveness. It needs no root key." },
 ];
 

@@ -217,7 +217,7 @@ function registerRetentionMetrics(registry: Registry, sources: MetricSources): v
   });
 }
 
-/** The outage buffers (README "When the store or Redis fails"): what each holds and what it dropped when full. */
+/** The outage buffers (docs/reliability.md, "When the store or Redis fails"): what each holds and what it dropped when full. */
 function registerBufferMetrics(registry: Registry, sources: MetricSources): void {
   mirroredCounter(registry, 'keyhold_dropped_total', 'Entries an outage buffer dropped because it was full, by buffer', ['what'], (set) => {
     for (const [what, b] of Object.entries(sources.buffers?.() ?? {})) set({ what }, b.dropped);

@@ -7,7 +7,7 @@ import { eventually, expectV1 } from '../helpers/unkey-sdk.ts';
 
 // Issue 11, continued from unkey-api-sdk.test.ts: @unkey/api 0.38's keys.getVerifications and
 // analytics.getVerifications against Keyhold over real HTTP, each result checked against the SDK's own types.
-// Arrays reach Keyhold comma-joined, and a tag filter is refused (README, "Compatibility with Unkey v1 clients").
+// Arrays reach Keyhold comma-joined, and a tag filter is refused (docs/compatibility-v1.md).
 
 for (const dialect of DIALECTS) {
   describe(`@unkey/api 0.38 against Keyhold: verification analytics (${dialect})`, () => {

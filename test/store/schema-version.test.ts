@@ -90,10 +90,10 @@ for (const dialect of DIALECTS) {
 }
 
 /**
- * What lets an older server keep running while a newer one migrates (README: Upgrades): every migration's up()
+ * What lets an older server keep running while a newer one migrates (docs/production.md, "Upgrades"): every migration's up()
  * only adds (tables, nullable or defaulted columns, indexes) or repairs data; none drops, renames or alters
  * what an older Keyhold reads or writes. A migration that must do so needs a release that stops using the old
- * form first, and the README's upgrade steps changed with it.
+ * form first, and the upgrade steps of docs/production.md changed with it.
  */
 describe('schema migrations are additive', () => {
   const dir = repoUrl('src/store/schema-migrations/');

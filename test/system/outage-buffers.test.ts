@@ -7,7 +7,7 @@ import type { Store } from '../../src/store/store.ts';
 import { HOUR_MS } from '../../src/services/verification/verification-recorder.ts';
 
 /**
- * The verification analytics buffer through a store outage (README "When the store or Redis fails"): it holds at
+ * The verification analytics buffer through a store outage (docs/reliability.md): it holds at
  * most its capacity, every verification beyond it is counted in keyhold_dropped_total, and what it held is
  * written once when the store returns. The store is cut by the test's own proxy (PostgreSQL) or a write lock
  * held by another connection (SQLite); the counts are read on a connection of their own.

@@ -9,7 +9,7 @@ import type { Store } from '../../src/store/store.ts';
 import { REDIS_KEY_PREFIX } from '../../src/services/verification/rate-limit-redis-counters.ts';
 
 /**
- * Redis going away under verification load (README "When the store or Redis fails"): verifications with a `consistent` rate limit
+ * Redis going away under verification load (docs/reliability.md): verifications with a `consistent` rate limit
  * never wait for it (they decide on the store's counters within REDIS_DECISION_TIMEOUT_MS), nothing fails,
  * credits stay exact, the outage is logged once, and when Redis returns the server goes back to it (counters
  * and the pub/sub subscription) by itself. The Redis taken away is the test's own, on a spare port.

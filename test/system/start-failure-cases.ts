@@ -7,7 +7,7 @@ import { createVault } from '../../src/crypto/vault.ts';
 import { parseMasterKeys } from '../../src/crypto/master-keys.ts';
 
 /**
- * Bad values for every setting of the README configuration table, each started as a real server by
+ * Bad values for every setting of the configuration table (docs/configuration.md), each started as a real server by
  * start-failures.test.ts. `env` gets the case's scratch directory (empty but for `data/`) and `db`, the SQLite URL
  * of a database in `data/` that the start uses unless `env` sets DATABASE_URL; `secrets` are values of `env`
  * that must appear nowhere in the output.

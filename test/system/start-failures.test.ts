@@ -13,10 +13,10 @@ import { openStore } from '../../src/store/store.ts';
 import { START_FAILURE_CASES, type StartFailureCase } from './start-failure-cases.ts';
 
 /**
- * Every setting of the README configuration table, started with bad values (start-failure-cases.ts) as a real
- * server process: it ends within 5 s, with exit code 2 for an invalid value and 1 for a valid one that cannot
- * be used, and one line on stderr that names the setting, without a stack trace or a secret. A setting added to
- * the table without a case fails here.
+ * Every setting of the configuration table (docs/configuration.md), started with bad values (start-failure-cases.ts)
+ * as a real server process: it ends within 5 s, with exit code 2 for an invalid value and 1 for a valid one that
+ * cannot be used, and one line on stderr that names the setting, without a stack trace or a secret. A setting added
+ * to the table without a case fails here.
  */
 
 const EXIT_WITHIN_MS = 5_000;
@@ -24,18 +24,16 @@ const EXIT_WITHIN_MS = 5_000;
 const KILLED_AFTER_MS = 20_000;
 const REDIS_URL = process.env.KEYHOLD_TEST_REDIS_URL;
 
-/** The variables of the README configuration table (not the test suite's own). */
+/** The variables of the configuration table in docs/configuration.md (not the test suite's own). */
 function documentedSettings(): string[] {
-  const readme = readFileSync(repoUrl('README.md'), 'utf8');
-  const start = readme.indexOf('\n## Configuration');
-  const section = readme.slice(start, readme.indexOf('\n## ', start + 1));
+  const section = readFileSync(repoUrl('docs/configuration.md'), 'utf8');
   return [...section.matchAll(/^\| `([A-Z][A-Z0-9_]*)` \|/gm)].map((m) => m[1]).filter((name) => !name.startsWith('KEYHOLD_TEST_'));
 }
 
-describe('start failures: every setting of the README configuration table', () => {
+describe('start failures: every setting of the configuration table', () => {
   test('every documented setting has at least one bad value below, and every case is a documented setting', () => {
     const settings = documentedSettings();
-    assert.ok(settings.length >= 15, `read ${settings.length} settings from the README`);
+    assert.ok(settings.length >= 15, `read ${settings.length} settings from docs/configuration.md`);
     const covered = new Set(START_FAILURE_CASES.map((c) => c.setting));
     assert.deepEqual(
       settings.filter((s) => !covered.has(s)),

@@ -14,7 +14,7 @@ import { openStore, type Store } from '../../src/store/store.ts';
 import { POSTGRES_TIMEOUTS } from '../../src/store/dialects/postgres.ts';
 
 /**
- * The store going away under a running server (README "When the store or Redis fails"): requests that need it are
+ * The store going away under a running server (docs/reliability.md): requests that need it are
  * answered 503 `store/unavailable` within the documented bound and never hang, nothing ends the process,
  * each outage is logged once when it starts and once when it ends, and everything recovers by itself.
  * Only the test's own proxy, sessions (by application_name) and SQLite connections are taken away.

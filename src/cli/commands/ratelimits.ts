@@ -49,7 +49,7 @@ const page = (values: Record<string, unknown>) => ({
 });
 const more = (cursor: string | undefined) => (cursor ? `\nmore: --cursor ${cursor}` : '');
 
-/** `keyhold ratelimits …`: a workspace's rate-limit namespaces and overrides (README: Rate limiting). */
+/** `keyhold ratelimits …`: a workspace's rate-limit namespaces and overrides (docs/rate-limiting.md). */
 export const RATELIMIT_COMMANDS: CommandGroup = {
   'ratelimits namespaces': {
     summary: "Lists a workspace's rate-limit namespaces, by id.",

@@ -24,8 +24,8 @@ export interface CreateKeyInput extends KeyAttributes {
 }
 
 /**
- * keys.createKey, all or nothing: the key, its encrypted copy (recoverable keys, under `vault`; README:
- * Secrets at rest), its rate limits (v1's `ratelimit` as the one named `default`, v2's named `ratelimits`),
+ * keys.createKey, all or nothing: the key, its encrypted copy (recoverable keys, under `vault`;
+ * docs/secrets-at-rest.md), its rate limits (v1's `ratelimit` as the one named `default`, v2's named `ratelimits`),
  * roles and permissions (missing ones created with the create rights; roles per `unknownRoles`), its identity
  * (created on first use), and the audit records. Without a vault, `recoverable` is a 412.
  */

@@ -7,7 +7,7 @@ import { requireWorkspace } from '../lookups.ts';
 import { isMigrationAlgorithm, MIGRATION_ALGORITHMS, type MigrationAlgorithm } from './hash-algorithms.ts';
 
 /*
- * Key migrations (migrations.enqueueKeys; README: Key migrations): an operator creates a migration for a workspace; the
+ * Key migrations (migrations.enqueueKeys; docs/key-migrations.md): an operator creates a migration for a workspace; the
  * workspace enqueues batches of ≤ 100 keys into it; workers import them. Every enqueued item is a row of
  * `key_migration_items` from the moment the 202 is sent, and ends exactly once as `migrated` (with its
  * key id) or `failed` (with a reason).

@@ -31,7 +31,7 @@ type Buffer = Map<string, NamespaceBuffer>;
 
 /**
  * Counters (namespace, identifier, hour) held at most by default: about 280 bytes each plus the identifier
- * (up to 255 characters), 16 to 28 MB (README "When the store or Redis fails").
+ * (up to 255 characters), 16 to 28 MB (docs/reliability.md, "When the store or Redis fails").
  */
 export const RATELIMIT_CAPACITY = 50_000;
 

@@ -37,7 +37,7 @@ export interface RuntimeOptions {
   capacities?: BufferCapacities;
 }
 
-/** How much each buffer that fills during an outage holds at most (README "When the store or Redis fails"). */
+/** How much each buffer that fills during an outage holds at most (docs/reliability.md). */
 export interface BufferCapacities {
   /** Verification counters (key, hour, outcome): VERIFICATION_CAPACITY. */
   verifications?: number;

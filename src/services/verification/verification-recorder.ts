@@ -21,7 +21,7 @@ export const HOUR_MS = 3_600_000;
 
 /**
  * Counters (key, hour, outcome) held at most by default: every key of a full default key cache verified in one
- * hour, the keys a store outage leaves verifiable. About 25 MB (README "When the store or Redis fails").
+ * hour, the keys a store outage leaves verifiable. About 25 MB (docs/reliability.md, "When the store or Redis fails").
  */
 export const VERIFICATION_CAPACITY = 100_000;
 

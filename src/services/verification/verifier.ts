@@ -67,7 +67,7 @@ export interface VerifierDeps {
 }
 
 /**
- * keys.verifyKey (README: Key verification). Checks in order, first failure wins: NOT_FOUND → DISABLED → FORBIDDEN →
+ * keys.verifyKey (docs/key-verification.md). Checks in order, first failure wins: NOT_FOUND → DISABLED → FORBIDDEN →
  * EXPIRED → INSUFFICIENT_PERMISSIONS → RATE_LIMITED → USAGE_EXCEEDED → VALID. A cached key without credits
  * costs no store read; credits are spent in the store, exactly (concurrent spends of one key share one
  * statement: see CoalescedCounter). Request errors (an invalid permission query, a rate limit that is

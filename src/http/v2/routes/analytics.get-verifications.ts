@@ -15,7 +15,7 @@ const readsAnalytics = (caller: Caller): boolean =>
   [...caller.permissions].some((p) => p === '*' || /^api\.[^.]+\.read_analytics$/.test(p));
 
 /**
- * Unkey v2's SQL over its ClickHouse events is out of scope (README): a root key allowed to read analytics
+ * Unkey v2's SQL over its ClickHouse events is out of scope (docs/compatibility-v2.md): a root key allowed to read analytics
  * is told so with a 412 pointing to v1's analytics; any other caller gets the 403 it would get anyway.
  */
 export default function v2AnalyticsGetVerifications(app: App) {
