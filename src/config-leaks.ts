@@ -35,3 +35,11 @@ export function leakConfigFrom(env: NodeJS.ProcessEnv, problems: string[]): Leak
     ...(scanning === 'github' ? { github: { keysFile: keysFile && resolve(keysFile), keysUrl } } : {}),
   };
 }
+
+/** KEYHOLD_LEAKED_KEY_ACTION alone, for the CLI (`keyhold keys scan --report`). */
+export function loadLeakedKeyAction(env: NodeJS.ProcessEnv = process.env): LeakedKeyAction {
+  const problems: string[] = [];
+  const { action } = leakConfigFrom({ KEYHOLD_LEAKED_KEY_ACTION: env.KEYHOLD_LEAKED_KEY_ACTION }, problems);
+  if (problems.length) throw new Error(problems.join('\n'));
+  return action;
+}
