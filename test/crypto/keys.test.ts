@@ -1,4 +1,5 @@
 import { describe, test } from 'node:test';
+import { readFileSync } from 'node:fs';
 import assert from 'node:assert/strict';
 import { generateKey, generateRootKey, hasValidChecksum, hashKey, isWellFormedRootKey, keyStart } from '../../src/crypto/keys.ts';
 import { B58, expectedChecksum } from '../helpers/formats.ts';
@@ -89,5 +90,32 @@ describe('key material (crypto/keys)', () => {
     assert.equal(keyStart('abcdefgh'), 'abcd');
     assert.equal(keyStart('abcdefgh', 'zz'), 'abcd');
     assert.equal(keyStart('kh_root_WXYZ1234', 'kh_root'), 'kh_root_WXYZ');
+  });
+});
+
+describe('docs/leaked-keys.md', () => {
+  const doc = readFileSync(new URL('../../docs/leaked-keys.md', import.meta.url), 'utf8');
+  /** The regular expression of the table row whose shape starts with `shape`. */
+  const regexOf = (shape: string): RegExp => {
+    const row = doc.split('\n').find((l) => l.startsWith(`| ${shape}`));
+    assert.ok(row, `no row "${shape}"`);
+    return new RegExp(/`([^`]+)`/.exec(row.split('|')[2])![1]);
+  };
+
+  test('the regular expression of each shape matches the keys Keyhold makes, embedded in text', () => {
+    const inText = (k: string) => `token = "${k}";`;
+    assert.match(inText(generateRootKey()), regexOf('root key'));
+    assert.match(inText(generateKey('sk_live', 16).key), regexOf('key of one prefix, default'));
+    for (const bytes of [16, 32, 255]) {
+      assert.match(inText(generateKey('sk_live', bytes).key), regexOf('key of one prefix, any'));
+      assert.match(inText(generateKey('acme', bytes).key), regexOf('key with any prefix'));
+      assert.match(inText(generateKey(undefined, bytes).key), regexOf('key without a prefix'));
+    }
+    assert.doesNotMatch(inText(generateKey('sk_live', 32).key), regexOf('key of one prefix, default'));
+  });
+
+  test('the test vector of the checksum', () => {
+    assert.match(doc, /checksum of `123456789` \(CRC-32 `0xCBF43926`\) is `6DNX4R`/);
+    assert.equal(expectedChecksum('123456789'), '6DNX4R');
   });
 });
