@@ -6,7 +6,7 @@ import { openStore } from '../../src/store/store.ts';
 import type { App } from '../../src/http/types.ts';
 import type { LeakConfig } from '../../src/config-leaks.ts';
 import { SECRET_SCANNING_REQUESTS_PER_MINUTE } from '../../src/http/secret-scanning/github.ts';
-import { DIALECTS, world, type World } from '../helpers/harness.ts';
+import { capturedErrorLog, DIALECTS, world, type World } from '../helpers/harness.ts';
 import { githubSigner, keysServer } from '../helpers/github-scanning.ts';
 import { assertV1ErrorMembers } from '../helpers/errors.ts';
 import { rootKeyId } from '../helpers/rows.ts';
@@ -229,6 +229,31 @@ for (const dialect of DIALECTS) {
         }
       });
     }
+
+    test('no token in a log line, a metric, an error answer or an audit record', async () => {
+      const { logger, lines } = capturedErrorLog();
+      const w = await world(dialect, {
+        app: { logger, accessLog: true, leaks: { action: 'disable', github: { keysFile: signer.file, keysUrl: 'http://127.0.0.1:9/' } } },
+      });
+      try {
+        const apiId = await w.createApi();
+        const { key } = await w.createKey({ apiId });
+        const body = JSON.stringify([item(key), item('sk_other_secret_token_value_123456')]);
+        const answers = [
+          await report(w.app, body, signer.headers(body)),
+          await report(w.app, body, { 'content-type': 'application/json' }),
+          await report(w.app, `${body}x`, signer.headers(body)),
+          await report(w.app, body.replace('"type"', '"type":1,"x"'), signer.headers(body)),
+        ];
+        const metrics = (await w.app.inject({ method: 'GET', url: '/metrics' })).body;
+        const audits = JSON.stringify(await w.store.db.selectFrom('audit_logs').selectAll().execute());
+        for (const text of [...lines, ...answers.map((a) => a.body), metrics, audits]) {
+          assert.ok(!text.includes(key) && !text.includes('sk_other_secret_token_value'), text.slice(0, 300));
+        }
+      } finally {
+        await w.close();
+      }
+    });
 
     test('without KEYHOLD_SECRET_SCANNING=github the route does not exist', async () => {
       const w = await world(dialect);
