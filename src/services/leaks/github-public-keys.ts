@@ -27,6 +27,8 @@ export class GithubPublicKeys {
   #keys = new Map<string, KeyObject>();
   #loadedAt = Number.NEGATIVE_INFINITY;
   #loading: Promise<void> | undefined;
+  /** The last failed load: within KEYS_RELOAD_INTERVAL_MS of it, an unknown identifier is a 503 without another fetch. */
+  #failure: { at: number; error: AppError } | undefined;
 
   constructor(location: GithubKeysLocation, now: () => number = Date.now) {
     this.#location = location;
@@ -37,9 +39,15 @@ export class GithubPublicKeys {
   async keyFor(identifier: string): Promise<KeyObject | undefined> {
     const known = this.#keys.get(identifier);
     if (known || this.#now() - this.#loadedAt < KEYS_RELOAD_INTERVAL_MS) return known;
-    this.#loading ??= this.#reload().finally(() => {
-      this.#loading = undefined;
-    });
+    if (this.#failure && this.#now() - this.#failure.at < KEYS_RELOAD_INTERVAL_MS) throw this.#failure.error;
+    this.#loading ??= this.#reload()
+      .catch((error: AppError) => {
+        this.#failure = { at: this.#now(), error };
+        throw error;
+      })
+      .finally(() => {
+        this.#loading = undefined;
+      });
     await this.#loading;
     return this.#keys.get(identifier);
   }
@@ -52,6 +60,7 @@ export class GithubPublicKeys {
       throw this.#unavailable(err);
     }
     this.#loadedAt = this.#now();
+    this.#failure = undefined;
   }
 
   /** Fails the report fast with 503 (GitHub sends it again later); the cause names the source, never a secret. */
