@@ -26,6 +26,9 @@ import { createRuntime, type BufferCapacities } from './services/verification/ru
 import type { Vault } from './crypto/vault.ts';
 import type { RetentionConfig } from './config.ts';
 import { Pruner, type PrunerStats } from './services/maintenance/pruner.ts';
+import type { LeakConfig } from './config-leaks.ts';
+import { registerGithubSecretScanning } from './http/secret-scanning/github.ts';
+import type { InternalCallers } from './http/internal-callers.ts';
 
 export interface AppOptions {
   /** Redis for cluster-wide rate limits and cache invalidation (REDIS_URL). */
@@ -50,6 +53,8 @@ export interface AppOptions {
   firstPrunePassDelayMs?: number;
   /** Capacities of the buffers that fill while the store or Redis is down (tests use small ones; defaults otherwise). */
   capacities?: BufferCapacities;
+  /** The leaked-key action and GitHub secret scanning (POST /secret-scanning/github when `github` is set). */
+  leaks?: LeakConfig;
 }
 
 export const BODY_LIMIT = 5 * 1024 * 1024;
@@ -106,7 +111,7 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
   const deps: Deps = { store, vault: options.vault, verifier, limiter, cache, readiness, ratelimits };
   for (const register of ROUTES) register(app, deps);
   for (const register of V2_ROUTES) register(app, deps);
-  registerDashboard(app, { deps, internal, publicUrl: options.publicUrl ?? 'http://127.0.0.1' });
+  registerOutsideTheApis(app, { deps, internal, options, parseJson });
   const pruner = startPruner(app, store, options);
   metrics.watch({ verifier, cache, health: runtime.health, jobs: () => jobQueueStats(store.db), pruner });
   metrics.watch({
@@ -134,6 +139,20 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
     return metrics.registry.metrics();
   });
   return app;
+}
+
+/** What is served outside /v1 and /v2: the dashboard, and GitHub's secret scanning endpoint when it is on. */
+function registerOutsideTheApis(
+  app: App,
+  {
+    deps,
+    internal,
+    options,
+    parseJson,
+  }: { deps: Deps; internal: InternalCallers; options: AppOptions; parseJson: FastifyBodyParser<string> },
+): void {
+  registerDashboard(app, { deps, internal, publicUrl: options.publicUrl ?? 'http://127.0.0.1' });
+  registerGithubSecretScanning(app, deps, options.leaks ?? { action: 'disable' }, parseJson);
 }
 
 /** The background retention passes, stopped with the app; none without `options.retention`. Their stats, for /metrics. */

@@ -1,6 +1,7 @@
 import { dirname, join, resolve } from 'node:path';
 import { databaseUrlProblem, hostProblem, publicUrlProblem, redisUrlProblem, secretsIn } from './config-shapes.ts';
 import { isWellFormedRootKey } from './crypto/keys.ts';
+import { leakConfigFrom, type LeakConfig } from './config-leaks.ts';
 import { loadOrCreateMasterKeyFile, MASTER_KEY_FILE, MasterKeyFormatError, parseMasterKeys, type MasterKey } from './crypto/master-keys.ts';
 
 /** The only reader of process.env: every setting, validated and typed, failing fast with a clear message. */
@@ -28,6 +29,7 @@ export interface Config {
   publicUrl: string;
   /** How long data that grows with traffic or time is kept, and how often the background pass prunes it. */
   retention: RetentionConfig;
+  leaks: LeakConfig; // KEYHOLD_LEAKED_KEY_ACTION and GitHub secret scanning (config-leaks.ts)
 }
 
 /** Days each kind of data is kept (0: forever) and the background prune pass's interval (0: no background pass). */
@@ -82,6 +84,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const keyCacheSize = keyCacheSizeFrom(env, problems);
   const publicUrl = publicUrlFrom(env, problems);
   const retention = retentionFrom(env, problems);
+  const leaks = leakConfigFrom(env, problems);
   if (problems.length) throw new ConfigError(problems);
   return {
     host,
@@ -98,6 +101,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     keyCacheSize,
     publicUrl,
     retention,
+    leaks,
   };
 }
 
@@ -205,7 +209,6 @@ export function sqliteDataDirectory(databaseUrl: string): string | undefined {
   const path = databaseUrl.slice('sqlite:'.length);
   return path === ':memory:' ? resolve('data') : dirname(resolve(path));
 }
-
 export const DEFAULT_WORKERS = 4;
 
 /** KEYHOLD_WORKERS: unset or `true` → DEFAULT_WORKERS; `0` or `false` → no worker in the server; `N` (1..64) → N jobs at once. */

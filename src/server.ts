@@ -15,7 +15,16 @@ import { buildApp } from './app.ts';
 import { JobQueue } from './jobs/job-queue.ts';
 import { Worker } from './jobs/worker.ts';
 import { WORKER_TASKS } from './services/migrations/migration-import-task.ts';
-import { checkDataDirectory, checkListenAddress, checkRedis, listenProblem, oneLine, StartError, storeProblem } from './start-checks.ts';
+import {
+  checkDataDirectory,
+  checkGithubKeysFile,
+  checkListenAddress,
+  checkRedis,
+  listenProblem,
+  oneLine,
+  StartError,
+  storeProblem,
+} from './start-checks.ts';
 import { handOverBootstrapKey } from './bootstrap-key.ts';
 
 /** How long the store may take to answer its first statement at start. */
@@ -32,6 +41,7 @@ async function main(): Promise<void> {
   await checkListenAddress(config.host, config.port);
   const dataDir = sqliteDataDirectory(config.databaseUrl);
   if (dataDir) checkDataDirectory(dataDir);
+  if (config.leaks.github?.keysFile) checkGithubKeysFile(config.leaks.github.keysFile);
   const store = await openCheckedStore(config.databaseUrl, logger);
   if (config.redisUrl) {
     const unreachable = await checkRedis(config.redisUrl);
@@ -52,6 +62,7 @@ async function main(): Promise<void> {
       keyCacheSize: config.keyCacheSize,
       publicUrl: config.publicUrl,
       retention: config.retention,
+      leaks: config.leaks,
     },
   );
   // The address was free a moment ago; another process may still take it first.

@@ -1,4 +1,4 @@
-import { rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { openRedis } from './store/redis.ts';
@@ -6,6 +6,7 @@ import { isStoreUnavailable } from './store/errors.ts';
 import { withDeadline } from './store/deadline.ts';
 import { SchemaTooNewError } from './store/schema-version.ts';
 import { makeDirectory } from './store/make-directory.ts';
+import { parseKeysDocument } from './services/leaks/github-public-keys.ts';
 
 /*
  * What the server checks before it bootstraps anything (main.ts): that it can listen where it was told to,
@@ -161,4 +162,19 @@ export function oneLine(err: unknown): string {
   const message = String((err as Error)?.message ?? err).split('\n')[0];
   const at = /\n\s+at (?:.*\()?(?:file:\/\/)?([^()\n]+?)\)?(?:\n|$)/.exec(String((err as Error)?.stack ?? ''))?.[1];
   return `unexpected error (please report it): ${(err as Error)?.name ?? 'Error'}: ${message}${at ? ` (at ${at})` : ''}`;
+}
+
+/** KEYHOLD_GITHUB_SECRET_SCANNING_KEYS_FILE must hold GitHub's keys document with at least one P-256 key. */
+export function checkGithubKeysFile(file: string): void {
+  let problem: string | undefined;
+  try {
+    if (parseKeysDocument(readFileSync(file, 'utf8')).size === 0) problem = 'it lists no P-256 public key';
+  } catch (err) {
+    problem = codeOf(err) ?? (err as Error).message;
+  }
+  if (problem) {
+    throw new StartError(
+      `KEYHOLD_GITHUB_SECRET_SCANNING_KEYS_FILE: cannot use ${file} (${problem}): save GitHub's secret scanning keys document there, or unset it to fetch the keys`,
+    );
+  }
 }

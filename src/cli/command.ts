@@ -20,7 +20,7 @@ export interface OptionSpec {
  * stdout takes them (the same with or without --json: each line is already JSON). A command checks its options
  * before it returns `lines`, so that a usage error is reported before anything is written.
  */
-export type CommandResult = { json: object; text: string } | { lines: AsyncIterable<string[]> };
+export type CommandResult = { json: object; text: string; exitCode?: number } | { lines: AsyncIterable<string[]> };
 
 /** What a command runs with: the opened store (migrated), who acts, and the schema migrations just applied. */
 export interface CommandContext {
@@ -37,6 +37,10 @@ export interface Command {
   prints: string;
   /** Writes a stream of JSON lines (its result is `lines`): `prints` then says what one line holds. */
   streams?: true;
+  /** Takes operands after the options (their placeholder in usage text, e.g. `PATH…`), as `values._`: at least one. */
+  operands?: string;
+  /** True when these options need no database: the store is then not opened and `store` must not be used. */
+  storeless?(values: Record<string, unknown>): boolean;
   run(context: CommandContext, values: Record<string, unknown>): Promise<CommandResult>;
 }
 

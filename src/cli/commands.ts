@@ -8,6 +8,7 @@ import { RATELIMIT_COMMANDS } from './commands/ratelimits.ts';
 import { DASHBOARD_COMMANDS } from './commands/dashboard.ts';
 import { BACKUP_COMMANDS } from './commands/backup.ts';
 import { EXPORT_COMMANDS } from './commands/export.ts';
+import { KEY_COMMANDS } from './commands/keys.ts';
 
 /**
  * Every `keyhold` command, by name, in the order `keyhold --help` lists them. A new group of commands is a
@@ -16,6 +17,7 @@ import { EXPORT_COMMANDS } from './commands/export.ts';
 export const COMMANDS: Readonly<Record<string, Command>> = {
   ...WORKSPACE_COMMANDS,
   ...ROOT_KEY_COMMANDS,
+  ...KEY_COMMANDS,
   ...AUDIT_COMMANDS,
   ...MIGRATION_COMMANDS,
   ...RATELIMIT_COMMANDS,

@@ -45,12 +45,13 @@ function parseOptions(command: Command, args: string[]): Record<string, unknown>
   const options = Object.fromEntries(
     Object.entries(command.options).map(([name, o]) => [name, { type: o.type, multiple: o.multiple === true }]),
   );
-  const { values } = parseArgs({ args, options, strict: true, allowPositionals: false });
+  const { values, positionals } = parseArgs({ args, options, strict: true, allowPositionals: command.operands !== undefined });
+  if (command.operands !== undefined && positionals.length === 0) throw new UsageError(`${command.operands} is required`);
   for (const [name, o] of Object.entries(command.options)) {
     const v = values[name];
     if (o.required && (v === undefined || v === '' || (Array.isArray(v) && v.length === 0))) throw new UsageError(`--${name} is required`);
   }
-  return values;
+  return command.operands === undefined ? values : { ...values, _: positionals };
 }
 
 /** Runs the CLI; returns the process exit code (0 ok, 1 failed, 2 usage or configuration error). */
@@ -116,18 +117,22 @@ async function execute(
   let store: Store | undefined;
   const collect = command.streams ? tuneGcForStreaming() : undefined;
   try {
-    const url = loadDatabaseUrl();
-    store = openStore(url);
-    // A database that cannot be opened or migrated is told as the server tells it: naming DATABASE_URL, without its password.
-    const applied = await store.migrate().catch((err: unknown) => {
-      throw err instanceof SchemaTooNewError ? err : new StoreProblem(storeProblem(err, url));
-    });
-    const result = await command.run({ store, actor: { type: 'operator', id: `cli:${userInfo().username}` }, applied }, values);
+    let applied: string[] = [];
+    if (!command.storeless?.(values)) {
+      const url = loadDatabaseUrl();
+      store = openStore(url);
+      // A database that cannot be opened or migrated is told as the server tells it: naming DATABASE_URL, without its password.
+      applied = await store.migrate().catch((err: unknown) => {
+        throw err instanceof SchemaTooNewError ? err : new StoreProblem(storeProblem(err, url));
+      });
+    }
+    const actor = { type: 'operator' as const, id: `cli:${userInfo().username}` };
+    const result = await command.run({ store: store as Store, actor, applied }, values);
     if ('lines' in result) {
       await writeLines(result.lines, stream, collect);
       return 0;
     }
-    return print(result.text, result.json);
+    return print(result.text, result.json) || (result.exitCode ?? 0);
   } catch (e) {
     if (e instanceof UsageError || e instanceof ConfigError) return fail(2, 'usage', e.message);
     // An older CLI never touches a database a newer Keyhold migrated: not even a read-only command.

@@ -12,7 +12,12 @@ function optionSynopsis(name: string, o: OptionSpec): string {
 
 /** `keyhold <name> <its options>`. */
 export const synopsis = (name: string, command: Command): string =>
-  ['keyhold', name, ...Object.entries(command.options).map(([option, o]) => optionSynopsis(option, o))].join(' ');
+  [
+    'keyhold',
+    name,
+    ...Object.entries(command.options).map(([option, o]) => optionSynopsis(option, o)),
+    ...(command.operands ? [command.operands] : []),
+  ].join(' ');
 
 /** A two-column list: each left side padded to the widest. */
 function columns(rows: Array<[string, string]>): string {

@@ -41,3 +41,7 @@ export const MAX_RATELIMIT_NAME = 255;
  */
 export const MAX_OVERRIDES_PER_NAMESPACE = 10_000;
 export const MAX_PATTERNS_PER_NAMESPACE = 100;
+
+/** Tokens one secret scanning report may carry, and its size: GitHub sends at most 1,000 per request. */
+export const MAX_LEAK_REPORT_ITEMS = 1_000;
+export const MAX_LEAK_REPORT_BYTES = 1024 * 1024;

@@ -16,6 +16,11 @@ export const ERROR_CATALOG = {
   'auth/invalid': { status: 401, code: 'UNAUTHORIZED', description: 'The root key is unknown.' },
   'auth/revoked': { status: 401, code: 'UNAUTHORIZED', description: 'The root key was revoked.' },
   'auth/expired': { status: 401, code: 'UNAUTHORIZED', description: 'The root key has expired.' },
+  'auth/invalid-signature': {
+    status: 401,
+    code: 'UNAUTHORIZED',
+    description: 'A secret scanning report whose signature is missing, invalid, or made with an unknown key.',
+  },
   'auth/insufficient-permissions': {
     status: 403,
     code: 'INSUFFICIENT_PERMISSIONS',
@@ -56,7 +61,7 @@ export const ERROR_CATALOG = {
   'request/body-too-large': {
     status: 413,
     code: 'PAYLOAD_TOO_LARGE',
-    description: 'The body is larger than the operation accepts: 5 MiB, 64 KiB for keys.verifyKey.',
+    description: 'The body is larger than the operation accepts: 5 MiB, 64 KiB for keys.verifyKey, 1 MiB for a secret scanning report.',
   },
   'request/unsupported-media-type': {
     status: 415,
@@ -75,6 +80,11 @@ export const ERROR_CATALOG = {
     status: 503,
     code: 'SERVICE_UNAVAILABLE',
     description: 'This server is shutting down; send the request again (another node answers it).',
+  },
+  'upstream/unavailable': {
+    status: 503,
+    code: 'SERVICE_UNAVAILABLE',
+    description: "A service Keyhold needs for this request (GitHub's secret scanning signing keys) did not answer in time; retry.",
   },
   'store/unavailable': {
     status: 503,

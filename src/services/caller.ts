@@ -1,9 +1,9 @@
 import { AppError } from '../domain/errors.ts';
 import { grants } from '../domain/permissions.ts';
 
-/** Who performs a change: a root key over HTTP, the operator through the CLI, or a dashboard session. */
+/** Who performs a change: a root key over HTTP, the operator through the CLI, a dashboard session, or a secret scanning partner (GitHub) reporting a leak. */
 export interface Actor {
-  type: 'root_key' | 'operator' | 'dashboard_session' | 'dashboard_operator';
+  type: 'root_key' | 'operator' | 'dashboard_session' | 'dashboard_operator' | 'secret_scanning';
   id: string;
 }
 

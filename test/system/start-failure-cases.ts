@@ -243,4 +243,22 @@ export const START_FAILURE_CASES: StartFailureCase[] = [
   ...invalidNumbers('KEYHOLD_DELETED_RETENTION_DAYS', ['forever']),
   ...invalidNumbers('KEYHOLD_FINISHED_RETENTION_DAYS', ['99999']),
   ...invalidNumbers('KEYHOLD_PRUNE_INTERVAL_MINUTES', ['hourly']),
+  ...invalidNumbers('KEYHOLD_SECRET_SCANNING', ['gitlab']),
+  ...invalidNumbers('KEYHOLD_LEAKED_KEY_ACTION', ['revoke']),
+  ...invalidNumbers('KEYHOLD_GITHUB_SECRET_SCANNING_KEYS_URL', ['ftp://example.com/keys']),
+  {
+    setting: 'KEYHOLD_GITHUB_SECRET_SCANNING_KEYS_FILE',
+    what: 'a file that does not exist',
+    env: (dir) => ({ KEYHOLD_SECRET_SCANNING: 'github', KEYHOLD_GITHUB_SECRET_SCANNING_KEYS_FILE: join(dir, 'no-such-keys.json') }),
+    code: 1,
+    line: /ENOENT/,
+  },
+  {
+    setting: 'KEYHOLD_GITHUB_SECRET_SCANNING_KEYS_FILE',
+    what: 'a file that is not the keys document',
+    setup: (dir) => writeFileSync(join(dir, 'keys.json'), '{"public_keys":"no"}'),
+    env: (dir) => ({ KEYHOLD_SECRET_SCANNING: 'github', KEYHOLD_GITHUB_SECRET_SCANNING_KEYS_FILE: join(dir, 'keys.json') }),
+    code: 1,
+    line: /no public_keys array/,
+  },
 ];

@@ -131,3 +131,12 @@ ${field({ label: 'Name', name: 'name', value: text(form.values?.name), required:
 <div class="actions"><button type="submit">Create</button><a href="${action}">Cancel</a></div>
 </form>`;
 }
+
+/** Where a leak was found: a link for a web address, plain text otherwise (a `file://` place from `keys scan`). */
+export const leakPlace = (url: string): Html =>
+  /^https?:\/\//i.test(url)
+    ? html`<a href="${url}" rel="noopener noreferrer" class="leak-url">${url}</a>`
+    : html`<code class="leak-url">${url}</code>`;
+
+/** The "Leaked" badge of a key or root key reported as leaked, with where it was found. */
+export const leakedBadge = (url: string): Html => html`<span class="badge-leaked">Leaked</span> ${leakPlace(url)}`;

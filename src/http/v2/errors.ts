@@ -24,6 +24,8 @@ export const V2_KINDS: Record<ErrorKind, V2Kind> = {
   'auth/invalid': { status: 401, title: 'Unauthorized', type: 'unkey/authentication/key_not_found' },
   'auth/revoked': { status: 401, title: 'Unauthorized', type: 'unkey/authentication/key_not_found' },
   'auth/expired': { status: 403, title: 'Forbidden', type: 'unkey/authorization/forbidden' },
+  // Only the secret scanning route (outside /v2) raises it; listed so the map stays total.
+  'auth/invalid-signature': { status: 401, title: 'Unauthorized', type: 'unkey/authentication/malformed' },
   'auth/insufficient-permissions': { status: 403, title: 'Insufficient Permissions', type: 'unkey/authorization/insufficient_permissions' },
   'request/route-not-found': { status: 404, title: 'Not Found', type: 'unkey/application/route_not_found' },
   'data/api-not-found': NOT_FOUND('api'),
@@ -52,6 +54,7 @@ export const V2_KINDS: Record<ErrorKind, V2Kind> = {
   internal: { status: 500, title: 'Internal Server Error', type: 'unkey/application/unexpected_error' },
   'server/shutting-down': UNAVAILABLE,
   'store/unavailable': UNAVAILABLE,
+  'upstream/unavailable': UNAVAILABLE,
 };
 
 export const V2_ERROR_BASE = 'https://unkey.com/docs/errors/';

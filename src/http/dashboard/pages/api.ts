@@ -1,7 +1,21 @@
 import { getApi, listKeys } from '../../../services/apis/apis.ts';
 import type { FieldProblem } from '../../../domain/errors.ts';
 import type { PageContext, PageResult, PageRouter } from '../context.ts';
-import { confirmAction, csrfInput, facts, field, formError, numeric, opener, pager, table, text, when } from '../components.ts';
+import {
+  confirmAction,
+  csrfInput,
+  facts,
+  field,
+  formError,
+  leakedBadge,
+  numeric,
+  opener,
+  pager,
+  table,
+  text,
+  when,
+} from '../components.ts';
+import { leakedKeyUrls } from '../../../services/leaks/leaked-keys.ts';
 import { html, type Html } from '../html.ts';
 import { layout } from '../layout.ts';
 import { datetimeProblem, epochFromDatetime, type FailedForm } from '../form-values.ts';
@@ -58,8 +72,13 @@ const dash = html`<span class="muted">—</span>`;
 
 async function render(ctx: PageContext, api: Api, state: State): Promise<PageResult> {
   const page = await listKeys(ctx.deps.store.db, ctx.caller, { apiId: api.id, limit: PAGE_SIZE, cursor: ctx.query.cursor });
+  const leaks = await leakedKeyUrls(
+    ctx.deps.store.db,
+    ctx.caller.workspaceId,
+    page.keys.map((k) => k.id),
+  );
   const rows = page.keys.map((k) => [
-    html`<a href="${keyPath(k.id)}"><code>${k.start}…</code></a>`,
+    html`<a href="${keyPath(k.id)}"><code>${k.start}…</code></a>${leaks.has(k.id) ? html` ${leakedBadge(leaks.get(k.id)!)}` : ''}`,
     k.name ?? dash,
     k.externalId ?? dash,
     k.roles.length ? k.roles.join(', ') : dash,

@@ -4,7 +4,8 @@ import { getKey } from '../../../services/keys/keys.ts';
 import type { KeyView } from '../../../services/keys/key-view.ts';
 import type { PageContext, PageResult, PageRouter } from '../context.ts';
 import type { Outcome } from '../operations.ts';
-import { confirmAction, csrfInput, formError, numeric } from '../components.ts';
+import { confirmAction, csrfInput, formError, leakedBadge, numeric } from '../components.ts';
+import { leakedKeyUrls } from '../../../services/leaks/leaked-keys.ts';
 import { html, type Html } from '../html.ts';
 import { layout } from '../layout.ts';
 import type { FailedForm } from '../form-values.ts';
@@ -63,8 +64,10 @@ async function render(ctx: PageContext, state: State): Promise<PageResult> {
   const api = await getApi(ctx.deps.store.db, ctx.caller, key.apiId);
   const range = ctx.query.range === '30d' ? '30d' : '24h';
   const path = keyPath(key.id);
+  const leakedAt = (await leakedKeyUrls(ctx.deps.store.db, ctx.caller.workspaceId, [key.id])).get(key.id);
   const main = html`<p><a href="${apiPath(api.id)}">Back to the API ${api.name}</a></p>
 ${state.error ? formError(state.error, []) : ''}
+${leakedAt === undefined ? '' : html`<p class="error" id="leaked">${leakedBadge(leakedAt)}<br>This key was reported as leaked (see the audit log): replace it and delete it.</p>`}
 <div class="actions">${enabledForm(ctx.csrf, path, key.enabled)}${confirmAction({
     id: 'delete-key',
     label: 'Delete',

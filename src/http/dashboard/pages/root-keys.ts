@@ -2,8 +2,22 @@ import { AppError, type FieldProblem } from '../../../domain/errors.ts';
 import { ACTIONS } from '../../../domain/permissions.ts';
 import { actorOf } from '../../../services/caller.ts';
 import { createRootKey, revokeRootKey, rootKeyPage, type RootKeyInfo } from '../../../services/workspaces/root-keys.ts';
+import { leakedKeyUrls } from '../../../services/leaks/leaked-keys.ts';
 import type { Form, PageContext, PageResult, PageRouter } from '../context.ts';
-import { confirmAction, csrfInput, field, formError, list, opener, pager, problemsAt, table, text, when } from '../components.ts';
+import {
+  confirmAction,
+  csrfInput,
+  field,
+  formError,
+  leakedBadge,
+  list,
+  opener,
+  pager,
+  problemsAt,
+  table,
+  text,
+  when,
+} from '../components.ts';
 import { html, type Html } from '../html.ts';
 import { layout } from '../layout.ts';
 import { datetimeProblem, epochFromDatetime } from '../form-values.ts';
@@ -50,6 +64,11 @@ async function create(ctx: PageContext): Promise<PageResult> {
 async function render(ctx: PageContext, state: State): Promise<PageResult> {
   const page = await rootKeyPage(ctx.deps.store.db, ctx.caller.workspaceId, { limit: PAGE_SIZE, cursor: ctx.query.cursor });
   const now = Date.now();
+  const leaks = await leakedKeyUrls(
+    ctx.deps.store.db,
+    ctx.caller.workspaceId,
+    page.rootKeys.filter((k) => k.revokedAt !== null).map((k) => k.rootKeyId),
+  );
   const rows = page.rootKeys.map((k) => [
     k.name ?? html`<span class="muted">—</span>`,
     html`<code>${k.start}…</code>`,
@@ -57,7 +76,7 @@ async function render(ctx: PageContext, state: State): Promise<PageResult> {
     when(k.createdAt),
     when(k.lastUsedAt),
     when(k.expiresAt),
-    statusOf(k, now),
+    leaks.has(k.rootKeyId) ? html`revoked: ${leakedBadge(leaks.get(k.rootKeyId)!)}` : statusOf(k, now),
     k.revokedAt === null
       ? confirmAction({
           id: `revoke-${k.rootKeyId}`,

@@ -4,6 +4,7 @@ import { DIALECTS, world, type World } from '../../../helpers/harness.ts';
 import type { Loose } from '../../../helpers/json.ts';
 import { paths } from '../../../helpers/errors.ts';
 import { sha256b64 } from '../../../helpers/hashes.ts';
+import { expectedChecksum } from '../../../helpers/formats.ts';
 import { keyRow, rootKeyId, snapshot } from '../../../helpers/rows.ts';
 import { securityTests } from '../../../helpers/security.ts';
 import { hashKey } from '../../../../src/crypto/keys.ts';
@@ -98,7 +99,8 @@ for (const dialect of DIALECTS) {
       ] as const) {
         for (let i = 0; i < 3; i++) {
           const { key } = await w.createKey({ apiId, prefix: 'bl', ...(byteLength ? { byteLength } : {}) });
-          const random = key.slice('bl_'.length);
+          assert.equal(key.slice(-6), expectedChecksum(key.slice(0, -6)), 'the last 6 characters are the checksum');
+          const random = key.slice('bl_'.length, -6);
           assert.match(random, BASE58);
           const n = decode58(random);
           // n is uniform below 2^(8·bytes): it fits in `bytes` bytes and (but for ~1e-7 odds) needs more than bytes-3.
@@ -115,10 +117,10 @@ for (const dialect of DIALECTS) {
       const { key, keyId } = await w.createKey({ apiId: api });
       assert.ok(key.startsWith('dflt_'), key);
       assert.equal((await keyRow(w, keyId)).start, key.slice(0, 'dflt_'.length + 4));
-      assert.ok(decode58(key.slice(5)) >= 1n << BigInt(8 * 29), `${key} should carry 32 random bytes`);
+      assert.ok(decode58(key.slice(5, -6)) >= 1n << BigInt(8 * 29), `${key} should carry 32 random bytes`);
       const explicit = await w.createKey({ apiId: api, prefix: 'own', byteLength: 16 });
       assert.ok(explicit.key.startsWith('own_'), explicit.key);
-      assert.ok(decode58(explicit.key.slice(4)) < 1n << 128n);
+      assert.ok(decode58(explicit.key.slice(4, -6)) < 1n << 128n);
     });
 
     test('every field is stored and read back through getKey', async () => {
