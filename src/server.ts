@@ -17,6 +17,7 @@ import { Worker } from './jobs/worker.ts';
 import { WORKER_TASKS } from './services/migrations/migration-import-task.ts';
 import { checkDataDirectory, checkListenAddress, checkRedis, listenProblem, oneLine, StartError, storeProblem } from './start-checks.ts';
 import { handOverBootstrapKey } from './bootstrap-key.ts';
+import { stopExitingOnStopSignals } from './start-signals.ts';
 
 /** How long the store may take to answer its first statement at start. */
 const STORE_START_TIMEOUT_MS = 5_000;
@@ -77,6 +78,7 @@ async function main(): Promise<void> {
     await store.close();
     process.exit(0);
   };
+  stopExitingOnStopSignals();
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
 }
