@@ -328,6 +328,7 @@ say "built in $BUILD_SECONDS s"
 
 # --- The image itself --------------------------------------------------------------------------------------
 [ -n "$(pm image inspect --format '{{.Config.Healthcheck}}' "$IMAGE")" ] || fail "the image has no HEALTHCHECK"
+pm image inspect --format '{{.Config.Env}}' "$IMAGE" | grep >/dev/null NODE_EXTRA_CA_CERTS && fail "the image's environment names NODE_EXTRA_CA_CERTS"
 devdeps=$(pm run --rm --network host --no-healthcheck --entrypoint sh "$IMAGE" -c \
   'find /app/node_modules -maxdepth 3 \( -name typescript -o -name playwright-core -o -name @biomejs \) -print; command -v npm; ls -d /app/test /root/.npm 2>/dev/null; true')
 [ -z "$devdeps" ] || fail "the image holds what it should not: $devdeps"
