@@ -54,7 +54,7 @@ PG_SCHEMA=
 VOLUMES=()
 cleanup() {
   set +e
-  for c in "${CONTAINERS[@]}"; do pm rm -f -t 0 "$c" >/dev/null 2>&1; done
+  for c in "${CONTAINERS[@]}"; do pm rm -f -v -t 0 "$c" >/dev/null 2>&1; done
   if [ -n "$PG_SCHEMA" ]; then
     pm run --rm --network host --no-healthcheck --entrypoint node "$IMAGE" -e \
       'const c = new (require("pg").Client)(process.argv[1]); c.connect().then(() => c.query(`DROP SCHEMA IF EXISTS "${process.argv[2]}" CASCADE`)).finally(() => c.end())' \
