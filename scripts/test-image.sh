@@ -3,8 +3,10 @@
 # (docs/container-image.md): on a fresh volume the server answers, the bootstrap root key from the volume's file
 # creates an API and a key that verifies, `keyhold root-keys create` through exec makes a working root key, the
 # process runs as a non-root user, the health status turns healthy, SIGTERM stops it within 5 s with exit 0,
-# and a new container on the same volume keeps every key; all of it once more with a read-only root filesystem
-# and a tmpfs /tmp. Then: no dev dependency, no npm and no host CA in the image, and its size (at most 250 MB).
+# a new container on the same volume keeps every key, and a request in flight at SIGTERM is answered; all of
+# it once more with a read-only root filesystem and a tmpfs /tmp. Then SIGTERM during a start, and (with
+# KEYHOLD_TEST_POSTGRES_URL set) a round on PostgreSQL and Redis with KEYHOLD_BOOTSTRAP_ROOT_KEY. On the image:
+# a HEALTHCHECK, no dev dependency, no npm and no host CA in it, and its size (at most 250 MB), printed.
 #
 # It installs podman, runc and debootstrap with apt-get when they are missing (as root), and makes the base
 # image docker.io/library/debian:bookworm-slim when podman does not have it: from a rootfs tarball cached in
