@@ -2,7 +2,11 @@ import { enableCompileCache } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
+import { exitOnStopSignalsWhileStarting } from './start-signals.ts';
 import { makeDirectory } from './store/make-directory.ts';
+
+// A stop requested during the start ends it at once, as PID 1 too (start-signals.ts).
+exitOnStopSignalsWhileStarting();
 
 /*
  * How far V8 lets the old generation grow past its live data before a full collection. By default that is

@@ -26,6 +26,7 @@ import {
   storeProblem,
 } from './start-checks.ts';
 import { handOverBootstrapKey } from './bootstrap-key.ts';
+import { stopExitingOnStopSignals } from './start-signals.ts';
 
 /** How long the store may take to answer its first statement at start. */
 const STORE_START_TIMEOUT_MS = 5_000;
@@ -88,6 +89,7 @@ async function main(): Promise<void> {
     await store.close();
     process.exit(0);
   };
+  stopExitingOnStopSignals();
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
 }

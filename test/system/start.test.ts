@@ -12,7 +12,7 @@ import { freePort } from '../helpers/processes.ts';
 /**
  * The server process' start (src/main.ts, and `npm start`): every start failure is one line on stderr naming
  * the setting and the fix, exit code 1, before anything is created; the bootstrap root key never reaches the
- * log stream; `npm start` stops entirely on SIGTERM or SIGINT sent to npm alone.
+ * log stream; SIGTERM during the start ends it at once; `npm start` stops entirely on SIGTERM or SIGINT sent to npm alone.
  */
 
 const PG_URL = process.env.KEYHOLD_TEST_POSTGRES_URL;
@@ -180,6 +180,22 @@ describe('start', { concurrency: 2 }, () => {
     await server.exit();
     assert.equal(server.output.includes(rootKey.slice(8)), false);
     assert.equal(existsSync(join(s.dataDir, 'bootstrap-root-key')), false);
+  });
+
+  test('SIGTERM during the start ends it at once with 143 (also as PID 1, in a container); the next start completes', async (t) => {
+    const s = scratch(t);
+    const env = serverEnv({ PORT: String(await freePort()), DATABASE_URL: s.db, KEYHOLD_BOOTSTRAP_ROOT_KEY: newRootKey() });
+    const first = new ServerProcess(env);
+    await first.waitFor(/schema migrations applied/);
+    first.proc.kill('SIGTERM');
+    const { code, signal } = await first.exit(5_000);
+    // Exit 143 from the start's handler, or 0 when the graceful stop was registered first: never killed by the signal.
+    assert.equal(signal, null, first.output);
+    assert.ok(code === 143 || (code === 0 && /shutting down/.test(first.stdout)), `exit ${code}:\n${first.output}`);
+    const second = new ServerProcess(env);
+    await second.waitFor(/keyhold listening/);
+    second.proc.kill('SIGTERM');
+    assert.equal((await second.exit()).code, 0, second.output);
   });
 
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
