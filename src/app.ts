@@ -95,12 +95,8 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
   });
   await registerDocs(app);
 
-  const runtime = await createRuntime(store, {
-    redisUrl: options.redisUrl,
-    logger: options.logger,
-    keyCacheSize: options.keyCacheSize,
-    capacities: options.capacities,
-  });
+  const { redisUrl, logger, keyCacheSize, capacities } = options;
+  const runtime = await createRuntime(store, { redisUrl, logger, keyCacheSize, capacities, caches: [guard] });
   app.addHook('onClose', () => runtime.close());
   const { verifier, limiter, cache, readiness, ratelimits } = runtime;
   const deps: Deps = { store, vault: options.vault, verifier, limiter, cache, readiness, ratelimits };

@@ -5,14 +5,15 @@ import type { Db, Tx } from '../store/store.ts';
 /**
  * What a committed change makes stale in caches: one key, every key of an API, of an identity, or of a
  * workspace (role/permission definitions: changes that reach many keys at once), a rate-limit namespace
- * with its overrides, or keys added to a workspace by an import.
+ * with its overrides, keys added to a workspace by an import, or one root key (revoked, its permissions
+ * changed).
  *
  * Adding a kind: name it here and add a method to ChangeSet; the type checker then asks every cache what the
  * new kind makes stale (KeyCache's STALE table). The runtime (verification/runtime.ts) hands every change —
  * from this process, the change feed and Redis — to every cache in its CACHES list, so a new cache only has
  * to be listed there.
  */
-export type ChangeKind = 'key' | 'api' | 'identity' | 'workspace' | 'namespace' | 'keys-added';
+export type ChangeKind = 'key' | 'api' | 'identity' | 'workspace' | 'namespace' | 'keys-added' | 'root-key';
 export interface Change {
   kind: ChangeKind;
   id: string;
@@ -49,6 +50,10 @@ export class ChangeSet {
    */
   keysAdded(workspaceId: string): this {
     return this.#add('keys-added', workspaceId);
+  }
+  /** A root key: revoked, or its permissions changed (the root-key cache of every node drops it). */
+  rootKey(id: string): this {
+    return this.#add('root-key', id);
   }
   #add(kind: ChangeKind, id: string): this {
     this.items.push({ kind, id });

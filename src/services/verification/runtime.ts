@@ -35,6 +35,8 @@ export interface RuntimeOptions {
   keyCacheSize?: number;
   /** Capacities of the buffers that fill while the store or Redis is down; each has its default (tests use small ones). */
   capacities?: BufferCapacities;
+  /** Caches made outside the runtime (the root-key guard's) that must hear of every change too. */
+  caches?: ChangeListener[];
 }
 
 /** How much each buffer that fills during an outage holds at most (README "When the store or Redis fails"). */
@@ -166,7 +168,7 @@ export async function createRuntime(store: Store, opts: RuntimeOptions = {}): Pr
   const cache = new KeyCache({ maxEntries: opts.keyCacheSize });
   // Every cache of store state in this process: each change, from any source below, reaches all of them.
   const namespaces = new NamespaceCache();
-  const CACHES: ChangeListener[] = [cache, namespaces];
+  const CACHES: ChangeListener[] = [cache, namespaces, ...(opts.caches ?? [])];
   const invalidate = (changes: Change[]) => {
     for (const c of CACHES) c.invalidate(changes);
   };
