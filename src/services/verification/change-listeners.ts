@@ -1,7 +1,8 @@
 import type { Redis } from 'ioredis';
 import { randomUUID } from 'node:crypto';
-import type { Db } from '../../store/store.ts';
-import { changeBus, type Change } from '../changes.ts';
+import type { Db, Store } from '../../store/store.ts';
+import type { Notifications } from '../../store/dialects/postgres-notifications.ts';
+import { changeBus, changesOfNotification, type Change } from '../changes.ts';
 
 type OnChanges = (changes: Change[]) => void;
 
@@ -143,4 +144,25 @@ export class RedisChangeBridge {
     changeBus.off('committed', this.#publish);
     this.#subscriber.disconnect();
   }
+}
+
+/**
+ * PostgreSQL: hands the changes other processes commit (the CLI's included) to `onChanges` as their NOTIFY
+ * arrives, in milliseconds. Changes too many for one notification, and whatever was sent while the LISTEN
+ * connection was away, are read from the change feed at once (`poller`). Undefined on SQLite.
+ */
+export function listenForChanges(store: Store, onChanges: OnChanges, poller: ChangeFeedPoller): Notifications | undefined {
+  const catchUp = () => {
+    poller.poll().catch(() => {
+      /* store unavailable: the poller's own tick tries again */
+    });
+  };
+  return store.listen?.({
+    onPayload(payload) {
+      const changes = changesOfNotification(payload);
+      if (changes === 'poll') catchUp();
+      else if (changes) onChanges(changes);
+    },
+    onConnected: catchUp,
+  });
 }

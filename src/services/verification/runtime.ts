@@ -3,8 +3,9 @@ import type { Store } from '../../store/store.ts';
 import { openRedis } from '../../store/redis.ts';
 import { isStoreUnavailable } from '../../store/errors.ts';
 import type { AvailabilityListener } from '../../store/availability.ts';
+import type { Notifications } from '../../store/dialects/postgres-notifications.ts';
 import { changeBus, type Change, type ChangeListener } from '../changes.ts';
-import { ChangeFeedPoller, RedisChangeBridge } from './change-listeners.ts';
+import { ChangeFeedPoller, RedisChangeBridge, listenForChanges } from './change-listeners.ts';
 import { refillDueKeys } from '../keys/credits.ts';
 import { createRateLimiter, type RateLimiter } from './rate-limiter.ts';
 import { VerificationRecorder } from './verification-recorder.ts';
@@ -69,6 +70,8 @@ export interface Runtime {
   health: DependencyHealth;
   /** Checks the store and Redis now (GET /v1/readiness); throws 503 `store/unavailable` when the store does not answer. */
   readiness(): Promise<ReadinessReport>;
+  /** PostgreSQL: the LISTEN connection that carries other processes' changes (undefined on SQLite). */
+  notifications?: Notifications;
   /** The buffers that fill while a dependency is down, by the `what` of keyhold_dropped_total (read at scrape time). */
   buffers(): Record<string, BufferStats>;
   close(): Promise<void>;
@@ -149,7 +152,8 @@ function startRecorders(
 
 /**
  * The verification machinery of one server: key cache and its invalidation (this process' commits at
- * once; other processes' through Redis pub/sub when configured and the store's change feed always),
+ * once; other processes' pushed by PostgreSQL NOTIFY and by Redis pub/sub when configured, and the store's
+ * change feed always),
  * rate limiter, analytics recorders (verifications, ratelimits.limit decisions), the namespace cache of
  * ratelimits.limit, and the refill sweep; and what the process knows of its dependencies.
  * Every loop here survives outages of the store and Redis and resumes when they return.
@@ -175,6 +179,7 @@ export async function createRuntime(store: Store, opts: RuntimeOptions = {}): Pr
   changeBus.on('committed', invalidate);
   const poller = new ChangeFeedPoller(db, invalidate, { intervalMs: opts.changePollMs });
   poller.start();
+  const notifications = listenForChanges(store, invalidate, poller);
   const bridge = redis ? new RedisChangeBridge(redis, invalidate) : undefined;
   await bridge?.start();
   const limiter = createRateLimiter({ db, redis, redisAvailability: redisReport });
@@ -192,6 +197,7 @@ export async function createRuntime(store: Store, opts: RuntimeOptions = {}): Pr
     ratelimits: { db, limiter, namespaces, recorder: ratelimitRecorder },
     health,
     readiness: () => checkReadiness(store, redis, redisReport),
+    notifications,
     buffers: () => ({
       verifications: { held: recorder.held, dropped: recorder.dropped },
       ratelimit_decisions: { held: ratelimitRecorder.held, dropped: ratelimitRecorder.dropped },
@@ -201,6 +207,7 @@ export async function createRuntime(store: Store, opts: RuntimeOptions = {}): Pr
       clearInterval(sweep);
       changeBus.off('committed', invalidate);
       await poller.stop();
+      await notifications?.stop();
       await bridge?.stop();
       // The last flushes fail when a dependency is down: say what is lost, and close the rest anyway.
       await limiter.close().catch(warn('could not flush fast rate-limit counts on close; they are lost'));
