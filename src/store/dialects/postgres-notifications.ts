@@ -45,26 +45,11 @@ export function listenForNotifications(connectionString: string, schema: string,
     });
   const prefix = `${schema} `;
 
-  const connectOnce = async (): Promise<pg.Client> => {
-    const c = new pg.Client({ connectionString, application_name: 'keyhold-listen', connectionTimeoutMillis: CONNECT_MS, keepAlive: true });
-    c.on('error', () => {
-      /* the connection broke: 'end' follows, and the loop reconnects */
-    });
-    try {
-      await withDeadline(c.connect(), CONNECT_MS, () => new Error('connect timed out'));
-      await withDeadline(c.query(`LISTEN ${NOTIFY_CHANNEL}`), CONNECT_MS, () => new Error('LISTEN timed out'));
-      return c;
-    } catch (err) {
-      destroy(c);
-      throw err;
-    }
-  };
-
   const run = async () => {
     while (!stopped) {
       let c: pg.Client;
       try {
-        c = await connectOnce();
+        c = await connectOnce(connectionString);
       } catch {
         await pause(RETRY_MS);
         continue;
@@ -99,6 +84,22 @@ export function listenForNotifications(connectionString: string, schema: string,
       await withDeadline(running, END_MS, () => new Error('listener did not stop')).catch(() => {});
     },
   };
+}
+
+/** A new client, connected and listening, or a rejection within about 2 × CONNECT_MS. */
+async function connectOnce(connectionString: string): Promise<pg.Client> {
+  const c = new pg.Client({ connectionString, application_name: 'keyhold-listen', connectionTimeoutMillis: CONNECT_MS, keepAlive: true });
+  c.on('error', () => {
+    /* the connection broke: 'end' follows, and the loop reconnects */
+  });
+  try {
+    await withDeadline(c.connect(), CONNECT_MS, () => new Error('connect timed out'));
+    await withDeadline(c.query(`LISTEN ${NOTIFY_CHANNEL}`), CONNECT_MS, () => new Error('LISTEN timed out'));
+    return c;
+  } catch (err) {
+    destroy(c);
+    throw err;
+  }
 }
 
 /** Drops a client's socket at once (no goodbye to a server that may not answer). */
