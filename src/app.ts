@@ -98,8 +98,8 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
   const { redisUrl, logger, keyCacheSize, capacities } = options;
   const runtime = await createRuntime(store, { redisUrl, logger, keyCacheSize, capacities, caches: [guard] });
   app.addHook('onClose', () => runtime.close());
-  const { verifier, limiter, cache, readiness, ratelimits } = runtime;
-  const deps: Deps = { store, vault: options.vault, verifier, limiter, cache, readiness, ratelimits };
+  const { verifier, limiter, cache, apis, readiness, ratelimits } = runtime;
+  const deps: Deps = { store, vault: options.vault, verifier, limiter, cache, apis, readiness, ratelimits };
   for (const register of ROUTES) register(app, deps);
   for (const register of V2_ROUTES) register(app, deps);
   registerDashboard(app, { deps, internal, publicUrl: options.publicUrl ?? 'http://127.0.0.1' });

@@ -4,8 +4,8 @@ import { openRedis } from '../../store/redis.ts';
 import { isStoreUnavailable } from '../../store/errors.ts';
 import type { AvailabilityListener } from '../../store/availability.ts';
 import type { Notifications } from '../../store/dialects/postgres-notifications.ts';
-import { changeBus, type Change, type ChangeListener } from '../changes.ts';
-import { ChangeFeedPoller, RedisChangeBridge, listenForChanges } from './change-listeners.ts';
+import type { ChangeListener } from '../changes.ts';
+import { startChangePropagation } from './change-listeners.ts';
 import { refillDueKeys } from '../keys/credits.ts';
 import { createRateLimiter, type RateLimiter } from './rate-limiter.ts';
 import { VerificationRecorder } from './verification-recorder.ts';
@@ -17,6 +17,7 @@ import { Verifier } from './verifier.ts';
 import { NamespaceCache } from '../ratelimits/namespace-cache.ts';
 import type { RatelimitContext } from '../ratelimits/limit.ts';
 import { RatelimitRecorder } from '../ratelimits/ratelimit-recorder.ts';
+import { ApiCache } from '../apis/api-cache.ts';
 
 /** The part of a pino logger the runtime uses. */
 export interface RuntimeLogger {
@@ -59,6 +60,8 @@ export interface BufferStats {
 export interface Runtime {
   verifier: Verifier;
   cache: KeyCache;
+  /** Live APIs, for keys.createKey. */
+  apis: ApiCache;
   limiter: RateLimiter;
   recorder: VerificationRecorder;
   /** What ratelimits.limit decides with: the same limiter, the namespace cache and rate-limit analytics. */
@@ -172,16 +175,8 @@ export async function createRuntime(store: Store, opts: RuntimeOptions = {}): Pr
   const cache = new KeyCache({ maxEntries: opts.keyCacheSize });
   // Every cache of store state in this process: each change, from any source below, reaches all of them.
   const namespaces = new NamespaceCache();
-  const CACHES: ChangeListener[] = [cache, namespaces, ...(opts.caches ?? [])];
-  const invalidate = (changes: Change[]) => {
-    for (const c of CACHES) c.invalidate(changes);
-  };
-  changeBus.on('committed', invalidate);
-  const poller = new ChangeFeedPoller(db, invalidate, { intervalMs: opts.changePollMs });
-  poller.start();
-  const notifications = listenForChanges(store, invalidate, poller);
-  const bridge = redis ? new RedisChangeBridge(redis, invalidate) : undefined;
-  await bridge?.start();
+  const apis = new ApiCache();
+  const changes = await startChangePropagation(store, redis, [cache, namespaces, apis, ...(opts.caches ?? [])], opts.changePollMs);
   const limiter = createRateLimiter({ db, redis, redisAvailability: redisReport });
   const { recorder, ratelimitRecorder } = startRecorders(db, opts.capacities ?? {}, warnUnlessOutage);
   const sweepFailed = warnUnlessOutage('refill sweep failed');
@@ -192,12 +187,13 @@ export async function createRuntime(store: Store, opts: RuntimeOptions = {}): Pr
   return {
     verifier: new Verifier({ db, cache, records: new KeyRecordLoader(db, store.caps.dialect), limiter, recorder }),
     cache,
+    apis,
     limiter,
     recorder,
     ratelimits: { db, limiter, namespaces, recorder: ratelimitRecorder },
     health,
     readiness: () => checkReadiness(store, redis, redisReport),
-    notifications,
+    notifications: changes.notifications,
     buffers: () => ({
       verifications: { held: recorder.held, dropped: recorder.dropped },
       ratelimit_decisions: { held: ratelimitRecorder.held, dropped: ratelimitRecorder.dropped },
@@ -205,10 +201,7 @@ export async function createRuntime(store: Store, opts: RuntimeOptions = {}): Pr
     }),
     async close() {
       clearInterval(sweep);
-      changeBus.off('committed', invalidate);
-      await poller.stop();
-      await notifications?.stop();
-      await bridge?.stop();
+      await changes.stop();
       // The last flushes fail when a dependency is down: say what is lost, and close the rest anyway.
       await limiter.close().catch(warn('could not flush fast rate-limit counts on close; they are lost'));
       await recorder.close().catch(warn('could not flush analytics on close; they are lost'));
