@@ -110,6 +110,21 @@ export const ROUTE_CASE_ID = 'verify-route';
 /** v2's keys.verifyKey of a key like the lane case's: its ratio to that case is v2's cost over v1's. */
 export const V2_CASE_ID = 'verify-v2';
 export const VERIFY_V2_PATH = '/v2/keys.verifyKey';
+/** v2's keys.verifyKey of a key with a `fast` limit like verify-ratelimit-fast's: its ratio to that case is v2's cost over v1's with a limit. */
+export const V2_RATELIMIT_CASE_ID = 'verify-v2-ratelimit-fast';
+export const V1_RATELIMIT_CASE_ID = 'verify-ratelimit-fast';
+/** The v2 cases beside the v1 case they are compared with, and the least ratio of their throughput to v1's (issue 21). */
+export const V2_PAIRS: Array<{ v2: string; v1: string; min: number }> = [
+  { v2: V2_CASE_ID, v1: LANE_CASE_ID, min: 0.9 },
+  { v2: V2_RATELIMIT_CASE_ID, v1: V1_RATELIMIT_CASE_ID, min: 0.75 },
+];
+
+/** A v2 keys.verifyKey answer VALID with the key's one limit `default` checked, with its id (and nothing spent). */
+const v2WithLimit = (status: number, body: any): string | undefined => {
+  const limits = body?.data?.ratelimits;
+  const ok = status === 200 && body.data.code === 'VALID' && limits?.length === 1 && limits[0].name === 'default' && limits[0].id;
+  return ok ? undefined : `status ${status}, not VALID with its limit and the limit's id: ${JSON.stringify(body)}`;
+};
 
 export const VERIFY_CASES: Case[] = [
   {
@@ -123,7 +138,7 @@ export const VERIFY_CASES: Case[] = [
     check: noCreditsNoLimit,
   },
   {
-    // The same key verified through v2: root-key authentication (one store read) and v2's permission check
+    // The same kind of key verified through v2: root-key authentication (cached) and v2's permission check
     // before the same verifier, answered by the lane as v1's is.
     id: V2_CASE_ID,
     label: 'v2 verifyKey cached, no credits (root key)',
@@ -170,7 +185,7 @@ export const VERIFY_CASES: Case[] = [
     check: verifyValid((b) => (b.ratelimit?.limit === PLENTY ? undefined : `no ratelimit in response: ${JSON.stringify(b)}`)),
   },
   {
-    id: 'verify-ratelimit-fast',
+    id: V1_RATELIMIT_CASE_ID,
     label: 'verifyKey cached, ratelimit fast',
     method: 'POST',
     path: VERIFY_PATH,
@@ -178,6 +193,17 @@ export const VERIFY_CASES: Case[] = [
     // `fast`: decided in memory, synced with the store every 250 ms.
     keyBody: { ratelimit: { type: 'fast', limit: PLENTY, duration: RATELIMIT_DURATION_MS } },
     check: verifyValid((b) => (b.ratelimit?.limit === PLENTY ? undefined : `no ratelimit in response: ${JSON.stringify(b)}`)),
+  },
+  {
+    // The same kind of key through v2: the answer lists the limit with its id (from the cached key record).
+    id: V2_RATELIMIT_CASE_ID,
+    label: 'v2 verifyKey cached, ratelimit fast (root key)',
+    method: 'POST',
+    path: VERIFY_V2_PATH,
+    answeredBy: 'lane',
+    keyBody: { ratelimit: { type: 'fast', limit: PLENTY, duration: RATELIMIT_DURATION_MS } },
+    v2: true,
+    check: v2WithLimit,
   },
 ];
 

@@ -5,7 +5,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import type { StoreKind } from './cases.ts';
-import { fmt, laneVsRoute, type CaseSummary, type RunResult } from './report.ts';
+import { fmt, laneVsRoute, v2VsV1, type CaseSummary, type RootKeyCacheRate, type RunResult } from './report.ts';
 import { OUT_DIR } from './server.ts';
 import { markdownTable, notes, type Row } from './table.ts';
 
@@ -67,7 +67,7 @@ function markdown(r: Results): string {
     '',
     markdownTable(r.rows),
     '',
-    ...notes(r.summaries, r.rows),
+    ...notes(r.summaries, r.rows, r.rootKeyCache),
   ].join('\n');
 }
 
@@ -75,6 +75,8 @@ export interface Results {
   summaries: CaseSummary[];
   runs: RunResult[];
   rows: Row[];
+  /** Per store: the root-key cache's hit rate over the run. */
+  rootKeyCache: RootKeyCacheRate[];
   settings: Settings;
   wallSeconds: number;
   machine: string;
@@ -94,6 +96,8 @@ export async function writeOutputs(r: Results): Promise<void> {
     rows: r.rows,
     summaries: r.summaries,
     laneVsRoute: laneVsRoute(r.summaries),
+    v2VsV1: v2VsV1(r.summaries),
+    rootKeyCache: r.rootKeyCache,
     runs: r.runs,
   };
   await mkdir(OUT_DIR, { recursive: true });

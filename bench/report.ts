@@ -7,7 +7,7 @@ import {
   LANE_CASE_ID,
   LIMIT,
   ROUTE_CASE_ID,
-  V2_CASE_ID,
+  V2_PAIRS,
   type AnsweredBy,
   type Case,
   type StoreKind,
@@ -158,17 +158,29 @@ export function laneVsRoute(summaries: CaseSummary[]): LaneVsRoute[] {
   return result;
 }
 
-/** Per store where both were measured: v2's keys.verifyKey over v1's of the same kind of key (throughput and server CPU ratios). */
-export function v2VsV1(summaries: CaseSummary[]): Array<{ store: StoreKind; throughput: number; cpu?: number }> {
-  return summaries
-    .filter((s) => s.case === V2_CASE_ID)
-    .flatMap((v2) => {
-      const v1 = summaries.find((s) => s.case === LANE_CASE_ID && s.store === v2.store);
-      if (!v1) return [];
-      const cpu =
-        v2.serverCpuUsPerRequest !== undefined && v1.serverCpuUsPerRequest
-          ? v2.serverCpuUsPerRequest / v1.serverCpuUsPerRequest
-          : undefined;
-      return [{ store: v2.store, throughput: v2.ratio / v1.ratio, cpu }];
-    });
+/**
+ * Per store and V2_PAIRS pair where both were measured: v2's keys.verifyKey over v1's of the same kind of key
+ * (throughput and server CPU ratios, from the same run), and whether the throughput ratio meets the pair's least.
+ */
+export function v2VsV1(
+  summaries: CaseSummary[],
+): Array<{ store: StoreKind; v2: string; v1: string; throughput: number; cpu?: number; v2Cpu?: number; v1Cpu?: number; min: number }> {
+  return V2_PAIRS.flatMap((pair) =>
+    summaries
+      .filter((s) => s.case === pair.v2)
+      .flatMap((v2) => {
+        const v1 = summaries.find((s) => s.case === pair.v1 && s.store === v2.store);
+        if (!v1) return [];
+        const [v2Cpu, v1Cpu] = [v2.serverCpuUsPerRequest, v1.serverCpuUsPerRequest];
+        const cpu = v2Cpu !== undefined && v1Cpu ? v2Cpu / v1Cpu : undefined;
+        return [{ store: v2.store, v2: pair.v2, v1: pair.v1, throughput: v2.ratio / v1.ratio, cpu, v2Cpu, v1Cpu, min: pair.min }];
+      }),
+  );
+}
+
+/** The root-key cache of a store's server over its whole run (/metrics after the last case). */
+export interface RootKeyCacheRate {
+  store: StoreKind;
+  lookups: number;
+  hitRate: number;
 }

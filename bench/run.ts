@@ -16,8 +16,9 @@
 // checks that every case answers correctly, then measures with autocannon's one repeated request
 // (bench/cases.ts, bench/measure.ts):
 //   - limit: the verify request (path, Content-Type, body shape) sent to the limit server;
-//   - keys.verifyKey, cached key: no credits (target ≥ 0.85 of the limit), the same key through v2
-//     (/v2/keys.verifyKey with the bootstrap root key, Fastify's route; its ratio to v1's is printed), through
+//   - keys.verifyKey, cached key: no credits (target ≥ 0.85 of the limit), the same kind of key through v2
+//     (/v2/keys.verifyKey with the bootstrap root key, the lane; its ratio to v1's is printed, target ≥ 0.90,
+//     and with a `fast` limit beside v1's with the same limit, target ≥ 0.75), through
 //     Fastify's route instead of the lane (SQLite only; the lane/route gain is printed), with credits (SQLite ≥ 0.65 of the baseline, PostgreSQL ≥ 0.50
 //     of the limit), with a `consistent` and with a `fast` rate limit;
 //   - ratelimits.limit (root key, a limit that never refuses, namespace random per run): async and sync on one
@@ -34,6 +35,7 @@
 // 200 from keys.verifyKey on the database with the keys (≤ 1.0 s), on an empty database, and a trivial
 // Fastify server's as the floor (medians of BENCH_COLD_STARTS starts).
 //
+// After a store's cases it prints the root-key cache's hit rate over the run (the server's /metrics).
 // It prints each run as it goes, then a markdown table (case | store | req/s | ratio to limit | ratio to
 // Fastify baseline | server CPU µs/req | target | met?) with the machine, the command and the wall time; it
 // keeps every run: bench/out/<UTC timestamp>.json (and results.json, the latest), bench/out/latest.md (the
@@ -51,7 +53,7 @@
 //                      and sqlite+redis when their URL is set); a store none of the chosen cases runs on is skipped
 //   BENCH_CASES        comma-separated subset of the case ids (default: all; the two references always run):
 //                      verify-cached, verify-v2, verify-route, verify-credits, verify-ratelimit-consistent,
-//                      verify-ratelimit-fast, ratelimit-async, ratelimit-sync, ratelimit-sync-unique,
+//                      verify-ratelimit-fast, verify-v2-ratelimit-fast, ratelimit-async, ratelimit-sync, ratelimit-sync-unique,
 //                      create-key, many-keys (misses, hits, RSS, unknown keys), cold-start, and prune (only when
 //                      named: the retention pass under load, bench/prune-load.ts; several minutes)
 //   BENCH_PRUNE_ROWS   analytics rows the prune case removes (default 5000000)
@@ -77,7 +79,7 @@ import { measureCases } from './measure.ts';
 import { writeOutputs, machineLine, printStart } from './output.ts';
 import { checkAnsweredBy, checkCase, prepare } from './prepare.ts';
 import { addCleanup, killAll, nonNegativeInt, positiveInt, runCleanups, stopChild } from './processes.ts';
-import { relateToLimit, type CaseSummary, type RunResult } from './report.ts';
+import { relateToLimit, type CaseSummary, type RootKeyCacheRate, type RunResult } from './report.ts';
 import { BENCH_PG_URL, scratchStore } from './scratch-store.ts';
 import { OUT_DIR, startLimitServer, startServer } from './server.ts';
 import { rowsOf, type Row } from './table.ts';
@@ -113,7 +115,7 @@ async function benchStore(
   databaseUrl: string,
   cases: Case[],
   dir: string,
-): Promise<{ runs: RunResult[]; summaries: CaseSummary[] }> {
+): Promise<{ runs: RunResult[]; summaries: CaseSummary[]; rootKeyCache: RootKeyCacheRate }> {
   console.log(`\n== ${store}: starting the server and the limit`);
   const server = await startServer(databaseUrl, {
     cpuProfDir: settings.cpuProf ? join(OUT_DIR, `prof-${store}`) : undefined,
@@ -139,11 +141,22 @@ async function benchStore(
     const measured = await measureCases(server, store, prepared, settings);
     if (server.warnings)
       console.log(`   (the server logged ${server.warnings} warnings/errors; last lines:\n${server.output.slice(-5).join('\n')})`);
-    return measured;
+    const rootKeyCache = await rootKeyCacheRate(server, store);
+    console.log(`   root-key cache: ${(100 * rootKeyCache.hitRate).toFixed(2)}% hits of ${rootKeyCache.lookups} authentications`);
+    return { ...measured, rootKeyCache };
   } finally {
     await stopChild(limit.child);
     await stopChild(server.child);
   }
+}
+
+/** The root-key cache's hits over all authentications of the server's run so far, from its /metrics. */
+async function rootKeyCacheRate(server: Awaited<ReturnType<typeof startServer>>, store: StoreKind): Promise<RootKeyCacheRate> {
+  const text = await (await fetch(`${server.base}/metrics`)).text();
+  const read = (name: string) => Number(/^(\S+) (\S+)$/m.exec(text.split('\n').find((l) => l.startsWith(`${name} `)) ?? '')?.[2] ?? 0);
+  const hits = read('keyhold_root_key_cache_hits_total');
+  const lookups = hits + read('keyhold_root_key_cache_misses_total');
+  return { store, lookups, hitRate: lookups ? hits / lookups : 0 };
 }
 
 const list = (raw: string): string[] =>
@@ -185,17 +198,21 @@ function choose(): Choice {
 }
 
 /** Every chosen store's autocannon cases, then the many-key cases; the summaries, runs and table rows. */
-async function benchAll(choice: Choice): Promise<{ summaries: CaseSummary[]; runs: RunResult[]; rows: Row[] }> {
+async function benchAll(
+  choice: Choice,
+): Promise<{ summaries: CaseSummary[]; runs: RunResult[]; rows: Row[]; rootKeyCache: RootKeyCacheRate[] }> {
   const dir = await mkdtemp(join(tmpdir(), 'keyhold-bench-'));
   addCleanup(() => rm(dir, { recursive: true, force: true }));
   const runs: RunResult[] = [];
   const summaries: CaseSummary[] = [];
+  const rootKeyCache: RootKeyCacheRate[] = [];
   for (const store of choice.stores) {
     const { url, cleanup } = scratchStore(store === 'postgres' ? 'postgres' : 'sqlite');
     addCleanup(cleanup);
     const measured = await benchStore(store, url, choice.cases, dir);
     runs.push(...measured.runs);
     summaries.push(...measured.summaries);
+    rootKeyCache.push(measured.rootKeyCache);
   }
   relateToLimit(summaries);
   const rows = rowsOf(summaries);
@@ -204,7 +221,7 @@ async function benchAll(choice: Choice): Promise<{ summaries: CaseSummary[]; run
     rows.push(...(await benchManyKeys(many)));
   }
   if (choice.prune) rows.push(...(await benchPruneUnderLoad({ rows: settings.pruneRows, connections: settings.connections })));
-  return { summaries, runs, rows };
+  return { summaries, runs, rows, rootKeyCache };
 }
 
 async function main(): Promise<number> {

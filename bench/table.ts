@@ -3,7 +3,7 @@
 // many-key cases' own rows (many-keys.ts).
 
 import type { CaseSummary } from './report.ts';
-import { fmt, laneVsRoute, v2VsV1 } from './report.ts';
+import { fmt, laneVsRoute, v2VsV1, type RootKeyCacheRate } from './report.ts';
 
 export interface Row {
   case: string;
@@ -66,7 +66,7 @@ export function markdownTable(rows: Row[]): string {
 }
 
 /** Lines under the table: the lane's gain over Fastify's route, and how many targets were met. */
-export function notes(summaries: CaseSummary[], rows: Row[]): string[] {
+export function notes(summaries: CaseSummary[], rows: Row[], rootKeyCacheRates: RootKeyCacheRate[] = []): string[] {
   const lines = laneVsRoute(summaries).map(
     (c) =>
       `Lane vs Fastify's route (${c.store}): ${fmt(c.throughput, 2)}× the throughput` +
@@ -76,8 +76,12 @@ export function notes(summaries: CaseSummary[], rows: Row[]): string[] {
   );
   for (const c of v2VsV1(summaries))
     lines.push(
-      `v2 verifyKey vs v1's (${c.store}): ${fmt(c.throughput, 2)}× the throughput` +
-        (c.cpu === undefined ? '' : `, ${fmt(c.cpu, 2)}× the server CPU per request`),
+      `${c.v2} vs ${c.v1} (${c.store}): ${fmt(c.throughput, 2)}× the throughput (target ≥ ${c.min}: ${c.throughput >= c.min ? 'met' : 'missed'})` +
+        (c.cpu === undefined ? '' : `, ${fmt(c.cpu, 2)}× the server CPU per request (${fmt(c.v2Cpu!, 0)} vs ${fmt(c.v1Cpu!, 0)} µs)`),
+    );
+  for (const r of rootKeyCacheRates)
+    lines.push(
+      `Root-key cache (${r.store}): ${fmt(100 * r.hitRate, 2)}% of ${fmt(r.lookups, 0)} authentications answered without a store read`,
     );
   const withTarget = rows.filter((r) => r.met !== undefined);
   const missed = withTarget.filter((r) => !r.met);

@@ -100,15 +100,11 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
   });
   await registerDocs(app);
 
-  const runtime = await createRuntime(store, {
-    redisUrl: options.redisUrl,
-    logger: options.logger,
-    keyCacheSize: options.keyCacheSize,
-    capacities: options.capacities,
-  });
+  const { redisUrl, logger, keyCacheSize, capacities } = options;
+  const runtime = await createRuntime(store, { redisUrl, logger, keyCacheSize, capacities, caches: [guard] });
   app.addHook('onClose', () => runtime.close());
-  const { verifier, limiter, cache, readiness, ratelimits } = runtime;
-  const deps: Deps = { store, vault: options.vault, verifier, limiter, cache, readiness, ratelimits };
+  const { verifier, limiter, cache, apis, readiness, ratelimits } = runtime;
+  const deps: Deps = { store, vault: options.vault, verifier, limiter, cache, apis, readiness, ratelimits };
   for (const register of ROUTES) register(app, deps);
   for (const register of V2_ROUTES) register(app, deps);
   registerOutsideTheApis(app, { deps, internal, options, parseJson });

@@ -38,7 +38,7 @@ export function installHooks(
   const internal = new InternalCallers();
   const guard = new RootKeyGuard(store.db, { failureLimit: options.authFailureLimit, usageCapacity: options.rootKeyUsageCapacity });
   app.addHook('onClose', async () => guard.close());
-  metrics.watch({ rootKeys: guard.stats });
+  metrics.watch({ rootKeys: guard.stats, rootKeyCache: guard.cache.stats });
   const methodsByPath = new Map<string, string[]>();
   app.addHook('onRoute', (route) => {
     installBodyRules(route);

@@ -4,6 +4,7 @@ import type { DependencyHealth } from '../services/dependency-health.ts';
 import type { KeyCacheStats } from '../services/verification/key-cache.ts';
 import type { VerifierStats } from '../services/verification/verifier.ts';
 import type { RootKeyGuardStats } from '../services/workspaces/root-key-guard.ts';
+import type { RootKeyCacheStats } from '../services/workspaces/root-key-cache.ts';
 import type { PrunerStats } from '../services/maintenance/pruner.ts';
 
 /**
@@ -17,6 +18,7 @@ export interface MetricSources {
   /** Reads the job queue (a store query per scrape). */
   jobs?: () => Promise<JobQueueStats>;
   rootKeys?: RootKeyGuardStats;
+  rootKeyCache?: RootKeyCacheStats;
   /** The background retention passes (absent when they are off). */
   pruner?: PrunerStats;
   /** The buffers that fill while the store or Redis is down: entries held and dropped, by buffer. */
@@ -192,6 +194,20 @@ function registerHealthMetrics(registry: Registry, sources: MetricSources): void
     (s) => s.limited,
   );
   auth('keyhold_root_key_unknown_hits_total', 'Unknown root keys answered from memory, without a store read', (s) => s.unknownHits);
+  const cache = (name: string, help: string, read: (s: RootKeyCacheStats) => number) =>
+    mirroredCounter(registry, name, help, [], (set) => {
+      if (sources.rootKeyCache) set({}, read(sources.rootKeyCache));
+    });
+  cache(
+    'keyhold_root_key_cache_hits_total',
+    'Root-key authentications answered from the root-key cache, without a store read',
+    (s) => s.hits,
+  );
+  cache(
+    'keyhold_root_key_cache_misses_total',
+    'Root-key authentications that read the store (or knew the key as unknown)',
+    (s) => s.misses,
+  );
 }
 
 /** Rows the retention passes of this process removed, per kind, and when the last pass ended. */

@@ -5,6 +5,7 @@ import type { Store } from '../store/store.ts';
 import type { Verifier } from '../services/verification/verifier.ts';
 import type { RateLimiter } from '../services/verification/rate-limiter.ts';
 import type { KeyCache } from '../services/verification/key-cache.ts';
+import type { ApiCache } from '../services/apis/api-cache.ts';
 import type { ReadinessReport } from '../services/readiness.ts';
 import type { RatelimitContext } from '../services/ratelimits/limit.ts';
 import type { Vault } from '../crypto/vault.ts';
@@ -25,6 +26,8 @@ export interface Deps {
   verifier: Verifier;
   limiter: RateLimiter;
   cache: KeyCache;
+  /** Live APIs (keys.createKey). */
+  apis: ApiCache;
   /** ratelimits.limit's limiter, namespace cache and analytics. */
   ratelimits: RatelimitContext;
   /** Checks the store and Redis now (GET /v1/readiness). */

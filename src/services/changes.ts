@@ -1,18 +1,22 @@
 import { EventEmitter } from 'node:events';
+import { randomUUID } from 'node:crypto';
+import { PostgresAdapter, sql } from 'kysely';
 import { newId } from '../domain/ids.ts';
 import type { Db, Tx } from '../store/store.ts';
+import { NOTIFY_CHANNEL } from '../store/dialects/postgres-notifications.ts';
 
 /**
  * What a committed change makes stale in caches: one key, every key of an API, of an identity, or of a
  * workspace (role/permission definitions: changes that reach many keys at once), a rate-limit namespace
- * with its overrides, or keys added to a workspace by an import.
+ * with its overrides, keys added to a workspace by an import, or one root key (revoked, its permissions
+ * changed).
  *
  * Adding a kind: name it here and add a method to ChangeSet; the type checker then asks every cache what the
  * new kind makes stale (KeyCache's STALE table). The runtime (verification/runtime.ts) hands every change —
  * from this process, the change feed and Redis — to every cache in its CACHES list, so a new cache only has
  * to be listed there.
  */
-export type ChangeKind = 'key' | 'api' | 'identity' | 'workspace' | 'namespace' | 'keys-added';
+export type ChangeKind = 'key' | 'api' | 'identity' | 'workspace' | 'namespace' | 'keys-added' | 'root-key';
 export interface Change {
   kind: ChangeKind;
   id: string;
@@ -50,6 +54,10 @@ export class ChangeSet {
   keysAdded(workspaceId: string): this {
     return this.#add('keys-added', workspaceId);
   }
+  /** A root key: revoked, or its permissions changed (the root-key cache of every node drops it). */
+  rootKey(id: string): this {
+    return this.#add('root-key', id);
+  }
   #add(kind: ChangeKind, id: string): this {
     this.items.push({ kind, id });
     return this;
@@ -83,7 +91,8 @@ export async function transact<T>(db: Db, fn: (tx: Tx, changes: ChangeSet) => Pr
 /**
  * Writes changes to the change feed inside `tx`, the transaction that makes them. Every node (this one
  * included) hears of them within its poll interval once `tx` commits; `transact` also announces them here at
- * once. For writes whose transaction is not `transact`'s (a job's).
+ * once. On PostgreSQL they are also sent with NOTIFY in `tx` (delivered only if it commits), so other nodes
+ * hear of them in milliseconds. For writes whose transaction is not `transact`'s (a job's).
  */
 export async function writeChangeFeed(tx: Tx, items: readonly Change[]): Promise<void> {
   if (items.length === 0) return;
@@ -92,6 +101,35 @@ export async function writeChangeFeed(tx: Tx, items: readonly Change[]): Promise
     .insertInto('change_feed')
     .values(items.map((c) => ({ id: newId('chg'), kind: c.kind, ref: c.id, created_at: now })))
     .execute();
+  if (tx.getExecutor().adapter instanceof PostgresAdapter) {
+    // The schema first: every Keyhold schema of the database shares the channel (see listenForNotifications).
+    await sql`select pg_notify(${NOTIFY_CHANNEL}, current_schema() || ' ' || ${notificationPayload(items)})`.execute(tx);
+  }
+}
+
+/** This process, in its notifications: it skips its own (announced here at once already). */
+export const PROCESS_ORIGIN = randomUUID();
+/** NOTIFY payloads are limited to 8000 bytes: a larger set of changes is sent as "read the feed now". */
+const MAX_PAYLOAD = 7000;
+
+/** A notification's payload: `{o: origin, c: [[kind, id], …]}`, or `c: null` when the changes do not fit. */
+export function notificationPayload(items: readonly Change[]): string {
+  const full = JSON.stringify({ o: PROCESS_ORIGIN, c: items.map((c) => [c.kind, c.id]) });
+  return Buffer.byteLength(full) <= MAX_PAYLOAD ? full : JSON.stringify({ o: PROCESS_ORIGIN, c: null });
+}
+
+/**
+ * The changes a notification carries: undefined when it is this process' own or not Keyhold's, `'poll'` when
+ * they did not fit (the listener reads the change feed now).
+ */
+export function changesOfNotification(payload: string): Change[] | 'poll' | undefined {
+  try {
+    const { o, c } = JSON.parse(payload) as { o: string; c: Array<[ChangeKind, string]> | null };
+    if (o === PROCESS_ORIGIN) return undefined;
+    return c === null ? 'poll' : c.map(([kind, id]) => ({ kind, id }));
+  } catch {
+    return undefined;
+  }
 }
 
 /**

@@ -1,6 +1,7 @@
 import { Kysely, Migrator, sql, type Dialect, type Migration, type MigrationResultSet, type Transaction } from 'kysely';
 import type { Database } from './schema.ts';
 import { SQLITE_BUSY_TIMEOUT_MS, sqliteDialect } from './dialects/sqlite.ts';
+import { listenForNotifications, type NotificationHandlers, type Notifications } from './dialects/postgres-notifications.ts';
 import { NO_POSTGRES_TIMEOUTS, POSTGRES_TIMEOUTS, postgresDialect, type PostgresTimeouts } from './dialects/postgres.ts';
 import { AvailabilityListeners, observedDialect, type AvailabilityListener } from './availability.ts';
 import { StoreUnavailableError } from './errors.ts';
@@ -50,6 +51,12 @@ export interface Store {
    * `targetPath`, an empty file the caller created, while other processes keep writing (see backupSqliteFile).
    */
   backup?(targetPath: string): Promise<void>;
+  /**
+   * PostgreSQL only: listens on a dedicated connection for the change notifications of this store's schema
+   * (writeChangeFeed sends them; listenForNotifications reconnects by itself). Absent on SQLite, where the
+   * change feed's poll carries changes between processes.
+   */
+  listen?(handlers: NotificationHandlers): Notifications;
   close(): Promise<void>;
 }
 
@@ -92,6 +99,7 @@ export function openStore(url: string, options: StoreOptions = {}): Store {
   let openUnlimited: (() => Db) | undefined;
   let schema: string | undefined;
   let backup: Store['backup'];
+  let listen: Store['listen'];
   if (/^postgres(ql)?:\/\//.test(url)) {
     const parsed = new URL(url);
     const name = parsed.searchParams.get('schema') ?? 'public';
@@ -102,6 +110,7 @@ export function openStore(url: string, options: StoreOptions = {}): Store {
     dialect = postgresDialect(connectionString, name, { ...POSTGRES_TIMEOUTS, ...options.postgres }).dialect;
     openUnlimited = () => new Kysely<Database>({ dialect: postgresDialect(connectionString, name, NO_POSTGRES_TIMEOUTS, 2).dialect });
     caps = { dialect: 'postgres', skipLocked: true, writesOnEventLoop: false };
+    listen = (handlers) => listenForNotifications(connectionString, name, handlers);
     parsed.password = '';
     describe = `${parsed.toString()} (schema ${schema})`;
   } else {
@@ -137,6 +146,7 @@ export function openStore(url: string, options: StoreOptions = {}): Store {
       ),
     onAvailability: (listener) => listeners.add(listener),
     ...(backup ? { backup } : {}),
+    ...(listen ? { listen } : {}),
     close: () => db.destroy(),
   };
 }

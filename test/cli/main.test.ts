@@ -182,7 +182,17 @@ for (const dialect of DIALECTS) {
       assert.equal(await count(store.db, 'root_keys'), before);
     });
 
-    test('root-keys revoke → the key gets 401 auth/revoked at once; revoking again is harmless', async () => {
+    /** The first answer of `createApi(key)` with status `status` within 1 s (a CLI change reaches the server pushed or polled), then asserted to stay. */
+    const refusedWithinOneSecond = async (key: string, status: number) => {
+      const until = Date.now() + 1000;
+      let res = await createApi(key);
+      while (res.statusCode !== status && Date.now() < until) res = await createApi(key);
+      assert.equal(res.statusCode, status, res.body);
+      assert.equal((await createApi(key)).statusCode, status, 'never accepted again');
+      return res;
+    };
+
+    test('root-keys revoke → the key (cached by the server) gets 401 auth/revoked within 1 s; revoking again is harmless', async () => {
       const created = await cli<RootKeyLine>(url, 'root-keys', 'create', '--workspace', workspaceId, '--permission', '*', '--json');
       assert.equal((await createApi(created.json.rootKey)).statusCode, 200);
 
@@ -191,8 +201,7 @@ for (const dialect of DIALECTS) {
       assert.equal(r.json.rootKeyId, created.json.rootKeyId);
       assert.ok(Number.isSafeInteger(r.json.revokedAt) && r.json.revokedAt <= Date.now());
 
-      const refused = await createApi(created.json.rootKey);
-      assert.equal(refused.statusCode, 401, refused.body);
+      const refused = await refusedWithinOneSecond(created.json.rootKey, 401);
       assert.equal(refused.json().error.type, 'https://keyhold.dev/errors/auth/revoked');
 
       const again = await cli<RootKeyLine>(url, 'root-keys', 'revoke', '--id', created.json.rootKeyId, '--json');
@@ -201,6 +210,26 @@ for (const dialect of DIALECTS) {
       const unknown = await cli(url, 'root-keys', 'revoke', '--id', 'rk_doesNotExist', '--json');
       assert.equal(unknown.code, 1);
       assert.equal(unknown.json.error.kind, 'data/root-key-not-found');
+    });
+
+    test('root-keys set-permissions → the key (cached by the server) is narrowed within 1 s; audited; bad input writes nothing', async () => {
+      const created = await cli<RootKeyLine>(url, 'root-keys', 'create', '--workspace', workspaceId, '--permission', '*', '--json');
+      assert.equal((await createApi(created.json.rootKey)).statusCode, 200);
+      const r = await cli(url, 'root-keys', 'set-permissions', '--id', created.json.rootKeyId, '--permission', 'api.*.read_api', '--json');
+      assert.equal(r.code, 0, JSON.stringify(r));
+      assert.deepEqual(r.json.permissions, ['api.*.read_api']);
+      const refused = await refusedWithinOneSecond(created.json.rootKey, 403);
+      assert.equal(refused.json().error.type, 'https://keyhold.dev/errors/auth/insufficient-permissions');
+      const audit = await store.db.selectFrom('audit_logs').select('event').where('target_id', '=', created.json.rootKeyId).execute();
+      assert.ok(audit.some((a) => a.event === 'root_key.update'));
+      const bad = await cli(url, 'root-keys', 'set-permissions', '--id', created.json.rootKeyId, '--permission', 'api.*.fly', '--json');
+      assert.equal(bad.code, 2, JSON.stringify(bad));
+      const row = await store.db
+        .selectFrom('root_keys')
+        .select('permissions')
+        .where('id', '=', created.json.rootKeyId)
+        .executeTakeFirstOrThrow();
+      assert.equal(row.permissions, '["api.*.read_api"]');
     });
 
     test('root-keys list shows every root key of the workspace, never its plaintext', async () => {

@@ -10,7 +10,8 @@ import { buildApp, type AppOptions } from '../../src/app.ts';
 import { createVault } from '../../src/crypto/vault.ts';
 import type { App } from '../../src/http/types.ts';
 import { createWorkspace } from '../../src/services/workspaces/workspaces.ts';
-import { insertRootKey, revokeRootKey } from '../../src/services/workspaces/root-keys.ts';
+import { insertRootKey } from '../../src/services/workspaces/root-keys.ts';
+import { revokeRootKey } from '../../src/services/workspaces/root-key-changes.ts';
 import type { Answer } from './json.ts';
 
 /**

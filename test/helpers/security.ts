@@ -3,6 +3,9 @@ import assert from 'node:assert/strict';
 import type { Response, World } from './harness.ts';
 import { ACTIONS, type ResourceType } from '../../src/domain/permissions.ts';
 import { assertV1ErrorMembers } from './errors.ts';
+import { OPERATOR } from './harness.ts';
+import { insertRootKey } from '../../src/services/workspaces/root-keys.ts';
+import { revokeRootKey, setRootKeyPermissions } from '../../src/services/workspaces/root-key-changes.ts';
 
 export interface SecurityRequest {
   method: 'GET' | 'POST';
@@ -57,7 +60,22 @@ const assertEnvelope = (r: Response, status: number, type: string) => {
   assertV1ErrorMembers(r.json, r.body);
 };
 
-/** The security tests every authenticated route runs: no key, malformed, unknown, revoked and expired keys (401), missing permission (403), another workspace's resource (404). */
+/**
+ * A new `*` root key of the world's workspace that has authenticated a request, so its server has cached it (a
+ * change must then drop it from the cache: the next request sees the change).
+ */
+export async function cachedRootKey(w: World, expiresAt?: number): Promise<{ rootKey: string; rootKeyId: string }> {
+  const made = await insertRootKey(w.store.db, { workspaceId: w.workspaceId, permissions: ['*'], expiresAt }, OPERATOR);
+  const warm = await w.get('/v1/apis.getApi', { apiId: 'api_none' }, made.rootKey);
+  assert.equal(warm.status, 404, warm.body);
+  return made;
+}
+
+/**
+ * The security tests every authenticated route runs: no key, malformed, unknown, revoked and expired keys (401),
+ * a cached root key revoked, expired or narrowed (refused on the next request), missing permission (403),
+ * another workspace's resource (404).
+ */
 export function securityTests(getWorld: () => World, c: SecurityCase): void {
   test('no root key → 401 auth/missing', async () => {
     const w = getWorld();
@@ -93,6 +111,26 @@ export function securityTests(getWorld: () => World, c: SecurityCase): void {
   test('expired root key → 401 auth/expired', async () => {
     const w = getWorld();
     assertEnvelope(await send(w, await c.request(w), await w.rootKey(['*'], { expiresAt: Date.now() - 1000 })), 401, 'auth/expired');
+  });
+  test('a root key in use, then revoked → the next request 401 auth/revoked', async () => {
+    const w = getWorld();
+    const { rootKey, rootKeyId } = await cachedRootKey(w);
+    await revokeRootKey(w.store.db, rootKeyId, OPERATOR);
+    assertEnvelope(await send(w, await c.request(w), rootKey), 401, 'auth/revoked');
+  });
+  test('a root key in use, then expired → 401 auth/expired from its expiry on', async () => {
+    const w = getWorld();
+    const expiresAt = Date.now() + 250;
+    const { rootKey } = await cachedRootKey(w, expiresAt);
+    await new Promise((resolve) => setTimeout(resolve, expiresAt - Date.now() + 1));
+    assertEnvelope(await send(w, await c.request(w), rootKey), 401, 'auth/expired');
+  });
+  test(`a root key in use, then narrowed → the next request 403 naming ${c.permission}`, async () => {
+    const w = getWorld();
+    const { rootKey, rootKeyId } = await cachedRootKey(w);
+    await setRootKeyPermissions(w.store.db, rootKeyId, unrelatedPermissions(c.permission), OPERATOR);
+    const res = await send(w, await c.request(w), rootKey);
+    assertEnvelope(res, 403, 'auth/insufficient-permissions');
   });
   test(`missing permission → 403 naming ${c.permission}`, async () => {
     const w = getWorld();

@@ -1,7 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Response, World } from './harness.ts';
-import { unrelatedPermissions } from './security.ts';
+import { cachedRootKey, unrelatedPermissions } from './security.ts';
+import { OPERATOR } from './harness.ts';
+import { revokeRootKey, setRootKeyPermissions } from '../../src/services/workspaces/root-key-changes.ts';
 
 /** Asserts a v2 error answer: status, `type` (after https://unkey.com/docs/errors/), the request id, and `errors` exactly on a 400. */
 export function assertV2Error(r: Response, status: number, type: string): void {
@@ -36,8 +38,8 @@ export interface V2SecurityCase {
 
 /**
  * The security tests of every authenticated v2 operation: no or malformed Authorization (400), unknown and
- * revoked root keys (401), expired (403), missing permission (403, or v2's masking 404), another workspace's
- * resource (404).
+ * revoked root keys (401), expired (403), a cached root key revoked, expired or narrowed (refused on the next
+ * request), missing permission (403, or v2's masking 404), another workspace's resource (404).
  */
 export function v2SecurityTests(getWorld: () => World, c: V2SecurityCase): void {
   const send = async (key: string | null) => {
@@ -65,6 +67,23 @@ export function v2SecurityTests(getWorld: () => World, c: V2SecurityCase): void 
     assertV2Error(await send(await getWorld().revokedRootKey()), 401, 'unkey/authentication/key_not_found'));
   test('expired root key → 403 forbidden', async () =>
     assertV2Error(await send(await getWorld().rootKey(['*'], { expiresAt: Date.now() - 1000 })), 403, 'unkey/authorization/forbidden'));
+  test('a root key in use, then revoked → the next request 401 key_not_found', async () => {
+    const { rootKey, rootKeyId } = await cachedRootKey(getWorld());
+    await revokeRootKey(getWorld().store.db, rootKeyId, OPERATOR);
+    assertV2Error(await send(rootKey), 401, 'unkey/authentication/key_not_found');
+  });
+  test('a root key in use, then expired → 403 forbidden from its expiry on', async () => {
+    const expiresAt = Date.now() + 250;
+    const { rootKey } = await cachedRootKey(getWorld(), expiresAt);
+    await new Promise((resolve) => setTimeout(resolve, expiresAt - Date.now() + 1));
+    assertV2Error(await send(rootKey), 403, 'unkey/authorization/forbidden');
+  });
+  test(`a root key in use, then narrowed → the next request ${c.masked ? `404 ${c.masked}` : '403'}`, async () => {
+    const { rootKey, rootKeyId } = await cachedRootKey(getWorld());
+    await setRootKeyPermissions(getWorld().store.db, rootKeyId, unrelatedPermissions(c.permission), OPERATOR);
+    const res = await send(rootKey);
+    assertV2Error(res, c.masked ? 404 : 403, c.masked ?? 'unkey/authorization/insufficient_permissions');
+  });
   test(`missing permission → ${c.masked ? `404 ${c.masked}` : `403 naming ${c.permission}`}`, async () => {
     const res = await send(await getWorld().rootKey(unrelatedPermissions(c.permission)));
     if (c.masked) return assertV2Error(res, 404, c.masked);

@@ -1,4 +1,5 @@
-import { createRootKey, listRootKeys, revokeRootKey } from '../../services/workspaces/root-keys.ts';
+import { createRootKey, listRootKeys } from '../../services/workspaces/root-keys.ts';
+import { revokeRootKey, setRootKeyPermissions } from '../../services/workspaces/root-key-changes.ts';
 import { type CommandGroup, epochMsOption, requiredOption, stringOption } from '../command.ts';
 
 export const ROOT_KEY_COMMANDS: CommandGroup = {
@@ -39,6 +40,24 @@ export const ROOT_KEY_COMMANDS: CommandGroup = {
     async run({ store, actor }, values) {
       const r = await revokeRootKey(store.db, requiredOption(values, 'id'), actor);
       return { json: r, text: `root key ${r.rootKeyId} revoked at ${new Date(r.revokedAt).toISOString()}` };
+    },
+  },
+  'root-keys set-permissions': {
+    summary: 'Replaces the permissions of a root key: running servers apply them from the next request (within 1 s).',
+    options: {
+      id: { type: 'string', required: true, value: 'RK', description: 'the id of the root key (rk_…)' },
+      permission: {
+        type: 'string',
+        multiple: true,
+        required: true,
+        value: 'P',
+        description: 'a permission it grants from now on (all others are removed); quote a * for the shell',
+      },
+    },
+    prints: '{"rootKeyId","permissions"}',
+    async run({ store, actor }, values) {
+      const r = await setRootKeyPermissions(store.db, requiredOption(values, 'id'), values.permission as string[], actor);
+      return { json: r, text: `root key ${r.rootKeyId} now grants: ${r.permissions.join(' ')}` };
     },
   },
   'root-keys list': {

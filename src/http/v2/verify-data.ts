@@ -1,8 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { VERIFY_CODES } from '../../domain/verify-codes.ts';
-import type { ConfiguredLimitRow } from '../../services/verification/configured-limits.ts';
-import type { KeyRecord } from '../../services/verification/key-record.ts';
-import type { VerifyRequest, VerifyResponse } from '../../services/verification/verifier.ts';
+import type { VerifyRequest } from '../../services/verification/verifier.ts';
+import type { VerifiedV2 } from '../../services/verification/verify-key-v2.ts';
 import { Body, Bounded, Meta, OneOf } from '../schemas/common.ts';
 
 // keys.verifyKey v2: its body and `data`, and the mapping of the verifier's answer (shared with v1) onto them.
@@ -119,12 +118,8 @@ export function verifierRequest(body: VerifyKeyV2Input, query: VerifyRequest['au
 const nonEmpty = <T extends object>(value: T | undefined): T | undefined =>
   value === undefined || Object.keys(value).length === 0 ? undefined : value;
 
-/**
- * The v2 `data` of a verification of `record` (authorized: not NOT_FOUND). `rows` are the key's and its
- * identity's stored limits (their ids), read only when the key has limits.
- */
-export function verifyKeyV2Data(r: VerifyResponse, record: KeyRecord, req: VerifyRequest, rows: ConfiguredLimitRow[]): VerifyKeyV2Answer {
-  const identityLimits = rows.filter((l) => l.ofIdentity).map(({ ofIdentity: _, ...l }) => l);
+/** The v2 `data` of a verification the service found and authorized (not NOT_FOUND). */
+export function verifyKeyV2Data({ response: r, identityLimits, checkedLimits }: VerifiedV2): VerifyKeyV2Answer {
   return {
     valid: r.valid,
     code: r.code,
@@ -142,34 +137,6 @@ export function verifyKeyV2Data(r: VerifyResponse, record: KeyRecord, req: Verif
       meta: nonEmpty(r.identity.meta),
       ratelimits: identityLimits.length ? identityLimits : undefined,
     },
-    ratelimits: r.limits && checkedLimits(r.limits, record, req, rows),
+    ratelimits: checkedLimits,
   };
-}
-
-/** Each checked limit with its decision: a configured one with its id and autoApply, an inline one with id "". */
-function checkedLimits(
-  { requests, results }: NonNullable<VerifyResponse['limits']>,
-  record: KeyRecord,
-  req: VerifyRequest,
-  rows: ConfiguredLimitRow[],
-): NonNullable<VerifyKeyV2Answer['ratelimits']> {
-  // As the verifier decides: the last request of a name wins, and is inline when it gives limit and duration.
-  const inline = new Map<string, boolean>();
-  for (const r of req.ratelimits ?? []) inline.set(r.name, r.limit !== undefined && r.duration !== undefined);
-  // The key's own limit of a name replaces its identity's (rows are identity's and key's; key's set last).
-  const idOf = new Map<string, string>();
-  for (const row of [...rows.filter((l) => l.ofIdentity), ...rows.filter((l) => !l.ofIdentity)]) idOf.set(row.name, row.id);
-  return requests.map((l, i) => {
-    const configured = inline.get(l.name) ? undefined : record.limits.get(l.name);
-    return {
-      id: configured ? (idOf.get(l.name) ?? '') : '',
-      name: l.name,
-      limit: l.limit,
-      duration: l.duration,
-      reset: results[i].reset,
-      remaining: results[i].remaining,
-      exceeded: !results[i].passed,
-      autoApply: configured?.autoApply ?? false,
-    };
-  });
 }

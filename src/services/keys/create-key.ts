@@ -9,6 +9,7 @@ import { auditRows, callerAudit, type AuditEntry } from '../audit/record-audit.t
 import { requirePermissions, type Caller } from '../caller.ts';
 import { ensureIdentity } from '../identities/identities.ts';
 import { requireApi } from '../lookups.ts';
+import type { ApiCache } from '../apis/api-cache.ts';
 import { resolveOrCreateAll, type Named } from '../rbac/find-or-create-by-name.ts';
 import { resolveReferences } from '../rbac/resolve-references.ts';
 import { defaultRatelimitRow, keyAttributeProblems, namedRatelimitRow, refillColumns, type KeyAttributes } from './key-attributes.ts';
@@ -29,10 +30,17 @@ export interface CreateKeyInput extends KeyAttributes {
  * roles and permissions (missing ones created with the create rights; roles per `unknownRoles`), its identity
  * (created on first use), and the audit records. Without a vault, `recoverable` is a 412.
  */
-export async function createKey(db: Db, caller: Caller, input: CreateKeyInput, vault?: Vault): Promise<{ keyId: string; key: string }> {
+export async function createKey(
+  db: Db,
+  caller: Caller,
+  input: CreateKeyInput,
+  vault?: Vault,
+  apis?: ApiCache,
+): Promise<{ keyId: string; key: string }> {
   const problems = keyAttributeProblems(input);
   if (problems.length) throw invalid(problems);
-  const api = await requireApi(db, caller.workspaceId, input.apiId);
+  // The server's API cache (`apis`) spares the read; without it (the CLI's imports, tests), the store is read.
+  const api = apis ? await apis.require(db, caller.workspaceId, input.apiId) : await requireApi(db, caller.workspaceId, input.apiId);
   requirePermissions(caller, `api.${api.id}.create_key`, ...(input.recoverable ? [`api.${api.id}.encrypt_key`] : []));
   const encryptor = input.recoverable ? requireVault(vault, 'a recoverable key') : undefined;
   const { key, start } = generateKey(input.prefix || api.default_prefix || undefined, input.byteLength ?? api.default_bytes ?? 16);

@@ -4,7 +4,7 @@ import { recordAudit } from '../audit/record-audit.ts';
 import { operatorCaller, type Actor } from '../caller.ts';
 import { transact } from '../changes.ts';
 import { removeKeys } from '../keys/keys.ts';
-import { revokeRootKey } from '../workspaces/root-keys.ts';
+import { revokeRootKey } from '../workspaces/root-key-changes.ts';
 
 /** Where a leaked key was found: a URL (a commit, a file) and who found it (GitHub's `source`, `keys scan`). */
 export interface LeakSighting {

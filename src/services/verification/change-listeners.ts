@@ -1,7 +1,8 @@
 import type { Redis } from 'ioredis';
 import { randomUUID } from 'node:crypto';
-import type { Db } from '../../store/store.ts';
-import { changeBus, type Change } from '../changes.ts';
+import type { Db, Store } from '../../store/store.ts';
+import type { Notifications } from '../../store/dialects/postgres-notifications.ts';
+import { changeBus, changesOfNotification, type Change, type ChangeListener } from '../changes.ts';
 
 type OnChanges = (changes: Change[]) => void;
 
@@ -143,4 +144,56 @@ export class RedisChangeBridge {
     changeBus.off('committed', this.#publish);
     this.#subscriber.disconnect();
   }
+}
+
+/**
+ * PostgreSQL: hands the changes other processes commit (the CLI's included) to `onChanges` as their NOTIFY
+ * arrives, in milliseconds. Changes too many for one notification, and whatever was sent while the LISTEN
+ * connection was away, are read from the change feed at once (`poller`). Undefined on SQLite.
+ */
+export function listenForChanges(store: Store, onChanges: OnChanges, poller: ChangeFeedPoller): Notifications | undefined {
+  const catchUp = () => {
+    poller.poll().catch(() => {
+      /* store unavailable: the poller's own tick tries again */
+    });
+  };
+  return store.listen?.({
+    onPayload(payload) {
+      const changes = changesOfNotification(payload);
+      if (changes === 'poll') catchUp();
+      else if (changes) onChanges(changes);
+    },
+    onConnected: catchUp,
+  });
+}
+
+/**
+ * Hands every change to every cache in `caches`: this process' commits at once (changeBus), other processes'
+ * pushed by PostgreSQL NOTIFY and by Redis pub/sub when `redis` is given, and always through the change feed's
+ * poll. Returns the LISTEN connection (PostgreSQL) and what stops it all.
+ */
+export async function startChangePropagation(
+  store: Store,
+  redis: Redis | undefined,
+  caches: ChangeListener[],
+  pollMs?: number,
+): Promise<{ notifications?: Notifications; stop(): Promise<void> }> {
+  const invalidate = (changes: Change[]) => {
+    for (const c of caches) c.invalidate(changes);
+  };
+  changeBus.on('committed', invalidate);
+  const poller = new ChangeFeedPoller(store.db, invalidate, { intervalMs: pollMs });
+  poller.start();
+  const notifications = listenForChanges(store, invalidate, poller);
+  const bridge = redis ? new RedisChangeBridge(redis, invalidate) : undefined;
+  await bridge?.start();
+  return {
+    notifications,
+    async stop() {
+      changeBus.off('committed', invalidate);
+      await poller.stop();
+      await notifications?.stop();
+      await bridge?.stop();
+    },
+  };
 }

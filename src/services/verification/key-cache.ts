@@ -12,6 +12,7 @@ const STALE: Record<Exclude<ChangeKind, 'key'>, { records?: (record: KeyRecord, 
   workspace: { records: (record, id) => record.workspaceId === id },
   namespace: {}, // keys do not depend on rate-limit namespaces
   'keys-added': { unknown: true },
+  'root-key': {}, // keys do not depend on root keys (they are checked per request by their own cache)
 };
 
 /** What the cache did since it was made (plain counters, read by /metrics). */

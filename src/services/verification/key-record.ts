@@ -2,6 +2,7 @@ import { CompiledQuery } from 'kysely';
 import type { RefillSchedule } from '../../domain/refill.ts';
 import type { Capabilities, Executor } from '../../store/store.ts';
 import { RecordParts } from './record-parts.ts';
+import type { ConfiguredLimitRow } from './configured-limits.ts';
 
 export interface ConfiguredLimit {
   name: string;
@@ -39,10 +40,15 @@ export interface KeyRecord {
   permissionSet: ReadonlySet<string>;
   /** Identity limits overlaid by the key's own limits of the same name. */
   limits: ReadonlyMap<string, ConfiguredLimit>;
+  /**
+   * Every stored limit of the key and of its identity, with its id, sorted by name (then id): what keys.verifyKey
+   * v2 shows, so that a cached v2 verification reads nothing either. Empty (shared) for a key without limits.
+   */
+  configuredLimits: readonly ConfiguredLimitRow[];
 }
 
-/** A configured limit as the statement returns it: [is the key's own (else its identity's), name, limit, duration, type, auto_apply]. */
-type LimitTuple = [boolean | number, string, number, number, string, number | boolean];
+/** A configured limit as the statement returns it: [is the key's own (else its identity's), name, limit, duration, type, auto_apply, id]. */
+type LimitTuple = [boolean | number, string, number, number, string, number | boolean, string];
 
 interface RecordRow {
   id: string;
@@ -78,7 +84,7 @@ function recordSql(agg: (expr: string) => string, row: string, param: string): s
     union
     select rp.permission_id from keys_roles kr join roles_permissions rp on rp.role_id = kr.role_id where kr.key_id = k.id
   )) as permissions,
-  (select ${agg(`${row}(l.key_id is not null, l.name, l."limit", l.duration, l.type, l.auto_apply)`)} from ratelimits l
+  (select ${agg(`${row}(l.key_id is not null, l.name, l."limit", l.duration, l.type, l.auto_apply, l.id)`)} from ratelimits l
     where l.key_id = k.id or (k.identity_id is not null and l.identity_id = k.identity_id)) as limits
 from keys k
 join apis a on a.id = k.api_id
@@ -116,6 +122,7 @@ export class KeyRecordLoader {
   #record(row: RecordRow, hash: string): KeyRecord {
     const parts = this.#parts;
     const { list: permissions, set: permissionSet } = parts.permissions(parsed<string[]>(row.permissions));
+    const limits = parsed<LimitTuple[]>(row.limits);
     return {
       id: row.id,
       hash,
@@ -139,7 +146,8 @@ export class KeyRecordLoader {
       roles: parts.roles(parsed<string[]>(row.roles)),
       permissions,
       permissionSet,
-      limits: parts.limits(overlaid(parsed<LimitTuple[]>(row.limits))),
+      limits: parts.limits(overlaid(limits)),
+      configuredLimits: parts.limitRows(limitRows(limits)),
     };
   }
 }
@@ -158,4 +166,18 @@ function overlaid(tuples: LimitTuple[]): ConfiguredLimit[] {
     });
   }
   return [...byName.values()];
+}
+
+/** Every limit with its id, as v2 shows them: sorted by name, then id (code-unit order). */
+function limitRows(tuples: LimitTuple[]): ConfiguredLimitRow[] {
+  const rows = tuples.map(([own, name, limit, duration, , autoApply, id]) => ({
+    id,
+    name,
+    limit: Number(limit),
+    duration: Number(duration),
+    autoApply: Boolean(autoApply),
+    ofIdentity: !own,
+  }));
+  const order = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+  return rows.sort((a, b) => order(a.name, b.name) || order(a.id, b.id));
 }

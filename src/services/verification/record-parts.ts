@@ -1,4 +1,5 @@
 import type { ConfiguredLimit } from './key-record.ts';
+import type { ConfiguredLimitRow } from './configured-limits.ts';
 
 /**
  * Parts many cached key records have in common, shared instead of copied per record: a workspace's keys
@@ -14,6 +15,7 @@ const MAX_POOLED = 10_000;
 const EMPTY_LIST: readonly string[] = Object.freeze([]);
 const EMPTY_SET: ReadonlySet<string> = new Set();
 const EMPTY_LIMITS: ReadonlyMap<string, ConfiguredLimit> = new Map();
+const EMPTY_ROWS: readonly ConfiguredLimitRow[] = Object.freeze([]);
 
 class Pool<T> {
   readonly #values = new Map<string, T>();
@@ -33,6 +35,7 @@ export class RecordParts {
   readonly #roles = new Pool<readonly string[]>();
   readonly #permissions = new Pool<{ list: readonly string[]; set: ReadonlySet<string> }>();
   readonly #limits = new Pool<ReadonlyMap<string, ConfiguredLimit>>();
+  readonly #limitRows = new Pool<readonly ConfiguredLimitRow[]>();
 
   /** One shared string per distinct id (workspace, API, environment). */
   id(value: string): string {
@@ -58,6 +61,12 @@ export class RecordParts {
     if (limits.length === 0) return EMPTY_LIMITS;
     const key = JSON.stringify(limits);
     return this.#limits.get(key, () => new Map(limits.map((l) => [l.name, Object.freeze(l)])));
+  }
+
+  /** Stored limits with their ids, shared between records with the same ones (the keys of one identity without own limits, or none). */
+  limitRows(rows: ConfiguredLimitRow[]): readonly ConfiguredLimitRow[] {
+    if (rows.length === 0) return EMPTY_ROWS;
+    return this.#limitRows.get(JSON.stringify(rows), () => Object.freeze(rows.map((r) => Object.freeze(r))));
   }
 }
 

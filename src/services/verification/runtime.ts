@@ -3,8 +3,9 @@ import type { Store } from '../../store/store.ts';
 import { openRedis } from '../../store/redis.ts';
 import { isStoreUnavailable } from '../../store/errors.ts';
 import type { AvailabilityListener } from '../../store/availability.ts';
-import { changeBus, type Change, type ChangeListener } from '../changes.ts';
-import { ChangeFeedPoller, RedisChangeBridge } from './change-listeners.ts';
+import type { Notifications } from '../../store/dialects/postgres-notifications.ts';
+import type { ChangeListener } from '../changes.ts';
+import { startChangePropagation } from './change-listeners.ts';
 import { refillDueKeys } from '../keys/credits.ts';
 import { createRateLimiter, type RateLimiter } from './rate-limiter.ts';
 import { VerificationRecorder } from './verification-recorder.ts';
@@ -16,6 +17,7 @@ import { Verifier } from './verifier.ts';
 import { NamespaceCache } from '../ratelimits/namespace-cache.ts';
 import type { RatelimitContext } from '../ratelimits/limit.ts';
 import { RatelimitRecorder } from '../ratelimits/ratelimit-recorder.ts';
+import { ApiCache } from '../apis/api-cache.ts';
 
 /** The part of a pino logger the runtime uses. */
 export interface RuntimeLogger {
@@ -35,6 +37,8 @@ export interface RuntimeOptions {
   keyCacheSize?: number;
   /** Capacities of the buffers that fill while the store or Redis is down; each has its default (tests use small ones). */
   capacities?: BufferCapacities;
+  /** Caches made outside the runtime (the root-key guard's) that must hear of every change too. */
+  caches?: ChangeListener[];
 }
 
 /** How much each buffer that fills during an outage holds at most (docs/reliability.md). */
@@ -56,6 +60,8 @@ export interface BufferStats {
 export interface Runtime {
   verifier: Verifier;
   cache: KeyCache;
+  /** Live APIs, for keys.createKey. */
+  apis: ApiCache;
   limiter: RateLimiter;
   recorder: VerificationRecorder;
   /** What ratelimits.limit decides with: the same limiter, the namespace cache and rate-limit analytics. */
@@ -67,6 +73,8 @@ export interface Runtime {
   health: DependencyHealth;
   /** Checks the store and Redis now (GET /v1/readiness); throws 503 `store/unavailable` when the store does not answer. */
   readiness(): Promise<ReadinessReport>;
+  /** PostgreSQL: the LISTEN connection that carries other processes' changes (undefined on SQLite). */
+  notifications?: Notifications;
   /** The buffers that fill while a dependency is down, by the `what` of keyhold_dropped_total (read at scrape time). */
   buffers(): Record<string, BufferStats>;
   close(): Promise<void>;
@@ -147,7 +155,8 @@ function startRecorders(
 
 /**
  * The verification machinery of one server: key cache and its invalidation (this process' commits at
- * once; other processes' through Redis pub/sub when configured and the store's change feed always),
+ * once; other processes' pushed by PostgreSQL NOTIFY and by Redis pub/sub when configured, and the store's
+ * change feed always),
  * rate limiter, analytics recorders (verifications, ratelimits.limit decisions), the namespace cache of
  * ratelimits.limit, and the refill sweep; and what the process knows of its dependencies.
  * Every loop here survives outages of the store and Redis and resumes when they return.
@@ -166,15 +175,8 @@ export async function createRuntime(store: Store, opts: RuntimeOptions = {}): Pr
   const cache = new KeyCache({ maxEntries: opts.keyCacheSize });
   // Every cache of store state in this process: each change, from any source below, reaches all of them.
   const namespaces = new NamespaceCache();
-  const CACHES: ChangeListener[] = [cache, namespaces];
-  const invalidate = (changes: Change[]) => {
-    for (const c of CACHES) c.invalidate(changes);
-  };
-  changeBus.on('committed', invalidate);
-  const poller = new ChangeFeedPoller(db, invalidate, { intervalMs: opts.changePollMs });
-  poller.start();
-  const bridge = redis ? new RedisChangeBridge(redis, invalidate) : undefined;
-  await bridge?.start();
+  const apis = new ApiCache();
+  const changes = await startChangePropagation(store, redis, [cache, namespaces, apis, ...(opts.caches ?? [])], opts.changePollMs);
   const limiter = createRateLimiter({ db, redis, redisAvailability: redisReport });
   const { recorder, ratelimitRecorder } = startRecorders(db, opts.capacities ?? {}, warnUnlessOutage);
   const sweepFailed = warnUnlessOutage('refill sweep failed');
@@ -185,11 +187,13 @@ export async function createRuntime(store: Store, opts: RuntimeOptions = {}): Pr
   return {
     verifier: new Verifier({ db, cache, records: new KeyRecordLoader(db, store.caps.dialect), limiter, recorder }),
     cache,
+    apis,
     limiter,
     recorder,
     ratelimits: { db, limiter, namespaces, recorder: ratelimitRecorder },
     health,
     readiness: () => checkReadiness(store, redis, redisReport),
+    notifications: changes.notifications,
     buffers: () => ({
       verifications: { held: recorder.held, dropped: recorder.dropped },
       ratelimit_decisions: { held: ratelimitRecorder.held, dropped: ratelimitRecorder.dropped },
@@ -197,9 +201,7 @@ export async function createRuntime(store: Store, opts: RuntimeOptions = {}): Pr
     }),
     async close() {
       clearInterval(sweep);
-      changeBus.off('committed', invalidate);
-      await poller.stop();
-      await bridge?.stop();
+      await changes.stop();
       // The last flushes fail when a dependency is down: say what is lost, and close the rest anyway.
       await limiter.close().catch(warn('could not flush fast rate-limit counts on close; they are lost'));
       await recorder.close().catch(warn('could not flush analytics on close; they are lost'));

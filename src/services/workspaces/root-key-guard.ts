@@ -1,8 +1,10 @@
 import { AppError } from '../../domain/errors.ts';
 import type { Db } from '../../store/store.ts';
 import type { Caller } from '../caller.ts';
+import type { Change, ChangeListener } from '../changes.ts';
 import { callerOf, findRootKey, rootKeyEvents, rootKeyHashOf } from './root-keys.ts';
 import { RootKeyUsage } from './root-key-usage.ts';
+import { RootKeyCache, type CachedRootKey } from './root-key-cache.ts';
 
 export interface RootKeyGuardOptions {
   /** Failed authentications allowed per client address and window; the next ones are 429. 0: no limit. Default 100. */
@@ -14,12 +16,14 @@ export interface RootKeyGuardOptions {
    * key created by another process (the CLI) is accepted within that bound, as every CLI change must be.
    */
   unknownTtlMs?: number;
-  /** How long a hash that authenticated keeps passing an over-limit address (ms; it is still read every time). Default 10 min. */
+  /** How long a hash that authenticated keeps passing an over-limit address (ms; it is still checked every time). Default 10 min. */
   trustedTtlMs?: number;
   /** Entries each memory (unknown hashes, trusted hashes, addresses) holds at most; the oldest goes first. Default 10,000. */
   maxEntries?: number;
   /** Root keys whose last use waits for a write at most (RootKeyUsage; default ROOT_KEY_USAGE_CAPACITY). */
   usageCapacity?: number;
+  /** How long a found root key stays cached without a change dropping it (ms; RootKeyCache's default 60 s). */
+  cacheTtlMs?: number;
 }
 
 /** What the guard did since it was made (plain counters, read by /metrics). */
@@ -33,8 +37,13 @@ export interface RootKeyGuardStats {
 }
 
 /**
- * Root-key authentication for the HTTP server: authenticateRootKey (root-keys.ts) made cheap to fail.
+ * Root-key authentication for the HTTP server: authenticateRootKey (root-keys.ts) made cheap to succeed and
+ * to fail.
  *
+ * - Found keys are cached (RootKeyCache): a cached key costs no store read, and its expiry and revocation are
+ *   checked on every request. The guard is a ChangeListener: the runtime hands it every change (this
+ *   process' at once, other processes' pushed or polled), so a revocation or permission change made here
+ *   applies from the next request, and one made elsewhere within the push's delay (1 s at most).
  * - A hash the store did not know is remembered for `unknownTtlMs`: the same unknown key again costs no
  *   store read. A root key created in this process is forgotten as unknown at once (rootKeyEvents, plus a
  *   generation check so a lookup that raced with the creation does not remember it); one created by
@@ -43,13 +52,12 @@ export interface RootKeyGuardStats {
  *   early, and the first start bootstraps before the server listens.
  * - Failures (unknown, revoked, expired; not a missing or malformed header, which cost nothing) are counted
  *   per client address in fixed windows. An address over `failureLimit` is answered 429 `limit/rate-limited`
- *   before any lookup, except with a key that authenticated recently (it is then read as usual, so a
+ *   before any lookup, except with a key that authenticated recently (it is then checked as usual, so a
  *   revocation still applies at once): successful callers behind the same address are not refused, and
  *   every other address is unaffected. Successes add no I/O on the request's path (their last use is
  *   written in the background, at most once a minute per key: root-key-usage.ts).
- * - Found keys are never cached: every request reads the key, so revocations and expiries apply at once.
  */
-export class RootKeyGuard {
+export class RootKeyGuard implements ChangeListener {
   readonly stats: RootKeyGuardStats = { failures: 0, limited: 0, unknownHits: 0 };
   readonly #db: Db;
   readonly #failureLimit: number;
@@ -59,6 +67,8 @@ export class RootKeyGuard {
   readonly #maxAddresses: number;
   readonly #failuresByAddress = new Map<string, { window: number; count: number }>();
   readonly #usage: RootKeyUsage;
+  /** Found root keys (its stats are the cache's hit rate). */
+  readonly cache: RootKeyCache;
   /** Changes with every root key created in this process. */
   #generation = 0;
   readonly #forget = (hash: string): void => {
@@ -75,7 +85,13 @@ export class RootKeyGuard {
     this.#trusted = new ExpiringSet(opts.trustedTtlMs ?? 600_000, maxEntries);
     this.#maxAddresses = maxEntries;
     this.#usage = new RootKeyUsage(db, opts.usageCapacity);
+    this.cache = new RootKeyCache({ maxEntries, ttlMs: opts.cacheTtlMs });
     rootKeyEvents.on('created', this.#forget);
+  }
+
+  /** Drops the cached root keys these committed changes make stale. */
+  invalidate(changes: readonly Change[]): void {
+    this.cache.invalidate(changes);
   }
 
   /** The caller of an `Authorization` header sent from `address`, or 401 (as authenticateRootKey) or 429. */
@@ -88,9 +104,9 @@ export class RootKeyGuard {
         `Too many failed root-key authentications from ${address}; retry in ${this.retryAfterSeconds(now)} s`,
       );
     }
-    const row = await this.#find(hash, now);
+    const found = this.cache.get(hash, now) ?? (await this.#find(hash, now));
     try {
-      const caller = callerOf(row, requestId, now);
+      const caller = callerOf(found?.row, requestId, now, found?.permissions);
       this.#trusted.add(hash, now);
       this.#usage.used(caller.rootKeyId, now);
       return caller;
@@ -124,15 +140,17 @@ export class RootKeyGuard {
     });
   }
 
-  async #find(hash: string, now: number) {
+  async #find(hash: string, now: number): Promise<CachedRootKey | undefined> {
     if (this.#unknown.has(hash, now)) {
       this.stats.unknownHits++;
       return undefined;
     }
     const generation = this.#generation;
+    const cacheGeneration = this.cache.generation;
     const row = await findRootKey(this.#db, hash);
-    if (!row && generation === this.#generation) this.#unknown.add(hash, now);
-    return row;
+    if (row) return this.cache.set(hash, row, cacheGeneration, now);
+    if (generation === this.#generation) this.#unknown.add(hash, now);
+    return undefined;
   }
 
   #overLimit(address: string, now: number): boolean {

@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import { AppError, invalid, notFound, type FieldProblem } from '../../domain/errors.ts';
+import { AppError, invalid, type FieldProblem } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
 import { permissionProblem } from '../../domain/permissions.ts';
 import { BOUNDS, isStorableText } from '../../domain/bounds.ts';
@@ -30,13 +30,21 @@ export interface NewRootKey {
 /** A root key grants at most this many permissions (wildcards make more unnecessary). */
 export const MAX_ROOT_KEY_PERMISSIONS = 1000;
 
-/** Every problem of a new root key's input, with the JSON path of its member. */
-function rootKeyProblems(input: NewRootKey): FieldProblem[] {
-  const problems = input.permissions
+/** Every problem of a root key's permission list (new, or replacing its permissions), with the JSON path of its member. */
+export function rootKeyPermissionProblems(permissions: string[]): FieldProblem[] {
+  const problems = permissions
     .map((p, i) => ({ p, i, problem: permissionProblem(p) }))
     .filter((x) => x.problem !== null)
     .map((x) => ({ path: `/permissions/${x.i}`, message: x.problem! }));
-  if (input.permissions.length === 0) problems.push({ path: '/permissions', message: 'at least one permission is required' });
+  if (permissions.length === 0) problems.push({ path: '/permissions', message: 'at least one permission is required' });
+  if (permissions.length > MAX_ROOT_KEY_PERMISSIONS)
+    problems.push({ path: '/permissions', message: `at most ${MAX_ROOT_KEY_PERMISSIONS} permissions` });
+  return problems;
+}
+
+/** Every problem of a new root key's input, with the JSON path of its member. */
+function rootKeyProblems(input: NewRootKey): FieldProblem[] {
+  const problems = rootKeyPermissionProblems(input.permissions);
   if (input.rootKey !== undefined && !isWellFormedRootKey(input.rootKey)) {
     problems.push({ path: '/rootKey', message: 'a root key is kh_root_ followed by 22 to 64 base58 characters' });
   }
@@ -46,8 +54,6 @@ function rootKeyProblems(input: NewRootKey): FieldProblem[] {
   const { minimum, maximum } = BOUNDS.timestamp;
   if (input.expiresAt !== undefined && !(Number.isSafeInteger(input.expiresAt) && input.expiresAt >= minimum && input.expiresAt <= maximum))
     problems.push({ path: '/expiresAt', message: `must be epoch milliseconds, ${minimum}..${maximum}` });
-  if (input.permissions.length > MAX_ROOT_KEY_PERMISSIONS)
-    problems.push({ path: '/permissions', message: `at most ${MAX_ROOT_KEY_PERMISSIONS} permissions` });
   return problems;
 }
 
@@ -110,31 +116,6 @@ export async function createRootKey(db: Db, input: NewRootKey, actor: Actor): Pr
   return insertRootKey(db, input, actor);
 }
 
-/**
- * Revokes a root key (audited). With `workspaceId` (the dashboard), a key of another workspace is not found,
- * exactly as an unknown one.
- */
-export async function revokeRootKey(
-  db: Db,
-  rootKeyId: string,
-  actor: Actor,
-  workspaceId?: string,
-): Promise<{ rootKeyId: string; revokedAt: number }> {
-  return db.transaction().execute(async (tx) => {
-    const row = await tx.selectFrom('root_keys').select(['workspace_id', 'revoked_at']).where('id', '=', rootKeyId).executeTakeFirst();
-    if (!row || (workspaceId !== undefined && row.workspace_id !== workspaceId)) throw notFound('root key', rootKeyId);
-    if (row.revoked_at !== null) return { rootKeyId, revokedAt: row.revoked_at };
-    const now = Date.now();
-    await tx.updateTable('root_keys').set({ revoked_at: now }).where('id', '=', rootKeyId).execute();
-    await recordAudit(
-      tx,
-      [{ workspaceId: row.workspace_id, event: 'root_key.revoke', actor, target: { type: 'root_key', id: rootKeyId } }],
-      now,
-    );
-    return { rootKeyId, revokedAt: now };
-  });
-}
-
 export interface RootKeyInfo {
   rootKeyId: string;
   name: string | null;
@@ -182,9 +163,9 @@ export async function rootKeyPage(
 
 /**
  * Resolves an `Authorization` header to a caller, or throws 401: missing header, not `Bearer kh_root_…`,
- * unknown, revoked, expired, or its workspace deleted. The store is read on every call, so a revocation
- * made by any process is refused on the very next request. (The HTTP server goes through RootKeyGuard,
- * root-key-guard.ts, which adds a negative cache and a limit on failures per client address.)
+ * unknown, revoked, expired, or its workspace deleted. The store is read on every call. (The HTTP server goes
+ * through RootKeyGuard, root-key-guard.ts, which caches found keys until a change drops them, remembers
+ * unknown ones briefly and limits failures per client address.)
  */
 export async function authenticateRootKey(db: Db, header: string | undefined, requestId: string, now = Date.now()): Promise<Caller> {
   return callerOf(await findRootKey(db, rootKeyHashOf(header)), requestId, now);
@@ -244,13 +225,16 @@ function findRootKeyQuery(db: Db): CompiledQuery<RootKeyRow> {
   return compiled;
 }
 
-/** The caller a found root key makes, or 401: unknown (no row, or its workspace deleted), revoked or expired. */
-export function callerOf(row: RootKeyRow | undefined, requestId: string, now: number): Caller {
+/**
+ * The caller a found root key makes, or 401: unknown (no row, or its workspace deleted), revoked or expired
+ * (to the millisecond: `now` is the request's). `permissions`: the row's, parsed already (a cached root key).
+ */
+export function callerOf(row: RootKeyRow | undefined, requestId: string, now: number, permissions?: ReadonlySet<string>): Caller {
   if (!row || row.deleted_at !== null) throw new AppError('auth/invalid', 'The root key is not valid');
   if (row.revoked_at !== null) throw new AppError('auth/revoked', 'The root key has been revoked');
   if (row.expires_at !== null && row.expires_at <= now)
     throw new AppError('auth/expired', `The root key expired at ${new Date(row.expires_at).toISOString()}`);
-  return { workspaceId: row.workspace_id, rootKeyId: row.id, permissions: permissionSetOf(row.permissions), requestId };
+  return { workspaceId: row.workspace_id, rootKeyId: row.id, permissions: permissions ?? permissionSetOf(row.permissions), requestId };
 }
 
 /** Parsed permission lists by their stored JSON text: root keys are few, and their permissions rarely change. */

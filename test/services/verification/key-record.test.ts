@@ -63,7 +63,13 @@ for (const dialect of DIALECTS) {
       const r = await loader.load(sha256b64(key));
       assert.ok(r);
       assert.deepEqual(
-        { ...r, permissionSet: [...r.permissionSet], limits: Object.fromEntries(r.limits), identity: { ...r.identity, id: undefined } },
+        {
+          ...r,
+          permissionSet: [...r.permissionSet],
+          limits: Object.fromEntries(r.limits),
+          identity: { ...r.identity, id: undefined },
+          configuredLimits: r.configuredLimits.map((l) => ({ ...l, id: l.id === 'rl_rec_calls' ? l.id : l.id.slice(0, 3) })),
+        },
         {
           id: keyId,
           hash: sha256b64(key),
@@ -86,6 +92,13 @@ for (const dialect of DIALECTS) {
             shared: { name: 'shared', limit: 5, duration: 60_000, type: 'consistent', autoApply: false },
             default: { name: 'default', limit: 7, duration: 2_000, type: 'fast', autoApply: true },
           },
+          // Every stored limit with its id (what v2 shows), by name: the identity's and the key's of the same name both.
+          configuredLimits: [
+            { id: 'rl_', name: 'calls', limit: 10, duration: 1_000, autoApply: false, ofIdentity: true }, // rl_1… < rl_rec…
+            { id: 'rl_rec_calls', name: 'calls', limit: 99, duration: 9_000, autoApply: false, ofIdentity: false },
+            { id: 'rl_', name: 'default', limit: 7, duration: 2_000, autoApply: true, ofIdentity: false },
+            { id: 'rl_', name: 'shared', limit: 5, duration: 60_000, autoApply: false, ofIdentity: true },
+          ],
         },
       );
       assert.match(r.identity?.id ?? '', /^id_/);

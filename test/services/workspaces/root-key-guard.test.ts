@@ -5,7 +5,9 @@ import { DIALECTS, freshStore, OPERATOR } from '../../helpers/harness.ts';
 import { expectKind } from '../../helpers/errors.ts';
 import type { Db, Store } from '../../../src/store/store.ts';
 import { generateRootKey, hashKey, keyStart } from '../../../src/crypto/keys.ts';
-import { insertRootKey, revokeRootKey } from '../../../src/services/workspaces/root-keys.ts';
+import { insertRootKey } from '../../../src/services/workspaces/root-keys.ts';
+import { revokeRootKey, setRootKeyPermissions } from '../../../src/services/workspaces/root-key-changes.ts';
+import { changeBus, type Change } from '../../../src/services/changes.ts';
 import { RootKeyGuard } from '../../../src/services/workspaces/root-key-guard.ts';
 import { createWorkspace } from '../../../src/services/workspaces/workspaces.ts';
 
@@ -46,7 +48,13 @@ for (const dialect of DIALECTS) {
     const guarded = (opts: ConstructorParameters<typeof RootKeyGuard>[1] = {}) => {
       const { db, reads } = countingRootKeyReads(store.db);
       const guard = new RootKeyGuard(db, opts);
-      after(() => guard.close());
+      // What the runtime does in a server: every committed change of this process reaches the guard at once.
+      const hear = (changes: Change[]) => guard.invalidate(changes);
+      changeBus.on('committed', hear);
+      after(() => {
+        changeBus.off('committed', hear);
+        return guard.close();
+      });
       return { guard, reads };
     };
 
@@ -60,13 +68,53 @@ for (const dialect of DIALECTS) {
       assert.equal(reads.n, 2, 'read again once the entry expired');
     });
 
-    test('a found key is read on every request: a revocation applies to the next one', async () => {
+    test('a found key is read once and cached; a revocation made here applies to the next request, for good', async () => {
       const { guard, reads } = guarded();
       const { rootKey, rootKeyId } = await insertRootKey(store.db, { workspaceId, permissions: ['*'] }, OPERATOR);
-      assert.equal((await guard.authenticate(bearer(rootKey), 'req_1', '10.0.0.1', T0)).rootKeyId, rootKeyId);
+      for (let i = 0; i < 20; i++)
+        assert.equal((await guard.authenticate(bearer(rootKey), 'req_1', '10.0.0.1', T0 + i)).rootKeyId, rootKeyId);
+      assert.equal(reads.n, 1, 'one store read for 20 requests');
+      assert.equal(guard.cache.stats.hits, 19);
       await revokeRootKey(store.db, rootKeyId, OPERATOR);
-      await expectKind(guard.authenticate(bearer(rootKey), 'req_2', '10.0.0.1', T0 + 1), 'auth/revoked');
-      assert.equal(reads.n, 2);
+      for (let i = 0; i < 5; i++) await expectKind(guard.authenticate(bearer(rootKey), 'req_2', '10.0.0.1', T0 + 20 + i), 'auth/revoked');
+    });
+
+    test('a permission removed here applies to the next request', async () => {
+      const { guard } = guarded();
+      const permissions = ['api.*.verify_key', 'api.*.read_key'];
+      const { rootKey, rootKeyId } = await insertRootKey(store.db, { workspaceId, permissions }, OPERATOR);
+      assert.deepEqual([...(await guard.authenticate(bearer(rootKey), 'req_1', '10.0.0.1', T0)).permissions].sort(), permissions.sort());
+      await setRootKeyPermissions(store.db, rootKeyId, ['api.*.read_key'], OPERATOR);
+      assert.deepEqual([...(await guard.authenticate(bearer(rootKey), 'req_2', '10.0.0.1', T0 + 1)).permissions], ['api.*.read_key']);
+    });
+
+    test('a cached key is refused from the millisecond of its expiry', async () => {
+      const { guard, reads } = guarded();
+      const { rootKey } = await insertRootKey(store.db, { workspaceId, permissions: ['*'], expiresAt: T0 + 100 }, OPERATOR);
+      await guard.authenticate(bearer(rootKey), 'req_1', '10.0.0.1', T0);
+      await guard.authenticate(bearer(rootKey), 'req_2', '10.0.0.1', T0 + 99);
+      await expectKind(guard.authenticate(bearer(rootKey), 'req_3', '10.0.0.1', T0 + 100), 'auth/expired');
+      assert.equal(reads.n, 1, 'answered from the cache');
+    });
+
+    test("another process' change (no event here) applies once the change reaches the guard", async () => {
+      const { guard } = guarded();
+      const { rootKey, rootKeyId } = await insertRootKey(store.db, { workspaceId, permissions: ['*'] }, OPERATOR);
+      await guard.authenticate(bearer(rootKey), 'req_1', '10.0.0.1', T0);
+      await store.db.updateTable('root_keys').set({ revoked_at: T0 }).where('id', '=', rootKeyId).execute();
+      await guard.authenticate(bearer(rootKey), 'req_2', '10.0.0.1', T0 + 1); // cached until it hears of the change
+      guard.invalidate([{ kind: 'root-key', id: rootKeyId }]); // what the feed, NOTIFY or Redis hand the runtime
+      await expectKind(guard.authenticate(bearer(rootKey), 'req_3', '10.0.0.1', T0 + 2), 'auth/revoked');
+    });
+
+    test('a read that raced with a change is not cached', async () => {
+      const { guard, reads } = guarded();
+      const { rootKey, rootKeyId } = await insertRootKey(store.db, { workspaceId, permissions: ['*'] }, OPERATOR);
+      const first = guard.authenticate(bearer(rootKey), 'req_1', '10.0.0.1', T0); // its read is in flight
+      guard.invalidate([{ kind: 'root-key', id: rootKeyId }]);
+      await first;
+      await guard.authenticate(bearer(rootKey), 'req_2', '10.0.0.1', T0 + 1);
+      assert.equal(reads.n, 2, 'the raced read was not kept');
     });
 
     test('a key remembered as unknown works at once when this process creates it (a given key, as at bootstrap)', async () => {

@@ -5,7 +5,8 @@ import { count } from '../../helpers/rows.ts';
 import { expectKind } from '../../helpers/errors.ts';
 import type { Store } from '../../../src/store/store.ts';
 import { generateRootKey, hashKey } from '../../../src/crypto/keys.ts';
-import { authenticateRootKey, insertRootKey, revokeRootKey } from '../../../src/services/workspaces/root-keys.ts';
+import { authenticateRootKey, insertRootKey } from '../../../src/services/workspaces/root-keys.ts';
+import { revokeRootKey } from '../../../src/services/workspaces/root-key-changes.ts';
 import { createWorkspace } from '../../../src/services/workspaces/workspaces.ts';
 
 for (const dialect of DIALECTS) {

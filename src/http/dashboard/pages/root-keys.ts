@@ -1,7 +1,8 @@
 import { AppError, type FieldProblem } from '../../../domain/errors.ts';
 import { ACTIONS } from '../../../domain/permissions.ts';
 import { actorOf } from '../../../services/caller.ts';
-import { createRootKey, revokeRootKey, rootKeyPage, type RootKeyInfo } from '../../../services/workspaces/root-keys.ts';
+import { createRootKey, rootKeyPage, type RootKeyInfo } from '../../../services/workspaces/root-keys.ts';
+import { revokeRootKey } from '../../../services/workspaces/root-key-changes.ts';
 import { leakedKeyUrls } from '../../../services/leaks/leaked-keys.ts';
 import type { Form, PageContext, PageResult, PageRouter } from '../context.ts';
 import {

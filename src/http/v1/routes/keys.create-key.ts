@@ -41,7 +41,7 @@ export default function keysCreateKey(app: App, deps: Deps) {
       },
     },
     (req) => {
-      return createKey(deps.store.db, req.caller, req.body, deps.vault);
+      return createKey(deps.store.db, req.caller, req.body, deps.vault, deps.apis);
     },
   );
 }

@@ -63,7 +63,7 @@ export default function v2KeysCreateKey(app: App, deps: Deps) {
       if (problems.length) throw invalid(problems);
       const { apiId, recoverable } = req.body;
       const needed = [`api.${apiId}.create_key`, ...(recoverable ? [`api.${apiId}.encrypt_key`] : [])];
-      const work = withV2Paths(createKey(deps.store.db, req.caller, createKeyInput(req.body), deps.vault));
+      const work = withV2Paths(createKey(deps.store.db, req.caller, createKeyInput(req.body), deps.vault, deps.apis));
       const { keyId, key } = await hideDenial(work, req.caller, needed, () => notFound('api', apiId));
       return ok(req.id, { keyId, key });
     },

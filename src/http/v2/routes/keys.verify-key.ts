@@ -1,10 +1,8 @@
 import { invalid } from '../../../domain/errors.ts';
 import { parsePermissionQueryText } from '../../../domain/permission-query.ts';
-import { can, type Caller } from '../../../services/caller.ts';
-import { rehashMigratedKey } from '../../../services/migrations/lazy-rehash.ts';
-import { configuredLimits } from '../../../services/verification/configured-limits.ts';
-import type { KeyRecord } from '../../../services/verification/key-record.ts';
+import type { Caller } from '../../../services/caller.ts';
 import type { VerifyRequest } from '../../../services/verification/verifier.ts';
+import { verifyKeyV2 as verifyKeyV2Service } from '../../../services/verification/verify-key-v2.ts';
 import type { App, Deps } from '../../types.ts';
 import { ok, v2Requires, v2Responses } from '../envelope.ts';
 import {
@@ -24,30 +22,11 @@ function parsedQuery(text: string | undefined): VerifyRequest['authorization'] {
   return { permissions: parsed.query };
 }
 
-/**
- * keys.verifyKey in v2 terms, through v1's verifier (same checks, credits and limits). The key must be of the
- * caller's workspace and the root key must grant `api.<its api>.verify_key`; otherwise the answer is the bare
- * NOT_FOUND of an unknown key, decided before anything is spent or recorded. A key not found with a
- * `migrationId` is looked up among that migration's foreign hashes, rehashed, and verified once more.
- */
+/** keys.verifyKey v2 for the route and the lane: the body in the service's terms, its answer in v2's (services/verification/verify-key-v2.ts). */
 export async function verifyKeyV2(deps: Deps, caller: Caller, body: VerifyKeyV2Input) {
   const req = verifierRequest(body, parsedQuery(body.permissions));
-  let found: KeyRecord | undefined;
-  const authorize = (record: KeyRecord): boolean => {
-    found = record;
-    return record.workspaceId === caller.workspaceId && can(caller, `api.${record.apiId}.verify_key`);
-  };
-  let result = await deps.verifier.verify(req, Date.now(), authorize);
-  if (
-    found === undefined &&
-    body.migrationId !== undefined &&
-    (await rehashMigratedKey(deps.store.db, caller.workspaceId, body.migrationId, body.key))
-  ) {
-    result = await deps.verifier.verify(req, Date.now(), authorize);
-  }
-  if (result.code === 'NOT_FOUND' || found === undefined) return { valid: false, code: 'NOT_FOUND' as const };
-  const rows = found.limits.size > 0 ? await configuredLimits(deps.store.db, found.id, found.identity?.id) : [];
-  return verifyKeyV2Data(result, found, req, rows);
+  const verified = await verifyKeyV2Service({ db: deps.store.db, verifier: deps.verifier }, caller, req, body.migrationId);
+  return verified ? verifyKeyV2Data(verified) : { valid: false, code: 'NOT_FOUND' as const };
 }
 
 export const VERIFY_V2_PATH = '/v2/keys.verifyKey';
