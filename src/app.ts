@@ -26,6 +26,7 @@ import { createRuntime, type BufferCapacities } from './services/verification/ru
 import type { Vault } from './crypto/vault.ts';
 import type { RetentionConfig } from './config.ts';
 import { Pruner, type PrunerStats } from './services/maintenance/pruner.ts';
+import { DEFAULT_WEBHOOK_SETTINGS, type WebhookSettings } from './services/webhooks/settings.ts';
 
 export interface AppOptions {
   /** Redis for cluster-wide rate limits and cache invalidation (REDIS_URL). */
@@ -50,6 +51,8 @@ export interface AppOptions {
   firstPrunePassDelayMs?: number;
   /** Capacities of the buffers that fill while the store or Redis is down (tests use small ones; defaults otherwise). */
   capacities?: BufferCapacities;
+  /** KEYHOLD_WEBHOOK_* settings (default: Standard Webhooks' schedule, public https URLs only). */
+  webhooks?: WebhookSettings;
 }
 
 export const BODY_LIMIT = 5 * 1024 * 1024;
@@ -103,7 +106,8 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
   });
   app.addHook('onClose', () => runtime.close());
   const { verifier, limiter, cache, readiness, ratelimits } = runtime;
-  const deps: Deps = { store, vault: options.vault, verifier, limiter, cache, readiness, ratelimits };
+  const webhooks = options.webhooks ?? DEFAULT_WEBHOOK_SETTINGS;
+  const deps: Deps = { store, vault: options.vault, verifier, limiter, cache, readiness, ratelimits, webhooks };
   for (const register of ROUTES) register(app, deps);
   for (const register of V2_ROUTES) register(app, deps);
   registerDashboard(app, { deps, internal, publicUrl: options.publicUrl ?? 'http://127.0.0.1' });

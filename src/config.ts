@@ -1,6 +1,7 @@
 import { dirname, join, resolve } from 'node:path';
 import { databaseUrlProblem, hostProblem, publicUrlProblem, redisUrlProblem, secretsIn } from './config-shapes.ts';
 import { isWellFormedRootKey } from './crypto/keys.ts';
+import { webhooksFrom } from './config-webhooks.ts';
 import { loadOrCreateMasterKeyFile, MASTER_KEY_FILE, MasterKeyFormatError, parseMasterKeys, type MasterKey } from './crypto/master-keys.ts';
 
 /** The only reader of process.env: every setting, validated and typed, failing fast with a clear message. */
@@ -28,6 +29,7 @@ export interface Config {
   publicUrl: string;
   /** How long data that grows with traffic or time is kept, and how often the background pass prunes it. */
   retention: RetentionConfig;
+  webhooks: ReturnType<typeof webhooksFrom>;
 }
 
 /** Days each kind of data is kept (0: forever) and the background prune pass's interval (0: no background pass). */
@@ -81,7 +83,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const authFailureLimit = authFailureLimitFrom(env, problems);
   const keyCacheSize = keyCacheSizeFrom(env, problems);
   const publicUrl = publicUrlFrom(env, problems);
-  const retention = retentionFrom(env, problems);
+  const [retention, webhooks] = [retentionFrom(env, problems), webhooksFrom(env, problems)];
   if (problems.length) throw new ConfigError(problems);
   return {
     host,
@@ -98,6 +100,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     keyCacheSize,
     publicUrl,
     retention,
+    webhooks,
   };
 }
 

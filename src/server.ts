@@ -14,7 +14,7 @@ import { bootstrap } from './services/workspaces/workspaces.ts';
 import { buildApp } from './app.ts';
 import { JobQueue } from './jobs/job-queue.ts';
 import { Worker } from './jobs/worker.ts';
-import { WORKER_TASKS } from './services/migrations/migration-import-task.ts';
+import { workerTasks } from './services/worker-tasks.ts';
 import { checkDataDirectory, checkListenAddress, checkRedis, listenProblem, oneLine, StartError, storeProblem } from './start-checks.ts';
 import { handOverBootstrapKey } from './bootstrap-key.ts';
 
@@ -52,6 +52,7 @@ async function main(): Promise<void> {
       keyCacheSize: config.keyCacheSize,
       publicUrl: config.publicUrl,
       retention: config.retention,
+      webhooks: config.webhooks,
     },
   );
   // The address was free a moment ago; another process may still take it first.
@@ -60,8 +61,9 @@ async function main(): Promise<void> {
   });
   logger.info({ address, database: store.describe, accessLog: config.accessLog }, 'keyhold listening');
 
-  // Imports of enqueued keys (migrations.enqueueKeys) run here unless KEYHOLD_WORKERS=0 (then `keyhold worker` runs them).
-  const worker = config.workers > 0 ? new Worker(new JobQueue(store, WORKER_TASKS), { concurrency: config.workers, logger }) : undefined;
+  // Imports of enqueued keys and webhook deliveries run here unless KEYHOLD_WORKERS=0 (then `keyhold worker` runs them).
+  const tasks = workerTasks(store.db, vault, config.webhooks);
+  const worker = config.workers > 0 ? new Worker(new JobQueue(store, tasks), { concurrency: config.workers, logger }) : undefined;
   worker?.start();
   if (worker) logger.info({ worker: worker.id, concurrency: config.workers }, 'job worker started');
 

@@ -37,8 +37,8 @@ export async function documentedOperations(): Promise<Operation[]> {
   }
 }
 
-type Part = 'permission' | 'role' | 'identity' | 'api' | 'key' | 'migration' | 'namespace' | 'override';
-const PARTS: Part[] = ['permission', 'role', 'identity', 'api', 'key', 'migration', 'namespace', 'override'];
+type Part = 'permission' | 'role' | 'identity' | 'api' | 'key' | 'migration' | 'namespace' | 'override' | 'webhook';
+const PARTS: Part[] = ['permission', 'role', 'identity', 'api', 'key', 'migration', 'namespace', 'override', 'webhook'];
 /** What a successful delete route removes of the seeds (any other delete route: everything is seeded anew). */
 const DELETES: Record<string, Part[]> = {
   '/v1/apis.deleteApi': ['api', 'key'],
@@ -49,6 +49,7 @@ const DELETES: Record<string, Part[]> = {
   '/v1/identities.deleteIdentity': ['identity'],
   '/v1/ratelimits.deleteNamespace': ['namespace', 'override'],
   '/v1/ratelimits.deleteOverride': ['override'],
+  '/v1/webhooks.deleteEndpoint': ['webhook'],
   '/v2/apis.deleteApi': ['api', 'key'],
   '/v2/identities.deleteIdentity': ['identity'],
   '/v2/permissions.deleteRole': ['role'],
@@ -116,6 +117,19 @@ export async function seedWorkspace(w: World, root = w.root, workspaceId = w.wor
     s.overrideIdentifier = `fuzz-rl-${tag}`;
     const override = { namespaceId: s.namespaceId, identifier: s.overrideIdentifier, limit: 1000, duration: 60_000 };
     await ok<{ overrideId: string }>('/v1/ratelimits.setOverride', override);
+  }
+  // An endpoint still there is kept (a workspace holds few): reseeding everything must not reach that bound.
+  const endpointLeft =
+    s.endpointId && (await w.store.db.selectFrom('webhook_endpoints').select('id').where('id', '=', s.endpointId).executeTakeFirst());
+  if (parts.includes('webhook') && !endpointLeft) {
+    ({ endpointId: s.endpointId } = await ok<{ endpointId: string }>('/v1/webhooks.createEndpoint', { url: 'https://93.184.216.34/fuzz' }));
+    const { eventId } = await ok<{ eventId: string }>('/v1/webhooks.sendTestEvent', { endpointId: s.endpointId });
+    const delivery = await w.store.db
+      .selectFrom('webhook_deliveries')
+      .select('id')
+      .where('event_id', '=', eventId)
+      .executeTakeFirstOrThrow();
+    s.deliveryId = delivery.id;
   }
   return s as Seeds;
 }

@@ -1,0 +1,77 @@
+import { newId } from '../../domain/ids.ts';
+import type { EventType } from '../../domain/webhook-events.ts';
+import { enqueue } from '../../jobs/queue.ts';
+import type { Executor } from '../../store/store.ts';
+
+/** The payload of a `webhook.deliver` job: one attempt of one delivery. */
+export interface DeliverPayload {
+  deliveryId: string;
+  /**
+   * The delivery's `next_attempt_at` this attempt was scheduled as: an attempt whose delivery has been
+   * rescheduled since (retryDelivery) does nothing, so a delivery never has two attempts at once.
+   */
+  at: number;
+}
+
+declare module '../../jobs/queue.ts' {
+  interface TaskPayloads {
+    'webhook.deliver': DeliverPayload;
+  }
+}
+
+/** A delivery job never fails for the queue: the delivery records its own attempts and schedule. */
+export const DELIVERY_JOB_ATTEMPTS = 3;
+
+/**
+ * Schedules an attempt of a delivery as a job, with `db` (the transaction that creates or retries the
+ * delivery, so the attempt exists exactly when the delivery does). Call `announceJobs()` after the commit.
+ */
+export async function scheduleAttempt(db: Executor, deliveryId: string, runAt: number): Promise<void> {
+  await enqueue(db, 'webhook.deliver', { deliveryId, at: runAt }, { runAt, maxAttempts: DELIVERY_JOB_ATTEMPTS });
+}
+
+/**
+ * The outbox: records an event of the workspace with `tx`, the transaction of the change that causes it, and
+ * a delivery with its first attempt for every enabled endpoint subscribed to its type (or for `endpointId`
+ * alone: a test event). A rolled-back change leaves neither; a committed one is delivered, across restarts.
+ * Nothing is written when no endpoint receives the event. Returns the event id (`evt_…`), or undefined then.
+ */
+export async function emitEvent(
+  tx: Executor,
+  workspaceId: string,
+  type: EventType,
+  data: Record<string, unknown>,
+  opts: { endpointId?: string; now?: number } = {},
+): Promise<string | undefined> {
+  const now = opts.now ?? Date.now();
+  let q = tx.selectFrom('webhook_endpoints').select(['id', 'events']).where('workspace_id', '=', workspaceId);
+  q = opts.endpointId ? q.where('id', '=', opts.endpointId) : q.where('enabled', '=', 1);
+  const endpoints = (await q.execute()).filter((e) => opts.endpointId || (JSON.parse(e.events) as string[]).includes(type));
+  if (endpoints.length === 0) return undefined;
+  const eventId = newId('evt');
+  const body = JSON.stringify({ type, timestamp: new Date(now).toISOString(), data });
+  await tx.insertInto('webhook_events').values({ id: eventId, workspace_id: workspaceId, type, body, created_at: now }).execute();
+  for (const endpoint of endpoints) {
+    const deliveryId = newId('whdl');
+    await tx
+      .insertInto('webhook_deliveries')
+      .values({
+        id: deliveryId,
+        workspace_id: workspaceId,
+        endpoint_id: endpoint.id,
+        event_id: eventId,
+        type,
+        status: 'pending',
+        attempts: 0,
+        last_status_code: null,
+        last_error: null,
+        next_attempt_at: now,
+        created_at: now,
+        updated_at: now,
+        delivered_at: null,
+      })
+      .execute();
+    await scheduleAttempt(tx, deliveryId, now);
+  }
+  return eventId;
+}
