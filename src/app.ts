@@ -26,7 +26,7 @@ import { createRuntime, type BufferCapacities } from './services/verification/ru
 import type { Vault } from './crypto/vault.ts';
 import type { RetentionConfig } from './config.ts';
 import { Pruner, type PrunerStats } from './services/maintenance/pruner.ts';
-import { DEFAULT_WEBHOOK_SETTINGS, type WebhookSettings } from './services/webhooks/settings.ts';
+import { DEFAULT_WEBHOOK_SETTINGS as WEBHOOKS, type WebhookSettings } from './services/webhooks/settings.ts';
 
 export interface AppOptions {
   /** Redis for cluster-wide rate limits and cache invalidation (REDIS_URL). */
@@ -106,7 +106,7 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
   });
   app.addHook('onClose', () => runtime.close());
   const { verifier, limiter, cache, readiness, ratelimits } = runtime;
-  const webhooks = options.webhooks ?? DEFAULT_WEBHOOK_SETTINGS;
+  const webhooks = options.webhooks ?? WEBHOOKS;
   const deps: Deps = { store, vault: options.vault, verifier, limiter, cache, readiness, ratelimits, webhooks };
   for (const register of ROUTES) register(app, deps);
   for (const register of V2_ROUTES) register(app, deps);
@@ -133,11 +133,16 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
   });
 
   registerOpenApiRoute(app);
+  registerMetricsRoute(app, metrics);
+  return app;
+}
+
+/** `GET /metrics`: the Prometheus text of `metrics`, without a root key. */
+function registerMetricsRoute(app: App, metrics: ReturnType<typeof createMetrics>): void {
   app.get('/metrics', { schema: { hide: true }, config: { public: true } }, async (_req, reply) => {
     reply.header('Content-Type', metrics.registry.contentType);
     return metrics.registry.metrics();
   });
-  return app;
 }
 
 /** The background retention passes, stopped with the app; none without `options.retention`. Their stats, for /metrics. */
