@@ -1,50 +1,12 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { Webhook } from 'standardwebhooks';
 import { DIALECTS, world, type World } from '../../helpers/harness.ts';
 import { createVault } from '../../../src/crypto/vault.ts';
 import { JobQueue } from '../../../src/jobs/job-queue.ts';
 import { Worker } from '../../../src/jobs/worker.ts';
 import { workerTasks } from '../../../src/services/worker-tasks.ts';
 import type { WebhookSettings } from '../../../src/services/webhooks/settings.ts';
-
-interface Received {
-  headers: IncomingHttpHeaders;
-  body: string;
-}
-
-/** A real HTTP receiver on loopback: records every request and answers with `respond`'s status (and headers). */
-async function receiver(respond: (n: number) => { status: number; headers?: Record<string, string> } = () => ({ status: 200 })) {
-  const got: Received[] = [];
-  const server: Server = createServer((req, res) => {
-    let body = '';
-    req.on('data', (c) => {
-      body += c;
-    });
-    req.on('end', () => {
-      got.push({ headers: req.headers, body });
-      const r = respond(got.length);
-      res.writeHead(r.status, r.headers).end('ok');
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return { got, port, url: `http://127.0.0.1:${port}/hook`, close: () => new Promise<void>((r) => server.close(() => r())) };
-}
-
-const until = async (what: string, ok: () => Promise<boolean> | boolean, ms = 5000) => {
-  const end = Date.now() + ms;
-  while (!(await ok())) {
-    if (Date.now() > end) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-};
-
-/** Every request verifies with the official standardwebhooks library under `secret`; returns the parsed payloads. */
-const verified = (got: Received[], secret: string) =>
-  got.map((r) => new Webhook(secret).verify(r.body, r.headers as Record<string, string>));
+import { until, verifiedPayloads as verified, webhookReceiver as receiver } from '../../helpers/webhook-receiver.ts';
 
 function suite(dialect: 'sqlite' | 'postgres', settings: WebhookSettings, body: (get: () => World) => void) {
   let w: World;
@@ -85,7 +47,7 @@ for (const dialect of DIALECTS) {
         const { json } = await w.post<{ eventId: string }>('/v1/webhooks.sendTestEvent', { endpointId });
         await until('the delivery', () => rx.got.length === 1, 2000);
         assert.ok(Date.now() - t0 < 2000);
-        const [payload] = verified(rx.got, secret) as Array<{ type: string; data: unknown }>;
+        const [payload] = verified(rx.got, secret);
         assert.equal(payload.type, 'webhook.test');
         assert.deepEqual(payload.data, { endpointId });
         assert.equal(rx.got[0].headers['webhook-id'], json.eventId);
