@@ -89,7 +89,13 @@ export async function retryDelivery(db: Db, caller: Caller, input: { deliveryId:
 export async function sendTestEvent(db: Db, caller: Caller, input: { endpointId: string }): Promise<{ eventId: string }> {
   await requireEndpointFor(db, caller, input.endpointId, 'update_endpoint');
   const eventId = await db.transaction().execute(async (tx) => {
-    const id = await emitEvent(tx, caller.workspaceId, 'webhook.test', { endpointId: input.endpointId }, { endpointId: input.endpointId });
+    const id = await emitEvent(
+      tx,
+      caller.workspaceId,
+      'webhook.test',
+      { endpointId: input.endpointId },
+      { endpointIds: [input.endpointId] },
+    );
     await recordAudit(tx, [callerAudit(caller, 'webhook.send_test_event', { type: 'webhookEndpoint', id: input.endpointId })]);
     return id!;
   });

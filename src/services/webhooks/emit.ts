@@ -2,6 +2,7 @@ import { newId } from '../../domain/ids.ts';
 import type { EventType } from '../../domain/webhook-events.ts';
 import { enqueue } from '../../jobs/queue.ts';
 import type { Executor } from '../../store/store.ts';
+import type { ChangeSet } from '../changes.ts';
 
 /** The payload of a `webhook.deliver` job: one attempt of one delivery. */
 export interface DeliverPayload {
@@ -30,35 +31,52 @@ export async function scheduleAttempt(db: Executor, deliveryId: string, runAt: n
   await enqueue(db, 'webhook.deliver', { deliveryId, at: runAt }, { runAt, maxAttempts: DELIVERY_JOB_ATTEMPTS });
 }
 
+/** The enabled endpoints of the workspace that receive `type`: read before a change, to know whether it emits anything. */
+export async function subscribedEndpoints(db: Executor, workspaceId: string, type: EventType): Promise<string[]> {
+  const rows = await db
+    .selectFrom('webhook_endpoints')
+    .select(['id', 'events'])
+    .where('workspace_id', '=', workspaceId)
+    .where('enabled', '=', 1)
+    .execute();
+  return rows.filter((e) => (JSON.parse(e.events) as string[]).includes(type)).map((e) => e.id);
+}
+
+export interface EmitOptions {
+  /** The endpoints to deliver to (a test event's one, or subscribedEndpoints read before); default: those subscribed now. */
+  endpointIds?: string[];
+  now?: number;
+  /** The transaction's change set: its workers are woken after the commit (transact). Without it, call announceJobs(). */
+  changes?: ChangeSet;
+}
+
 /**
  * The outbox: records an event of the workspace with `tx`, the transaction of the change that causes it, and
- * a delivery with its first attempt for every enabled endpoint subscribed to its type (or for `endpointId`
- * alone: a test event). A rolled-back change leaves neither; a committed one is delivered, across restarts.
- * Nothing is written when no endpoint receives the event. Returns the event id (`evt_…`), or undefined then.
+ * a delivery with its first attempt for every endpoint that receives it. A rolled-back change leaves neither;
+ * a committed one is delivered, across restarts. Nothing is written when no endpoint receives the event.
+ * Returns the event id (`evt_…`), or undefined then.
  */
 export async function emitEvent(
   tx: Executor,
   workspaceId: string,
   type: EventType,
   data: Record<string, unknown>,
-  opts: { endpointId?: string; now?: number } = {},
+  opts: EmitOptions = {},
 ): Promise<string | undefined> {
   const now = opts.now ?? Date.now();
-  let q = tx.selectFrom('webhook_endpoints').select(['id', 'events']).where('workspace_id', '=', workspaceId);
-  q = opts.endpointId ? q.where('id', '=', opts.endpointId) : q.where('enabled', '=', 1);
-  const endpoints = (await q.execute()).filter((e) => opts.endpointId || (JSON.parse(e.events) as string[]).includes(type));
+  const endpoints = opts.endpointIds ?? (await subscribedEndpoints(tx, workspaceId, type));
   if (endpoints.length === 0) return undefined;
   const eventId = newId('evt');
   const body = JSON.stringify({ type, timestamp: new Date(now).toISOString(), data });
   await tx.insertInto('webhook_events').values({ id: eventId, workspace_id: workspaceId, type, body, created_at: now }).execute();
-  for (const endpoint of endpoints) {
+  for (const endpointId of endpoints) {
     const deliveryId = newId('whdl');
     await tx
       .insertInto('webhook_deliveries')
       .values({
         id: deliveryId,
         workspace_id: workspaceId,
-        endpoint_id: endpoint.id,
+        endpoint_id: endpointId,
         event_id: eventId,
         type,
         status: 'pending',
@@ -73,5 +91,6 @@ export async function emitEvent(
       .execute();
     await scheduleAttempt(tx, deliveryId, now);
   }
+  if (opts.changes) opts.changes.jobsEnqueued = true;
   return eventId;
 }

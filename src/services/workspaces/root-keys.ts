@@ -11,6 +11,8 @@ import { splitPage } from '../pagination.ts';
 import { recordAudit } from '../audit/record-audit.ts';
 import type { Actor, Caller } from '../caller.ts';
 import { requireWorkspace } from '../lookups.ts';
+import { emitEvent } from '../webhooks/emit.ts';
+import { announceJobs } from '../../jobs/queue.ts';
 
 /**
  * Process-wide: `created` (with the new key's hash) is emitted once a root key is written, so that every
@@ -93,7 +95,9 @@ export async function insertRootKey(
       ],
       now,
     );
+    emitted = (await emitEvent(tx, input.workspaceId, 'rootkey.created', { rootKeyId, name: input.name ?? null }, { now })) !== undefined;
   };
+  let emitted = false;
   // The key and its audit record commit together: in the caller's transaction, or in one of our own.
   // In the caller's transaction the event comes before its commit: a lookup in between could remember the
   // key as unknown again, for at most the guard's TTL (the only such caller, the first-start bootstrap,
@@ -101,6 +105,7 @@ export async function insertRootKey(
   if (db.isTransaction) await write(db);
   else await db.transaction().execute(write);
   rootKeyEvents.emit('created', hash);
+  if (emitted && !db.isTransaction) announceJobs();
   return { rootKeyId, rootKey };
 }
 
@@ -120,7 +125,7 @@ export async function revokeRootKey(
   actor: Actor,
   workspaceId?: string,
 ): Promise<{ rootKeyId: string; revokedAt: number }> {
-  return db.transaction().execute(async (tx) => {
+  const revoked = await db.transaction().execute(async (tx) => {
     const row = await tx.selectFrom('root_keys').select(['workspace_id', 'revoked_at']).where('id', '=', rootKeyId).executeTakeFirst();
     if (!row || (workspaceId !== undefined && row.workspace_id !== workspaceId)) throw notFound('root key', rootKeyId);
     if (row.revoked_at !== null) return { rootKeyId, revokedAt: row.revoked_at };
@@ -131,8 +136,11 @@ export async function revokeRootKey(
       [{ workspaceId: row.workspace_id, event: 'root_key.revoke', actor, target: { type: 'root_key', id: rootKeyId } }],
       now,
     );
+    await emitEvent(tx, row.workspace_id, 'rootkey.revoked', { rootKeyId }, { now });
     return { rootKeyId, revokedAt: now };
   });
+  announceJobs();
+  return revoked;
 }
 
 export interface RootKeyInfo {
