@@ -26,6 +26,7 @@ import { createRuntime, type BufferCapacities } from './services/verification/ru
 import type { Vault } from './crypto/vault.ts';
 import type { RetentionConfig } from './config.ts';
 import { Pruner, type PrunerStats } from './services/maintenance/pruner.ts';
+import { CrossingEvents } from './services/webhooks/crossing-events.ts';
 import { DEFAULT_WEBHOOK_SETTINGS as WEBHOOKS, type WebhookSettings } from './services/webhooks/settings.ts';
 
 export interface AppOptions {
@@ -106,6 +107,7 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
   });
   app.addHook('onClose', () => runtime.close());
   const { verifier, limiter, cache, readiness, ratelimits } = runtime;
+  verifier.events = ratelimits.events = crossingEvents(app, store, options);
   const webhooks = options.webhooks ?? WEBHOOKS;
   const deps: Deps = { store, vault: options.vault, verifier, limiter, cache, readiness, ratelimits, webhooks };
   for (const register of ROUTES) register(app, deps);
@@ -135,6 +137,13 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
   registerOpenApiRoute(app);
   registerMetricsRoute(app, metrics);
   return app;
+}
+
+/** The webhook events of verification crossings; their writes finish before the app closes. */
+function crossingEvents(app: App, store: Store, options: AppOptions): CrossingEvents {
+  const events = new CrossingEvents(store.db, (err) => options.logger?.error({ err }, 'could not record a webhook event'));
+  app.addHook('onClose', () => events.settled());
+  return events;
 }
 
 /** `GET /metrics`: the Prometheus text of `metrics`, without a root key. */

@@ -25,6 +25,8 @@ export interface WebhookEventRow {
   type: string;
   /** The JSON body every attempt sends. */
   body: string;
+  /** Unique when set: of several servers seeing the same occurrence, one writes its event. Optional: NULL when not given. */
+  dedupe_key?: string | null;
   created_at: number;
 }
 export interface WebhookDeliveryRow {

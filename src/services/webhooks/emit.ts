@@ -48,6 +48,8 @@ export interface EmitOptions {
   now?: number;
   /** The transaction's change set: its workers are woken after the commit (transact). Without it, call announceJobs(). */
   changes?: ChangeSet;
+  /** Names the occurrence: an event whose key was written already (by any server) is not written again. */
+  dedupeKey?: string;
 }
 
 /**
@@ -68,7 +70,13 @@ export async function emitEvent(
   if (endpoints.length === 0) return undefined;
   const eventId = newId('evt');
   const body = JSON.stringify({ type, timestamp: new Date(now).toISOString(), data });
-  await tx.insertInto('webhook_events').values({ id: eventId, workspace_id: workspaceId, type, body, created_at: now }).execute();
+  const written = await tx
+    .insertInto('webhook_events')
+    .values({ id: eventId, workspace_id: workspaceId, type, body, dedupe_key: opts.dedupeKey ?? null, created_at: now })
+    .onConflict((oc) => oc.column('dedupe_key').doNothing())
+    .returning('id')
+    .executeTakeFirst();
+  if (!written) return undefined;
   for (const endpointId of endpoints) {
     const deliveryId = newId('whdl');
     await tx

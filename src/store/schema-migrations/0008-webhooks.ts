@@ -33,15 +33,19 @@ export async function up(db: Kysely<any>): Promise<void> {
   await s.createIndex('webhook_endpoints_workspace').on('webhook_endpoints').column('workspace_id').execute();
 
   // body: the exact JSON delivered ({type, timestamp, data}), so every attempt signs the same bytes.
+  // dedupe_key: set for events that several servers may see at once (the first denial of a rate-limit
+  // window): the unique index lets exactly one of them write it.
   await s
     .createTable('webhook_events')
     .addColumn('id', 'text', (c) => c.primaryKey())
     .addColumn('workspace_id', 'text', (c) => c.notNull().references('workspaces.id').onDelete('cascade'))
     .addColumn('type', 'text', (c) => c.notNull())
     .addColumn('body', 'text', (c) => c.notNull())
+    .addColumn('dedupe_key', 'text')
     .addColumn('created_at', 'bigint', (c) => c.notNull())
     .execute();
   await s.createIndex('webhook_events_created').on('webhook_events').column('created_at').execute();
+  await s.createIndex('webhook_events_dedupe').on('webhook_events').column('dedupe_key').unique().execute();
 
   await s
     .createTable('webhook_deliveries')
