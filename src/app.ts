@@ -27,6 +27,7 @@ import type { Vault } from './crypto/vault.ts';
 import type { RetentionConfig } from './config.ts';
 import { Pruner, type PrunerStats } from './services/maintenance/pruner.ts';
 import { CrossingEvents } from './services/webhooks/crossing-events.ts';
+import { deliveryOutcomes, oldestPendingDelivery } from './services/webhooks/delivery-task.ts';
 import { DEFAULT_WEBHOOK_SETTINGS as WEBHOOKS, type WebhookSettings } from './services/webhooks/settings.ts';
 
 export interface AppOptions {
@@ -117,6 +118,7 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
   metrics.watch({ verifier, cache, health: runtime.health, jobs: () => jobQueueStats(store.db), pruner });
   metrics.watch({
     buffers: () => ({ ...runtime.buffers(), root_key_uses: { held: guard.heldUses, dropped: guard.droppedUses } }),
+    webhooks: { outcomes: deliveryOutcomes, oldestPending: () => oldestPendingDelivery(store.db) },
   });
   lane = createLane({
     operations: [

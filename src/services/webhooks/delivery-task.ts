@@ -7,6 +7,19 @@ import { scheduleAttempt, type DeliverPayload } from './emit.ts';
 import { FAILING_DISABLE_MS, nextDelay, type WebhookSettings } from './settings.ts';
 import { signatureHeader } from './signing.ts';
 
+/** Attempts recorded by this process, by outcome (for /metrics): delivered, retried later, failed for good. */
+export const deliveryOutcomes = { delivered: 0, retried: 0, failed: 0 };
+
+/** When the oldest pending delivery was created (epoch ms), or null: one read of the pending deliveries' index. */
+export async function oldestPendingDelivery(db: Db): Promise<number | null> {
+  const row = await db
+    .selectFrom('webhook_deliveries')
+    .select((eb) => eb.fn.min('created_at').as('oldest'))
+    .where('status', '=', 'pending')
+    .executeTakeFirst();
+  return row?.oldest === null || row?.oldest === undefined ? null : Number(row.oldest);
+}
+
 /** What `prepare` found: nothing to do, or the outcome of the attempt it made. */
 type Prepared = { skip: true } | { skip: false; result: AttemptResult; at: number };
 
@@ -47,10 +60,10 @@ async function prepare(db: Db, vault: Vault, settings: WebhookSettings, payload:
 const ok = (r: AttemptResult) => r.statusCode !== undefined && r.statusCode >= 200 && r.statusCode < 300;
 
 /** Records the attempt: delivered, or the next attempt scheduled, or failed for good; and what it says of the endpoint. */
-async function record(tx: Tx, settings: WebhookSettings, payload: DeliverPayload, prepared: Prepared): Promise<void> {
-  if (prepared.skip) return;
+async function record(tx: Tx, settings: WebhookSettings, payload: DeliverPayload, prepared: Prepared): Promise<Outcome | undefined> {
+  if (prepared.skip) return undefined;
   const delivery = await currentDelivery(tx, payload);
-  if (!delivery) return;
+  if (!delivery) return undefined;
   const { result, at } = prepared;
   const attempts = Number(delivery.attempts) + 1;
   const common = { attempts, last_status_code: result.statusCode ?? null, updated_at: at };
@@ -62,7 +75,7 @@ async function record(tx: Tx, settings: WebhookSettings, payload: DeliverPayload
       .where('id', '=', delivery.id)
       .execute();
     await endpoints.set({ failing_since: null }).execute();
-    return;
+    return 'delivered';
   }
   const gone = result.statusCode === 410;
   const delay = gone || result.error === 'the endpoint is disabled' ? undefined : nextDelay(settings.retrySchedule, attempts);
@@ -73,27 +86,35 @@ async function record(tx: Tx, settings: WebhookSettings, payload: DeliverPayload
     .where('id', '=', delivery.id)
     .execute();
   if (next !== null) await scheduleAttempt(tx, delivery.id, next);
+  const outcome = next === null ? 'failed' : 'retried';
   if (gone) {
     await endpoints.set({ enabled: 0, disabled_reason: 'the endpoint answered 410 Gone', updated_at: at }).execute();
-    return;
+    return outcome;
   }
   const endpoint = await tx
     .selectFrom('webhook_endpoints')
     .select(['failing_since', 'enabled'])
     .where('id', '=', delivery.endpoint_id)
     .executeTakeFirst();
-  if (!endpoint || Number(endpoint.enabled) !== 1) return;
+  if (!endpoint || Number(endpoint.enabled) !== 1) return outcome;
   const since = endpoint.failing_since === null ? at : Number(endpoint.failing_since);
   if (at - since >= FAILING_DISABLE_MS)
     await endpoints.set({ enabled: 0, disabled_reason: 'every attempt failed for 5 days', updated_at: at }).execute();
   else if (endpoint.failing_since === null) await endpoints.set({ failing_since: at }).execute();
+  return outcome;
 }
+
+type Outcome = keyof typeof deliveryOutcomes;
 
 /** The `webhook.deliver` task: an attempt over the network (prepare), then its outcome recorded with the job's completion. */
 export function deliveryTask(db: Db, vault: Vault | undefined, settings: WebhookSettings): TaskDefinition<DeliverPayload> {
   return {
     prepare: (payload: DeliverPayload, _job: Job<DeliverPayload>) =>
       vault ? prepare(db, vault, settings, payload) : Promise.resolve<Prepared>({ skip: true }),
-    run: (tx, payload, _job, prepared) => record(tx, settings, payload, prepared as Prepared),
+    // Counted when recorded (a transaction that then fails to commit is counted too: rare, and retried).
+    run: async (tx, payload, _job, prepared) => {
+      const outcome = await record(tx, settings, payload, prepared as Prepared);
+      if (outcome) deliveryOutcomes[outcome]++;
+    },
   };
 }

@@ -61,6 +61,13 @@ for (const dialect of DIALECTS) {
         await rx.close();
       });
 
+      test('/metrics: delivery attempts by outcome, and the age of the oldest pending delivery', async () => {
+        const w = get();
+        const text = (await w.app.inject({ method: 'GET', url: '/metrics' })).body;
+        assert.match(text, /keyhold_webhook_delivery_attempts_total\{outcome="delivered"\} [1-9]/);
+        assert.match(text, /keyhold_webhook_oldest_pending_delivery_age_seconds \d/);
+      });
+
       test('a receiver failing the first two attempts gets the third with the same webhook-id', async () => {
         const w = get();
         const rx = await receiver((n) => ({ status: n <= 2 ? 500 : 204 }));
