@@ -20,6 +20,9 @@ interface Subscriptions {
 const VERIFICATION_TYPES: EventType[] = ['key.credits.exhausted', 'key.credits.refilled', 'key.ratelimited', 'ratelimit.exceeded'];
 /** How long a workspace's subscriptions are used before they are read again: a new endpoint hears of crossings after at most this. */
 export const SUBSCRIPTIONS_TTL_MS = 5_000;
+/** Workspaces whose subscriptions are kept, and background tasks waiting, at most. */
+const MAX_WORKSPACES = 10_000;
+const MAX_QUEUED = 10_000;
 /** Rate-limit windows remembered as reported by this server, at most (the store's unique event key decides across servers). */
 const MAX_REPORTED = 100_000;
 
@@ -34,14 +37,17 @@ const MAX_REPORTED = 100_000;
  */
 export class CrossingEvents {
   readonly #db: Db;
-  readonly #subs = new Map<string, Subscriptions | Promise<Subscriptions>>();
+  readonly #subs = new Map<string, Subscriptions>();
   readonly #reported = new Map<string, number>();
-  readonly #pending = new Set<Promise<void>>();
+  readonly #queue: Array<() => Promise<void>> = [];
+  #busy = false;
+  #wake?: () => void;
   readonly #onError: (err: unknown) => void;
 
   constructor(db: Db, onError: (err: unknown) => void = () => {}) {
     this.#db = db;
     this.#onError = onError;
+    void this.#loop();
   }
 
   /** A spend of `cost` credits of `key` left `after`: key.credits.low for each threshold crossed, key.credits.exhausted at 0. */
@@ -101,7 +107,7 @@ export class CrossingEvents {
 
   /** Resolves once every event being written has been (tests; a stopping server). */
   async settled(): Promise<void> {
-    while (this.#pending.size) await Promise.allSettled([...this.#pending]);
+    while (this.#queue.length || this.#busy) await new Promise((r) => setTimeout(r, 10));
   }
 
   /** Whether this server has not reported `dedupeKey` yet (then it is remembered until its window ends). */
@@ -116,56 +122,81 @@ export class CrossingEvents {
     return true;
   }
 
-  /** Runs `use` with the workspace's subscriptions: at once when they are fresh, else after reading them. */
+  /** Runs `use` with the workspace's subscriptions: at once when they are fresh, else in the background after reading them. */
   #with(workspaceId: string, use: (subs: Subscriptions) => void): void {
     const cached = this.#subs.get(workspaceId);
-    if (cached && !(cached instanceof Promise) && Date.now() - cached.loadedAt < SUBSCRIPTIONS_TTL_MS) {
-      use(cached);
-      return;
-    }
-    const loading = cached instanceof Promise ? cached : this.#load(workspaceId);
-    this.#track(loading.then(use));
+    if (cached && Date.now() - cached.loadedAt < SUBSCRIPTIONS_TTL_MS) use(cached);
+    else this.#background(async () => use(await this.#fresh(workspaceId)));
   }
 
-  #load(workspaceId: string): Promise<Subscriptions> {
-    const loading = this.#db
+  async #fresh(workspaceId: string): Promise<Subscriptions> {
+    const cached = this.#subs.get(workspaceId);
+    return cached && Date.now() - cached.loadedAt < SUBSCRIPTIONS_TTL_MS ? cached : this.#load(workspaceId);
+  }
+
+  async #load(workspaceId: string): Promise<Subscriptions> {
+    const rows = await this.#db
       .selectFrom('webhook_endpoints')
       .select(['id', 'events', 'credits_low_below'])
       .where('workspace_id', '=', workspaceId)
       .where('enabled', '=', 1)
-      .execute()
-      .then((rows) => {
-        const subs: Subscriptions = { loadedAt: Date.now(), low: [], byType: new Map() };
-        for (const row of rows) {
-          const events = JSON.parse(row.events) as EventType[];
-          if (events.includes('key.credits.low')) subs.low.push({ endpointId: row.id, below: Number(row.credits_low_below) });
-          for (const type of VERIFICATION_TYPES)
-            if (events.includes(type)) subs.byType.set(type, [...(subs.byType.get(type) ?? []), row.id]);
-        }
-        this.#subs.set(workspaceId, subs);
-        return subs;
-      });
-    this.#subs.set(workspaceId, loading);
-    loading.catch(() => this.#subs.delete(workspaceId));
-    return loading;
+      .execute();
+    const subs: Subscriptions = { loadedAt: Date.now(), low: [], byType: new Map() };
+    for (const row of rows) {
+      const events = JSON.parse(row.events) as EventType[];
+      if (events.includes('key.credits.low')) subs.low.push({ endpointId: row.id, below: Number(row.credits_low_below) });
+      for (const type of VERIFICATION_TYPES) if (events.includes(type)) subs.byType.set(type, [...(subs.byType.get(type) ?? []), row.id]);
+    }
+    if (this.#subs.size >= MAX_WORKSPACES) this.#subs.clear();
+    this.#subs.set(workspaceId, subs);
+    return subs;
   }
 
   #emit(workspaceId: string, type: EventType, data: Record<string, unknown>, endpointIds: string[] | undefined, dedupeKey?: string): void {
     if (!endpointIds?.length) return;
-    const write = this.#db.transaction().execute(async (tx) => {
-      // Those still there and enabled: the subscriptions may be up to SUBSCRIPTIONS_TTL_MS old.
-      const live = await tx.selectFrom('webhook_endpoints').select('id').where('id', 'in', endpointIds).where('enabled', '=', 1).execute();
-      return live.length ? emitEvent(tx, workspaceId, type, data, { endpointIds: live.map((e) => e.id), dedupeKey }) : undefined;
+    this.#background(async () => {
+      const id = await this.#db.transaction().execute(async (tx) => {
+        // Those still there and enabled: the subscriptions may be up to SUBSCRIPTIONS_TTL_MS old.
+        const live = await tx
+          .selectFrom('webhook_endpoints')
+          .select('id')
+          .where('id', 'in', endpointIds)
+          .where('enabled', '=', 1)
+          .execute();
+        return live.length ? emitEvent(tx, workspaceId, type, data, { endpointIds: live.map((e) => e.id), dedupeKey }) : undefined;
+      });
+      if (id) announceJobs();
     });
-    this.#track(write.then((id) => (id ? announceJobs() : undefined)));
   }
 
-  #track(p: Promise<unknown>): void {
-    const tracked = p.then(
-      () => {},
-      (err) => this.#onError(err),
-    );
-    this.#pending.add(tracked);
-    void tracked.finally(() => this.#pending.delete(tracked));
+  /**
+   * Runs `task` on this object's own loop, after the tasks before it: its reads and writes belong to no
+   * request (the loop was started with the object, and a promise continues in the context it was awaited in).
+   */
+  #background(task: () => Promise<void>): void {
+    if (this.#queue.length >= MAX_QUEUED) return; // a store that does not answer: crossings beyond this are not reported
+    this.#queue.push(task);
+    this.#wake?.();
+  }
+
+  async #loop(): Promise<void> {
+    for (;;) {
+      const task = this.#queue.shift();
+      if (!task) {
+        await new Promise<void>((resolve) => {
+          this.#wake = resolve;
+        });
+        this.#wake = undefined;
+        continue;
+      }
+      this.#busy = true;
+      try {
+        await task();
+      } catch (err) {
+        this.#onError(err);
+      } finally {
+        this.#busy = false;
+      }
+    }
   }
 }
