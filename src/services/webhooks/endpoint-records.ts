@@ -67,3 +67,10 @@ export const auditedUrl = (url: string): string => {
   const u = new URL(url);
   return `${u.protocol}//${u.host}${u.pathname}`;
 };
+
+/** The workspace of an endpoint (the operator names an endpoint alone); none is a 404. */
+export async function workspaceOfEndpoint(db: Executor, endpointId: string): Promise<string> {
+  const row = await db.selectFrom('webhook_endpoints').select('workspace_id').where('id', '=', endpointId).executeTakeFirst();
+  if (!row) throw notFound('webhook endpoint', endpointId);
+  return row.workspace_id;
+}
