@@ -27,6 +27,7 @@ import type { Vault } from './crypto/vault.ts';
 import type { RetentionConfig } from './config.ts';
 import { Pruner, type PrunerStats } from './services/maintenance/pruner.ts';
 import { CrossingEvents } from './services/webhooks/crossing-events.ts';
+import { EXPIRY_SWEEP_INTERVAL_MS, sweepExpiries } from './services/webhooks/expiry-sweep.ts';
 import { deliveryOutcomes, oldestPendingDelivery } from './services/webhooks/delivery-task.ts';
 import { DEFAULT_WEBHOOK_SETTINGS as WEBHOOKS, type WebhookSettings } from './services/webhooks/settings.ts';
 
@@ -141,10 +142,20 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
   return app;
 }
 
-/** The webhook events of verification crossings; their writes finish before the app closes. */
+/**
+ * The webhook events of verification crossings (their writes finish before the app closes), and the sweep
+ * for key.expiring and key.expired every minute.
+ */
 function crossingEvents(app: App, store: Store, options: AppOptions): CrossingEvents {
-  const events = new CrossingEvents(store.db, (err) => options.logger?.error({ err }, 'could not record a webhook event'));
-  app.addHook('onClose', () => events.settled());
+  const onError = (err: unknown) => options.logger?.error({ err }, 'could not record a webhook event');
+  const events = new CrossingEvents(store.db, onError);
+  const reported = new Set<string>();
+  const sweep = setInterval(() => void sweepExpiries(store.db, reported).catch(onError), EXPIRY_SWEEP_INTERVAL_MS);
+  sweep.unref();
+  app.addHook('onClose', async () => {
+    clearInterval(sweep);
+    await events.settled();
+  });
   return events;
 }
 

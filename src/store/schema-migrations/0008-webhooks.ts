@@ -73,9 +73,12 @@ export async function up(db: Kysely<any>): Promise<void> {
     .where(sql.ref('status'), '=', 'pending')
     .execute();
   await s.createIndex('webhook_deliveries_finished').on('webhook_deliveries').columns(['status', 'updated_at']).execute();
+  // Keys by expiry, for key.expiring and key.expired (partial: keys without an expiry, most of them, are not in it).
+  await s.createIndex('keys_expires').on('keys').column('expires_at').where(sql.ref('expires_at'), 'is not', null).execute();
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: a frozen migration knows no schema type
 export async function down(db: Kysely<any>): Promise<void> {
+  await db.schema.dropIndex('keys_expires').execute();
   for (const t of ['webhook_deliveries', 'webhook_events', 'webhook_endpoints']) await db.schema.dropTable(t).execute();
 }
