@@ -6,6 +6,7 @@ import { ALL_TABLES, rootKeyId, type Db } from '../helpers/rows.ts';
 import { createMigration } from '../../src/services/migrations/migration-records.ts';
 import { createNamespace, findNamespaceByName } from '../../src/services/ratelimits/namespaces.ts';
 import { resolveFrom, type Resolve, type Seeds } from './json-text.ts';
+import { seedWebhook } from './webhook-seed.ts';
 import { operationsOf, render, requestsFor, type FuzzRequest, type OpenApiDocument, type Operation, type Rendered } from './requests.ts';
 
 /**
@@ -118,19 +119,7 @@ export async function seedWorkspace(w: World, root = w.root, workspaceId = w.wor
     const override = { namespaceId: s.namespaceId, identifier: s.overrideIdentifier, limit: 1000, duration: 60_000 };
     await ok<{ overrideId: string }>('/v1/ratelimits.setOverride', override);
   }
-  // An endpoint still there is kept (a workspace holds few): reseeding everything must not reach that bound.
-  const endpointLeft =
-    s.endpointId && (await w.store.db.selectFrom('webhook_endpoints').select('id').where('id', '=', s.endpointId).executeTakeFirst());
-  if (parts.includes('webhook') && !endpointLeft) {
-    ({ endpointId: s.endpointId } = await ok<{ endpointId: string }>('/v1/webhooks.createEndpoint', { url: 'https://93.184.216.34/fuzz' }));
-    const { eventId } = await ok<{ eventId: string }>('/v1/webhooks.sendTestEvent', { endpointId: s.endpointId });
-    const delivery = await w.store.db
-      .selectFrom('webhook_deliveries')
-      .select('id')
-      .where('event_id', '=', eventId)
-      .executeTakeFirstOrThrow();
-    s.deliveryId = delivery.id;
-  }
+  if (parts.includes('webhook')) Object.assign(s, await seedWebhook(w, root, s.endpointId));
   return s as Seeds;
 }
 
