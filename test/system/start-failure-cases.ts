@@ -243,4 +243,7 @@ export const START_FAILURE_CASES: StartFailureCase[] = [
   ...invalidNumbers('KEYHOLD_DELETED_RETENTION_DAYS', ['forever']),
   ...invalidNumbers('KEYHOLD_FINISHED_RETENTION_DAYS', ['99999']),
   ...invalidNumbers('KEYHOLD_PRUNE_INTERVAL_MINUTES', ['hourly']),
+  { setting: 'KEYHOLD_WEBHOOK_ALLOW_PRIVATE', what: 'not a boolean', env: () => ({ KEYHOLD_WEBHOOK_ALLOW_PRIVATE: 'yes' }), code: 2 },
+  ...invalidNumbers('KEYHOLD_WEBHOOK_TIMEOUT_MS', ['0']),
+  { setting: 'KEYHOLD_WEBHOOK_RETRY_SCHEDULE', what: 'not durations', env: () => ({ KEYHOLD_WEBHOOK_RETRY_SCHEDULE: '5,soon' }), code: 2 },
 ];
