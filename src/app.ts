@@ -29,6 +29,10 @@ import { Pruner, type PrunerStats } from './services/maintenance/pruner.ts';
 import type { LeakConfig } from './config-leaks.ts';
 import { registerGithubSecretScanning } from './http/secret-scanning/github.ts';
 import type { InternalCallers } from './http/internal-callers.ts';
+import { CrossingEvents } from './services/webhooks/crossing-events.ts';
+import { EXPIRY_SWEEP_INTERVAL_MS, sweepExpiries } from './services/webhooks/expiry-sweep.ts';
+import { deliveryOutcomes, oldestPendingDelivery } from './services/webhooks/delivery-task.ts';
+import { DEFAULT_WEBHOOK_SETTINGS as WEBHOOKS, type WebhookSettings } from './services/webhooks/settings.ts';
 
 export interface AppOptions {
   /** Redis for cluster-wide rate limits and cache invalidation (REDIS_URL). */
@@ -55,6 +59,8 @@ export interface AppOptions {
   capacities?: BufferCapacities;
   /** The leaked-key action and GitHub secret scanning (POST /secret-scanning/github when `github` is set). */
   leaks?: LeakConfig;
+  /** KEYHOLD_WEBHOOK_* settings (default: Standard Webhooks' schedule, public https URLs only). */
+  webhooks?: WebhookSettings;
 }
 
 export const BODY_LIMIT = 5 * 1024 * 1024;
@@ -104,7 +110,9 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
   const runtime = await createRuntime(store, { redisUrl, logger, keyCacheSize, capacities, caches: [guard] });
   app.addHook('onClose', () => runtime.close());
   const { verifier, limiter, cache, apis, readiness, ratelimits } = runtime;
-  const deps: Deps = { store, vault: options.vault, verifier, limiter, cache, apis, readiness, ratelimits };
+  verifier.events = ratelimits.events = crossingEvents(app, store, options);
+  const webhooks = options.webhooks ?? WEBHOOKS;
+  const deps: Deps = { store, vault: options.vault, verifier, limiter, cache, apis, readiness, ratelimits, webhooks };
   for (const register of ROUTES) register(app, deps);
   for (const register of V2_ROUTES) register(app, deps);
   registerOutsideTheApis(app, { deps, internal, options, parseJson });
@@ -112,6 +120,7 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
   metrics.watch({ verifier, cache, health: runtime.health, jobs: () => jobQueueStats(store.db), pruner });
   metrics.watch({
     buffers: () => ({ ...runtime.buffers(), root_key_uses: { held: guard.heldUses, dropped: guard.droppedUses } }),
+    webhooks: { outcomes: deliveryOutcomes, oldestPending: () => oldestPendingDelivery(store.db) },
   });
   lane = createLane({
     operations: [
@@ -130,11 +139,33 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
   });
 
   registerOpenApiRoute(app);
+  registerMetricsRoute(app, metrics);
+  return app;
+}
+
+/**
+ * The webhook events of verification crossings (their writes finish before the app closes), and the sweep
+ * for key.expiring and key.expired every minute.
+ */
+function crossingEvents(app: App, store: Store, options: AppOptions): CrossingEvents {
+  const onError = (err: unknown) => options.logger?.error({ err }, 'could not record a webhook event');
+  const events = new CrossingEvents(store.db, onError);
+  const reported = new Set<string>();
+  const sweep = setInterval(() => void sweepExpiries(store.db, reported).catch(onError), EXPIRY_SWEEP_INTERVAL_MS);
+  sweep.unref();
+  app.addHook('onClose', async () => {
+    clearInterval(sweep);
+    await events.settled();
+  });
+  return events;
+}
+
+/** `GET /metrics`: the Prometheus text of `metrics`, without a root key. */
+function registerMetricsRoute(app: App, metrics: ReturnType<typeof createMetrics>): void {
   app.get('/metrics', { schema: { hide: true }, config: { public: true } }, async (_req, reply) => {
     reply.header('Content-Type', metrics.registry.contentType);
     return metrics.registry.metrics();
   });
-  return app;
 }
 
 /** What is served outside /v1 and /v2: the dashboard, and GitHub's secret scanning endpoint when it is on. */

@@ -2,7 +2,11 @@ import { dirname, join, resolve } from 'node:path';
 import { databaseUrlProblem, hostProblem, publicUrlProblem, redisUrlProblem, secretsIn } from './config-shapes.ts';
 import { isWellFormedRootKey } from './crypto/keys.ts';
 import { leakConfigFrom, type LeakConfig } from './config-leaks.ts';
+import { webhooksFrom } from './config-webhooks.ts';
+import { retentionFrom, type RetentionConfig } from './config-retention.ts';
 import { loadOrCreateMasterKeyFile, MASTER_KEY_FILE, MasterKeyFormatError, parseMasterKeys, type MasterKey } from './crypto/master-keys.ts';
+
+export type { RetentionConfig } from './config-retention.ts';
 
 /** The only reader of process.env: every setting, validated and typed, failing fast with a clear message. */
 export interface Config {
@@ -30,20 +34,7 @@ export interface Config {
   /** How long data that grows with traffic or time is kept, and how often the background pass prunes it. */
   retention: RetentionConfig;
   leaks: LeakConfig; // KEYHOLD_LEAKED_KEY_ACTION and GitHub secret scanning (config-leaks.ts)
-}
-
-/** Days each kind of data is kept (0: forever) and the background prune pass's interval (0: no background pass). */
-export interface RetentionConfig {
-  /** KEYHOLD_ANALYTICS_RETENTION_DAYS: hourly verification and rate-limit analytics. */
-  analyticsDays: number;
-  /** KEYHOLD_AUDIT_RETENTION_DAYS: audit log records. */
-  auditDays: number;
-  /** KEYHOLD_DELETED_RETENTION_DAYS: soft-deleted keys and APIs (and what hangs off them), counted from their deletion. */
-  deletedDays: number;
-  /** KEYHOLD_FINISHED_RETENTION_DAYS: failed jobs and finished key migrations with their items, counted from their end. */
-  finishedDays: number;
-  /** KEYHOLD_PRUNE_INTERVAL_MINUTES: minutes between background passes. */
-  pruneIntervalMinutes: number;
+  webhooks: ReturnType<typeof webhooksFrom>;
 }
 
 export const DEFAULT_DATABASE_URL = 'sqlite:./data/keyhold.db';
@@ -83,8 +74,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const authFailureLimit = authFailureLimitFrom(env, problems);
   const keyCacheSize = keyCacheSizeFrom(env, problems);
   const publicUrl = publicUrlFrom(env, problems);
-  const retention = retentionFrom(env, problems);
-  const leaks = leakConfigFrom(env, problems);
+  const [retention, leaks, webhooks] = [retentionFrom(env, problems), leakConfigFrom(env, problems), webhooksFrom(env, problems)];
   if (problems.length) throw new ConfigError(problems);
   return {
     host,
@@ -102,10 +92,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     publicUrl,
     retention,
     leaks,
+    webhooks,
   };
 }
-
-const MAX_RETENTION_DAYS = 36_500;
 
 /** The retention settings alone, for the CLI (`keyhold maintenance prune`). */
 export function loadRetentionConfig(env: NodeJS.ProcessEnv = process.env): RetentionConfig {
@@ -113,36 +102,6 @@ export function loadRetentionConfig(env: NodeJS.ProcessEnv = process.env): Reten
   const retention = retentionFrom(env, problems);
   if (problems.length) throw new ConfigError(problems);
   return retention;
-}
-
-function retentionFrom(env: NodeJS.ProcessEnv, problems: string[]): RetentionConfig {
-  const days = (name: string, fallback: number, what: string) =>
-    wholeNumberFrom(env, name, fallback, MAX_RETENTION_DAYS, `the days ${what} are kept (0: forever)`, problems);
-  return {
-    analyticsDays: days('KEYHOLD_ANALYTICS_RETENTION_DAYS', 90, 'hourly verification and rate-limit analytics'),
-    auditDays: days('KEYHOLD_AUDIT_RETENTION_DAYS', 365, 'audit log records'),
-    deletedDays: days('KEYHOLD_DELETED_RETENTION_DAYS', 30, 'deleted keys and APIs'),
-    finishedDays: days('KEYHOLD_FINISHED_RETENTION_DAYS', 30, 'failed jobs and finished key migrations'),
-    pruneIntervalMinutes: wholeNumberFrom(
-      env,
-      'KEYHOLD_PRUNE_INTERVAL_MINUTES',
-      60,
-      10_080,
-      'the minutes between background prune passes (0: none; run `keyhold maintenance prune` instead)',
-      problems,
-    ),
-  };
-}
-
-/** A whole number 0..max; unset or empty: `fallback`. */
-function wholeNumberFrom(env: NodeJS.ProcessEnv, name: string, fallback: number, max: number, what: string, problems: string[]): number {
-  const value = (env[name] ?? '').trim();
-  if (value === '') return fallback;
-  if (!/^\d{1,9}$/.test(value) || Number(value) > max) {
-    problems.push(`${name} must be ${what}, 0..${max}, got "${value}"`);
-    return fallback;
-  }
-  return Number(value);
 }
 
 /**

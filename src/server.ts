@@ -14,7 +14,7 @@ import { bootstrap } from './services/workspaces/workspaces.ts';
 import { buildApp } from './app.ts';
 import { JobQueue } from './jobs/job-queue.ts';
 import { Worker } from './jobs/worker.ts';
-import { WORKER_TASKS } from './services/migrations/migration-import-task.ts';
+import { workerTasks } from './services/worker-tasks.ts';
 import {
   checkDataDirectory,
   checkGithubKeysFile,
@@ -64,6 +64,7 @@ async function main(): Promise<void> {
       publicUrl: config.publicUrl,
       retention: config.retention,
       leaks: config.leaks,
+      webhooks: config.webhooks,
     },
   );
   // The address was free a moment ago; another process may still take it first.
@@ -72,8 +73,9 @@ async function main(): Promise<void> {
   });
   logger.info({ address, database: store.describe, accessLog: config.accessLog }, 'keyhold listening');
 
-  // Imports of enqueued keys (migrations.enqueueKeys) run here unless KEYHOLD_WORKERS=0 (then `keyhold worker` runs them).
-  const worker = config.workers > 0 ? new Worker(new JobQueue(store, WORKER_TASKS), { concurrency: config.workers, logger }) : undefined;
+  // Imports of enqueued keys and webhook deliveries run here unless KEYHOLD_WORKERS=0 (then `keyhold worker` runs them).
+  const tasks = workerTasks(store.db, vault, config.webhooks);
+  const worker = config.workers > 0 ? new Worker(new JobQueue(store, tasks), { concurrency: config.workers, logger }) : undefined;
   worker?.start();
   if (worker) logger.info({ worker: worker.id, concurrency: config.workers }, 'job worker started');
 

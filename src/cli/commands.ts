@@ -9,6 +9,7 @@ import { DASHBOARD_COMMANDS } from './commands/dashboard.ts';
 import { BACKUP_COMMANDS } from './commands/backup.ts';
 import { EXPORT_COMMANDS } from './commands/export.ts';
 import { KEY_COMMANDS } from './commands/keys.ts';
+import { WEBHOOK_COMMANDS } from './commands/webhooks.ts';
 
 /**
  * Every `keyhold` command, by name, in the order `keyhold --help` lists them. A new group of commands is a
@@ -21,6 +22,7 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
   ...AUDIT_COMMANDS,
   ...MIGRATION_COMMANDS,
   ...RATELIMIT_COMMANDS,
+  ...WEBHOOK_COMMANDS,
   ...DASHBOARD_COMMANDS,
   ...MAINTENANCE_COMMANDS,
   ...BACKUP_COMMANDS,

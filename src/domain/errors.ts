@@ -47,6 +47,16 @@ export const ERROR_CATALOG = {
     code: 'NOT_FOUND',
     description: 'The namespace has no override for this identifier.',
   },
+  'data/webhook-endpoint-not-found': {
+    status: 404,
+    code: 'NOT_FOUND',
+    description: "The webhook endpoint does not exist in the caller's workspace.",
+  },
+  'data/webhook-delivery-not-found': {
+    status: 404,
+    code: 'NOT_FOUND',
+    description: "The webhook delivery does not exist in the caller's workspace.",
+  },
   'data/workspace-not-found': { status: 404, code: 'NOT_FOUND', description: 'The workspace does not exist.' },
   'data/root-key-not-found': { status: 404, code: 'NOT_FOUND', description: 'The root key does not exist.' },
   'request/method-not-allowed': { status: 405, code: 'METHOD_NOT_ALLOWED', description: 'The path exists but not with this HTTP method.' },
@@ -144,6 +154,8 @@ const NOT_FOUND = {
   migration: 'data/migration-not-found',
   namespace: 'data/namespace-not-found',
   override: 'data/override-not-found',
+  'webhook endpoint': 'data/webhook-endpoint-not-found',
+  'webhook delivery': 'data/webhook-delivery-not-found',
   workspace: 'data/workspace-not-found',
   'root key': 'data/root-key-not-found',
 } as const satisfies Record<string, ErrorKind>;

@@ -20,7 +20,10 @@ export type IdPrefix =
   | 'rlns'
   | 'rlor'
   | 'dsl'
-  | 'dss';
+  | 'dss'
+  | 'whep'
+  | 'evt'
+  | 'whdl';
 
 // Random bytes are drawn from the OS in blocks, not one call per id (ids are made for every key imported).
 const pool = Buffer.alloc(4096);

@@ -29,6 +29,7 @@ export const ACTIONS = {
   ],
   identity: ['create_identity', 'read_identity', 'update_identity', 'delete_identity'],
   ratelimit: ['create_namespace', 'read_namespace', 'delete_namespace', 'limit', 'set_override', 'read_override', 'delete_override'],
+  webhook: ['create_endpoint', 'read_endpoint', 'update_endpoint', 'delete_endpoint'],
 } as const satisfies Record<string, readonly string[]>;
 
 export type ResourceType = keyof typeof ACTIONS;

@@ -23,6 +23,8 @@ export interface MetricSources {
   pruner?: PrunerStats;
   /** The buffers that fill while the store or Redis is down: entries held and dropped, by buffer. */
   buffers?: () => Record<string, { held: number; dropped: number }>;
+  /** Webhook delivery attempts recorded by this process by outcome, and when the oldest pending delivery was created (a store read per scrape). */
+  webhooks?: { outcomes: Record<string, number>; oldestPending: () => Promise<number | null> };
 }
 
 /** Prometheus metrics of one app instance (its own registry, so several apps can live in one process). */
@@ -53,6 +55,7 @@ export function createMetrics(withProcessMetrics: boolean) {
   registerHealthMetrics(registry, sources);
   registerRetentionMetrics(registry, sources);
   registerBufferMetrics(registry, sources);
+  registerWebhookMetrics(registry, sources);
   /** Adds sources for the metrics computed at scrape time. */
   const watch = (more: MetricSources): void => {
     Object.assign(sources, more);
@@ -246,6 +249,30 @@ function registerBufferMetrics(registry: Registry, sources: MetricSources): void
     collect() {
       this.reset();
       for (const [what, b] of Object.entries(sources.buffers?.() ?? {})) this.set({ what }, b.held);
+    },
+  });
+}
+
+/** Webhook deliveries: attempts by outcome (this process), and the age of the oldest pending delivery. */
+function registerWebhookMetrics(registry: Registry, sources: MetricSources): void {
+  new Counter({
+    name: 'keyhold_webhook_delivery_attempts_total',
+    help: 'Webhook delivery attempts recorded by this process, by outcome (delivered, retried: failed and scheduled again, failed: for good)',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [outcome, n] of Object.entries(sources.webhooks?.outcomes ?? {})) this.inc({ outcome }, n);
+    },
+  });
+  new Gauge({
+    name: 'keyhold_webhook_oldest_pending_delivery_age_seconds',
+    help: 'Age of the oldest webhook delivery not yet delivered or failed (0 when none is pending)',
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const oldest = await sources.webhooks?.oldestPending().catch(() => undefined);
+      if (oldest !== undefined) this.set(oldest === null ? 0 : Math.max(0, Date.now() - oldest) / 1000);
     },
   });
 }

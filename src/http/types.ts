@@ -10,6 +10,7 @@ import type { ReadinessReport } from '../services/readiness.ts';
 import type { RatelimitContext } from '../services/ratelimits/limit.ts';
 import type { Vault } from '../crypto/vault.ts';
 import type { BodyRules } from './validation.ts';
+import type { WebhookSettings } from '../services/webhooks/settings.ts';
 
 /** The Fastify instance routes are registered on, typed by their TypeBox schemas. */
 export type App = FastifyInstance<
@@ -34,6 +35,8 @@ export interface Deps {
   readiness(): Promise<ReadinessReport>;
   /** Absent when the server has no master keys: what needs the vault answers 412. */
   vault?: Vault;
+  /** How webhooks are delivered, and which URLs they may go to. */
+  webhooks: WebhookSettings;
 }
 
 declare module 'fastify' {

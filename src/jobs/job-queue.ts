@@ -69,6 +69,7 @@ export class JobQueue {
     try {
       if (!definition) throw new PermanentJobError(`no task "${job.task}" in this worker`);
       if (job.payloadError) throw new PermanentJobError(job.payloadError);
+      const prepared = definition.prepare ? await definition.prepare(job.payload, job) : undefined;
       await this.store.db.transaction().execute(async (tx) => {
         // First statement: the fence. It takes the job's row lock, so a second holder of this job (after a
         // lock expiry) waits here and then finds nothing to delete.
@@ -80,7 +81,7 @@ export class JobQueue {
           .where('attempts', '=', job.attempts)
           .executeTakeFirst();
         if (Number(done.numDeletedRows) !== 1) throw new LostLock();
-        await definition.run(tx, job.payload, job);
+        await definition.run(tx, job.payload, job, prepared);
       });
       return { outcome: 'completed' };
     } catch (err) {

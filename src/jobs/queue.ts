@@ -46,10 +46,15 @@ export interface Job<P = unknown> {
 
 export interface TaskDefinition<P> {
   /**
+   * Work done before the transaction, outside it (a network call must not hold the store's writer): its
+   * result is handed to `run`. A run that is lost after it (a crash before the commit) does it again.
+   */
+  prepare?(payload: P, job: Job<P>): Promise<unknown>;
+  /**
    * Does the work inside `tx`, the transaction that also completes the job: both commit or neither.
    * Throwing rolls everything back and retries the job with backoff (PermanentJobError: no retry).
    */
-  run(tx: Tx, payload: P, job: Job<P>): Promise<void>;
+  run(tx: Tx, payload: P, job: Job<P>, prepared?: unknown): Promise<void>;
   /** Runs in the transaction that marks the job failed for good, so the task can record the outcome. */
   giveUp?(tx: Tx, payload: P, reason: string, job: Job<P>): Promise<void>;
 }

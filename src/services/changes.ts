@@ -4,6 +4,7 @@ import { PostgresAdapter, sql } from 'kysely';
 import { newId } from '../domain/ids.ts';
 import type { Db, Tx } from '../store/store.ts';
 import { NOTIFY_CHANNEL } from '../store/dialects/postgres-notifications.ts';
+import { announceJobs } from '../jobs/queue.ts';
 
 /**
  * What a committed change makes stale in caches: one key, every key of an API, of an identity, or of a
@@ -30,6 +31,8 @@ export interface ChangeListener {
 /** Changes collected while a transaction runs; written to the change feed in that same transaction. */
 export class ChangeSet {
   readonly items: Change[] = [];
+  /** Jobs were enqueued in the transaction (webhook deliveries): this process' workers are woken once it commits. */
+  jobsEnqueued = false;
   key(id: string): this {
     return this.#add('key', id);
   }
@@ -85,6 +88,7 @@ export async function transact<T>(db: Db, fn: (tx: Tx, changes: ChangeSet) => Pr
     return value;
   });
   if (changes.items.length) announce(changes.items);
+  if (changes.jobsEnqueued) announceJobs();
   return result;
 }
 

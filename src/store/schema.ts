@@ -1,3 +1,5 @@
+import type { WebhookDeliveryRow, WebhookEndpointRow, WebhookEventRow } from './schema-webhooks.ts';
+
 /** Row types of the store, as Kysely sees them. Times are epoch ms, flags 0/1, JSON documents text. */
 export interface WorkspaceRow {
   id: string;
@@ -275,4 +277,7 @@ export interface Database {
   change_feed: ChangeFeedRow;
   dashboard_links: DashboardLinkRow;
   dashboard_sessions: DashboardSessionRow;
+  webhook_endpoints: WebhookEndpointRow;
+  webhook_events: WebhookEventRow;
+  webhook_deliveries: WebhookDeliveryRow;
 }

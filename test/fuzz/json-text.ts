@@ -45,6 +45,9 @@ export interface Seeds {
   namespaceId: string;
   namespaceName: string;
   overrideIdentifier: string;
+  /** A webhook endpoint (to a public address no test reaches) with one delivery of a test event. */
+  endpointId: string;
+  deliveryId: string;
 }
 
 /** The seeds that are ids of resources (the rest are names chosen by the workspace). */
@@ -57,6 +60,8 @@ export const ID_SEEDS: ReadonlyArray<keyof Seeds> = [
   'identityId',
   'migrationId',
   'namespaceId',
+  'endpointId',
+  'deliveryId',
 ];
 
 /** A reference to a seeded resource, resolved when the request is sent; `fresh-hash` is a new key hash each time. */

@@ -78,6 +78,8 @@ const SEEDED: Record<string, ReadonlyArray<keyof Seeds | 'fresh-hash'>> = {
   migrationId: ['migrationId'],
   namespaceId: ['namespaceId'],
   namespaceName: ['namespaceName'],
+  endpointId: ['endpointId'],
+  deliveryId: ['deliveryId'],
   // ratelimits.limit names its namespace `namespace`; its `identifier` and the override routes' name one.
   namespace: ['namespaceName'],
   identifier: ['overrideIdentifier'],

@@ -6,6 +6,7 @@ import { ALL_TABLES, rootKeyId, type Db } from '../helpers/rows.ts';
 import { createMigration } from '../../src/services/migrations/migration-records.ts';
 import { createNamespace, findNamespaceByName } from '../../src/services/ratelimits/namespaces.ts';
 import { resolveFrom, type Resolve, type Seeds } from './json-text.ts';
+import { seedWebhook } from './webhook-seed.ts';
 import { operationsOf, render, requestsFor, type FuzzRequest, type OpenApiDocument, type Operation, type Rendered } from './requests.ts';
 
 /**
@@ -37,8 +38,8 @@ export async function documentedOperations(): Promise<Operation[]> {
   }
 }
 
-type Part = 'permission' | 'role' | 'identity' | 'api' | 'key' | 'migration' | 'namespace' | 'override';
-const PARTS: Part[] = ['permission', 'role', 'identity', 'api', 'key', 'migration', 'namespace', 'override'];
+type Part = 'permission' | 'role' | 'identity' | 'api' | 'key' | 'migration' | 'namespace' | 'override' | 'webhook';
+const PARTS: Part[] = ['permission', 'role', 'identity', 'api', 'key', 'migration', 'namespace', 'override', 'webhook'];
 /** What a successful delete route removes of the seeds (any other delete route: everything is seeded anew). */
 const DELETES: Record<string, Part[]> = {
   '/v1/apis.deleteApi': ['api', 'key'],
@@ -49,6 +50,7 @@ const DELETES: Record<string, Part[]> = {
   '/v1/identities.deleteIdentity': ['identity'],
   '/v1/ratelimits.deleteNamespace': ['namespace', 'override'],
   '/v1/ratelimits.deleteOverride': ['override'],
+  '/v1/webhooks.deleteEndpoint': ['webhook'],
   '/v2/apis.deleteApi': ['api', 'key'],
   '/v2/identities.deleteIdentity': ['identity'],
   '/v2/permissions.deleteRole': ['role'],
@@ -117,6 +119,7 @@ export async function seedWorkspace(w: World, root = w.root, workspaceId = w.wor
     const override = { namespaceId: s.namespaceId, identifier: s.overrideIdentifier, limit: 1000, duration: 60_000 };
     await ok<{ overrideId: string }>('/v1/ratelimits.setOverride', override);
   }
+  if (parts.includes('webhook')) Object.assign(s, await seedWebhook(w, root, s.endpointId));
   return s as Seeds;
 }
 

@@ -31,6 +31,9 @@ export const ALL_TABLES = [
   'change_feed',
   'dashboard_links',
   'dashboard_sessions',
+  'webhook_endpoints',
+  'webhook_events',
+  'webhook_deliveries',
 ] as const satisfies ReadonlyArray<keyof Database>;
 export const everyTableListed: [Exclude<keyof Database, (typeof ALL_TABLES)[number]>] extends [never] ? true : false = true;
 

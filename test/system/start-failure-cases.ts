@@ -261,4 +261,7 @@ export const START_FAILURE_CASES: StartFailureCase[] = [
     code: 1,
     line: /no public_keys array/,
   },
+  { setting: 'KEYHOLD_WEBHOOK_ALLOW_PRIVATE', what: 'not a boolean', env: () => ({ KEYHOLD_WEBHOOK_ALLOW_PRIVATE: 'yes' }), code: 2 },
+  ...invalidNumbers('KEYHOLD_WEBHOOK_TIMEOUT_MS', ['0']),
+  { setting: 'KEYHOLD_WEBHOOK_RETRY_SCHEDULE', what: 'not durations', env: () => ({ KEYHOLD_WEBHOOK_RETRY_SCHEDULE: '5,soon' }), code: 2 },
 ];

@@ -2,14 +2,16 @@ import { AppError } from '../../domain/errors.ts';
 import { ConfigError, loadRetentionConfig, loadVaultConfig, masterKeysFromConfig } from '../../config.ts';
 import { runPrunePass } from '../../services/maintenance/prune.ts';
 import { createVault, VaultError } from '../../crypto/vault.ts';
-import { WORKER_TASKS } from '../../services/migrations/migration-import-task.ts';
+import { workerTasks } from '../../services/worker-tasks.ts';
+import { loadConfig } from '../../config.ts';
 import { runWorkerUntilSignal } from '../../jobs/worker.ts';
 import { type CommandGroup, integerOption } from '../command.ts';
 
 /** Running the installation: background jobs, the database schema, the vault's master keys. */
 export const MAINTENANCE_COMMANDS: CommandGroup = {
   worker: {
-    summary: 'Runs background jobs (key migrations) until SIGTERM or Ctrl-C, then finishes the jobs in flight and exits.',
+    summary:
+      'Runs background jobs (key migrations, webhook deliveries) until SIGTERM or Ctrl-C, then finishes the jobs in flight and exits.',
     options: {
       concurrency: { type: 'string', value: 'N', description: 'jobs run at once, 1..64 (default 4)' },
       'visibility-timeout': {
@@ -21,7 +23,10 @@ export const MAINTENANCE_COMMANDS: CommandGroup = {
     },
     prints: '{"workerId","completed","retried","failed","lost"}',
     async run({ store }, values) {
-      const stats = await runWorkerUntilSignal(store, WORKER_TASKS, {
+      const config = loadConfig();
+      const masterKeys = masterKeysFromConfig(config, () => {});
+      const tasks = workerTasks(store.db, masterKeys ? createVault(masterKeys) : undefined, config.webhooks);
+      const stats = await runWorkerUntilSignal(store, tasks, {
         concurrency: integerOption(values, 'concurrency', 4, 1, 64),
         visibilityTimeoutMs: integerOption(values, 'visibility-timeout', 30_000, 1000, 86_400_000),
       });

@@ -11,6 +11,7 @@ const SECTIONS: Array<[string, string]> = [
   ['Identities', '/dashboard/identities'],
   ['Rate limits', '/dashboard/ratelimits'],
   ['Migrations', '/dashboard/migrations'],
+  ['Webhooks', '/dashboard/webhooks'],
   ['Audit log', '/dashboard/audit-log'],
 ];
 

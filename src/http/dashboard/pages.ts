@@ -11,6 +11,7 @@ import identityPages from './pages/identities.ts';
 import ratelimitPages from './pages/ratelimits.ts';
 import migrationPages from './pages/migrations.ts';
 import auditLogPages from './pages/audit-log.ts';
+import webhookPages from './pages/webhooks.ts';
 
 /** Every page module of the dashboard (one file per section under pages/), registered in this order. */
 export const PAGES: Array<(router: PageRouter) => void> = [
@@ -25,5 +26,6 @@ export const PAGES: Array<(router: PageRouter) => void> = [
   identityPages,
   ratelimitPages,
   migrationPages,
+  webhookPages,
   auditLogPages,
 ];

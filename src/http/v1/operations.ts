@@ -48,6 +48,14 @@ import ratelimitsSetOverride from './routes/ratelimits.set-override.ts';
 import ratelimitsGetOverride from './routes/ratelimits.get-override.ts';
 import ratelimitsListOverrides from './routes/ratelimits.list-overrides.ts';
 import ratelimitsDeleteOverride from './routes/ratelimits.delete-override.ts';
+import webhooksCreateEndpoint from './routes/webhooks.create-endpoint.ts';
+import webhooksListEndpoints from './routes/webhooks.list-endpoints.ts';
+import webhooksUpdateEndpoint from './routes/webhooks.update-endpoint.ts';
+import webhooksDeleteEndpoint from './routes/webhooks.delete-endpoint.ts';
+import webhooksRotateSecret from './routes/webhooks.rotate-secret.ts';
+import webhooksListDeliveries from './routes/webhooks.list-deliveries.ts';
+import webhooksRetryDelivery from './routes/webhooks.retry-delivery.ts';
+import webhooksSendTestEvent from './routes/webhooks.send-test-event.ts';
 
 /** Every operation, registered in this order. */
 export const ROUTES: Array<(app: App, deps: Deps) => void> = [
@@ -100,4 +108,12 @@ export const ROUTES: Array<(app: App, deps: Deps) => void> = [
   ratelimitsGetOverride,
   ratelimitsListOverrides,
   ratelimitsDeleteOverride,
+  webhooksCreateEndpoint,
+  webhooksListEndpoints,
+  webhooksUpdateEndpoint,
+  webhooksDeleteEndpoint,
+  webhooksRotateSecret,
+  webhooksListDeliveries,
+  webhooksRetryDelivery,
+  webhooksSendTestEvent,
 ];

@@ -12,6 +12,8 @@ import { requireApi } from '../lookups.ts';
 import type { ApiCache } from '../apis/api-cache.ts';
 import { resolveOrCreateAll, type Named } from '../rbac/find-or-create-by-name.ts';
 import { resolveReferences } from '../rbac/resolve-references.ts';
+import { emitEvent, subscribedEndpoints } from '../webhooks/emit.ts';
+import { announceJobs } from '../../jobs/queue.ts';
 import { defaultRatelimitRow, keyAttributeProblems, namedRatelimitRow, refillColumns, type KeyAttributes } from './key-attributes.ts';
 
 export interface CreateKeyInput extends KeyAttributes {
@@ -59,12 +61,16 @@ export async function createKey(
       created.externalId !== undefined ? await ensureIdentity(db, caller.workspaceId, created.externalId, created.now) : undefined;
     const sealed = encryptor ? (await encryptor.encrypt(db, caller.workspaceId, [key]))[0] : undefined;
     await insertTogether(db, keyInserts(caller, input, created, { links, identityId: identity?.id ?? null, sealed }));
+    await emitEvent(db, caller.workspaceId, 'key.created', { keyId: created.keyId, apiId: api.id }, { endpointIds, now: created.now });
   };
-  // The inserts are atomic by themselves (insertTogether): only reads and writes before them need a transaction
-  // around all (on PostgreSQL a plain key is one statement, no BEGIN/COMMIT).
+  // Read before: with no endpoint receiving key.created (the common case) creating a key writes nothing more.
+  const endpointIds = await subscribedEndpoints(db, caller.workspaceId, 'key.created');
+  // The inserts are atomic by themselves (insertTogether): only reads and writes before them, or an event
+  // after them, need a transaction around all (on PostgreSQL a plain key is one statement, no BEGIN/COMMIT).
   const readsFirst = !!(input.roles?.length || input.permissions?.length || created.externalId !== undefined || encryptor);
-  if (readsFirst) await db.transaction().execute(write);
+  if (readsFirst || endpointIds.length) await db.transaction().execute(write);
   else await write(db);
+  if (endpointIds.length) announceJobs();
   return { keyId: created.keyId, key };
 }
 

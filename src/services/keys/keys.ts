@@ -8,6 +8,7 @@ import { recordAudit, callerAudit } from '../audit/record-audit.ts';
 import { requirePermissions, type Caller } from '../caller.ts';
 import { attachPlaintexts, loadKeyViews, type KeyView } from './key-view.ts';
 import { liveKeys, requireKey } from '../lookups.ts';
+import { emitEvent } from '../webhooks/emit.ts';
 import { transact } from '../changes.ts';
 
 /** With `decrypt`, a recoverable key carries its `plaintext` (a 412 when there is no vault). */
@@ -30,6 +31,7 @@ export async function deleteKey(db: Db, caller: Caller, keyId: string, permanent
     // nothing is left to change and this call is a 404, not a second deletion with a second audit record.
     const deleted = await removeKeys(tx, caller, { keyId }, { permanent });
     if (deleted.length === 0) throw notFound('key', keyId);
+    await emitEvent(tx, caller.workspaceId, 'key.deleted', { keyId, apiId: row.api_id, permanent }, { changes });
   });
 }
 

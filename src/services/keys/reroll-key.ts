@@ -8,6 +8,7 @@ import { insertOf, insertTogether } from '../../store/insert-together.ts';
 import { auditRows, callerAudit, type AuditEntry } from '../audit/record-audit.ts';
 import { requirePermissions, type Caller } from '../caller.ts';
 import { transact } from '../changes.ts';
+import { emitEvent } from '../webhooks/emit.ts';
 import { findApi, requireKey } from '../lookups.ts';
 
 /** The longest grace period a reroll takes (ms), as Unkey v2 bounds `expiration`. */
@@ -80,6 +81,13 @@ export async function rerollKey(
       ),
       insertOf('audit_logs', auditRows(rerollAudit(caller, old, fresh, { expires, links, recoverable: !!sealed }), at)),
     ]);
+    await emitEvent(
+      tx,
+      caller.workspaceId,
+      'key.created',
+      { keyId: fresh.id, apiId: old.api_id, rerolledFrom: keyId },
+      { now: at, changes },
+    );
     return { keyId: fresh.id, key };
   });
 }

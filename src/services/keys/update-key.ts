@@ -19,6 +19,7 @@ import {
 } from './key-attributes.ts';
 import { replaceKeyRatelimits } from './key-ratelimits.ts';
 import { requireKey } from '../lookups.ts';
+import { emitEvent } from '../webhooks/emit.ts';
 import { permissionReference, referenceProblems, type PermissionItem, type Reference } from '../rbac/resolve-references.ts';
 
 /**
@@ -122,6 +123,8 @@ export async function updateKey(db: Db, caller: Caller, input: UpdateKeyInput): 
     if (input.roles) await replaceLinks(tx, caller, 'role', keyId, input.roles, now);
     if (input.permissions) await replaceLinks(tx, caller, 'permission', keyId, input.permissions.map(permissionReference), now);
     await recordAudit(tx, [callerAudit(caller, 'key.update', { type: 'key', id: keyId }, { diff })], now);
+    const changed = Object.entries(input).flatMap(([k, v]) => (k === 'keyId' || v === undefined ? [] : [k]));
+    await emitEvent(tx, caller.workspaceId, 'key.updated', { keyId, apiId: before.api_id, changed }, { now, changes });
   });
 }
 

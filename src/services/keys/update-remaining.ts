@@ -6,6 +6,7 @@ import { requirePermissions, type Caller } from '../caller.ts';
 import { transact } from '../changes.ts';
 import { requireKey } from '../lookups.ts';
 import { addCredits, MAX_REMAINING } from './credits.ts';
+import { emitEvent } from '../webhooks/emit.ts';
 import { refillColumns } from './key-attributes.ts';
 
 export type RemainingOp = 'increment' | 'decrement' | 'set';
@@ -88,6 +89,7 @@ export async function updateRemaining(
       ],
       now,
     );
+    await emitEvent(tx, caller.workspaceId, 'key.updated', { keyId, apiId: key.api_id, changed: ['remaining'] }, { now, changes });
     return { remaining: to, ...(await refillOf(tx, keyId)) };
   });
 }

@@ -12,6 +12,8 @@ export type PruneKind =
   | 'failed_jobs'
   | 'migration_items'
   | 'migrations'
+  | 'webhook_deliveries'
+  | 'webhook_events'
   | 'dashboard_links'
   | 'dashboard_sessions';
 
@@ -97,6 +99,19 @@ export const RETENTION_RULES: readonly RetentionRule[] = [
     keepMs: (r) => days(r.finishedDays),
     due: (cutoff) =>
       sql`id in (${finishedMigration(cutoff)}) and not exists (select 1 from key_migration_items i where i.migration_id = key_migrations.id)`,
+  },
+  // A webhook delivery that is over (delivered, or failed for good), then an event none of whose deliveries is left.
+  {
+    kind: 'webhook_deliveries',
+    table: 'webhook_deliveries',
+    keepMs: (r) => days(r.finishedDays),
+    due: (cutoff) => sql`status in ('delivered', 'failed') and updated_at < ${cutoff}`,
+  },
+  {
+    kind: 'webhook_events',
+    table: 'webhook_events',
+    keepMs: (r) => days(r.finishedDays),
+    due: (cutoff) => sql`created_at < ${cutoff} and not exists (select 1 from webhook_deliveries d where d.event_id = webhook_events.id)`,
   },
   // Sign-in links and sessions are of no use once expired; a day's grace keeps them for a look after the fact.
   { kind: 'dashboard_links', table: 'dashboard_links', keepMs: () => DAY_MS, due: (cutoff) => sql`expires_at < ${cutoff}` },

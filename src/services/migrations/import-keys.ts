@@ -8,6 +8,7 @@ import { isUniqueViolation } from '../../store/errors.ts';
 import { actorOf, requirePermissions, type Actor, type Caller } from '../caller.ts';
 import { transact } from '../changes.ts';
 import { importedHash, importProblems, type ImportedHash, type ImportKeyItem } from './import-item.ts';
+import { emitImportEvents } from './migration-events.ts';
 import { importRows, insertImportRows, sealed, type LinkIds } from './import-rows.ts';
 
 export interface ImportOptions {
@@ -247,6 +248,9 @@ export async function createKeysByMigration(
         authorize,
       });
       changes.keysAdded(caller.workspaceId);
+      const perApi = new Map<string, number>();
+      for (const item of items) perApi.set(item.apiId, (perApi.get(item.apiId) ?? 0) + 1);
+      for (const [apiId, count] of perApi) await emitImportEvents(tx, caller.workspaceId, { apiId, count }, { now: Date.now(), changes });
       return ids;
     });
     return { keyIds };

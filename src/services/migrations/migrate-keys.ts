@@ -8,6 +8,7 @@ import { nextItemIndex } from './enqueue-keys.ts';
 import { HASH_FORMATS, normalizedHash, variantOfAlgorithm, type MigrationAlgorithm } from './hash-algorithms.ts';
 import { importedHash, type ImportKeyItem } from './import-item.ts';
 import { importKeys, storedHashes } from './import-keys.ts';
+import { emitImportEvents } from './migration-events.ts';
 import { itemId, requireMigration } from './migration-records.ts';
 
 /*
@@ -97,6 +98,7 @@ export async function migrateKeys(db: Db, caller: Caller, input: MigrateKeysInpu
       else result.failed.push(k.hash);
     });
     await recordItems(tx, migrationId, first, { hashes: hashes.map((h) => h.hash), keyIds: keyIdOf }, now);
+    await emitImportEvents(tx, workspaceId, { apiId, count: keyIds.length, migrationId }, { now, changes });
     return result;
   });
 }

@@ -9,6 +9,7 @@ import type { EnqueueKeyItem } from './enqueue-keys.ts';
 import { importKeys } from './import-keys.ts';
 import { importedHash, type ImportKeyItem } from './import-item.ts';
 import type { HashVariant } from './hash-algorithms.ts';
+import { emitImportEvents } from './migration-events.ts';
 import { itemId } from './migration-records.ts';
 
 /*
@@ -225,6 +226,7 @@ export async function importMigrationBatch(
   }
   await settle(tx, migrationId, 'migrated', migrated, now);
   await settle(tx, migrationId, 'failed', failed, now);
+  await emitImportEvents(tx, workspaceId, { apiId, count: migrated.size, migrationId }, { now });
   return { migrated: migrated.size, failed: failed.size };
 }
 
@@ -241,6 +243,7 @@ export async function giveUpMigrationBatch(tx: Tx, payload: MigrationImportPaylo
     )
     .where('status', '=', 'pending')
     .execute();
+  await emitImportEvents(tx, payload.workspaceId, { apiId: payload.apiId, count: 0, migrationId: payload.migrationId }, { now });
 }
 
 /** The `migration.import` task: runs importMigrationBatch; when the job gives up, fails the items still pending. */

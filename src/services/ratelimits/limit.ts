@@ -5,6 +5,7 @@ import type { OverrideRule } from '../../domain/override-match.ts';
 import type { LimitRequest, RateLimiter } from '../verification/rate-limiter.ts';
 import type { CachedNamespace, NamespaceCache } from './namespace-cache.ts';
 import { createNamespace } from './namespaces.ts';
+import type { CrossingEvents } from '../webhooks/crossing-events.ts';
 import type { RatelimitRecorder } from './ratelimit-recorder.ts';
 
 /** What ratelimits.limit works with: the runtime's limiter (shared with key rate limits), namespace cache and analytics. */
@@ -13,6 +14,8 @@ export interface RatelimitContext {
   limiter: RateLimiter;
   namespaces: NamespaceCache;
   recorder: Pick<RatelimitRecorder, 'record'>;
+  /** Webhook events of a window's first denial (ratelimit.exceeded); set by the app. */
+  events?: CrossingEvents;
 }
 
 export interface LimitInput {
@@ -109,5 +112,6 @@ export async function decide(ctx: RatelimitContext, caller: Caller, ns: CachedNa
   const now = Date.now();
   const [r] = await ctx.limiter.check([request], now);
   ctx.recorder.record({ workspaceId: caller.workspaceId, namespaceId: ns.id, identifier: input.identifier, passed: r.passed, time: now });
+  if (!r.passed) ctx.events?.namespaceDenied(caller.workspaceId, ns.id, input.identifier, r.reset);
   return { success: r.passed, limit: r.limit, remaining: r.remaining, reset: r.reset, ...(override ? { overrideId: override.id } : {}) };
 }

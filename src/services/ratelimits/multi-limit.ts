@@ -84,6 +84,7 @@ export async function multiLimit(ctx: RatelimitContext, caller: Caller, inputs: 
       passed: counted && r.passed,
       time: now,
     });
+    if (!r.passed) ctx.events?.namespaceDenied(caller.workspaceId, ns.id, input.identifier, r.reset);
     return {
       namespace: input.namespace,
       identifier: input.identifier,

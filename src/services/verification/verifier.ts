@@ -10,6 +10,7 @@ import { VERIFY_CODES, type VerifyCode } from '../../domain/verify-codes.ts';
 import type { KeyCache } from './key-cache.ts';
 import { CoalescedCounter, type GuardedOutcome } from './coalesced-counter.ts';
 import type { KeyRecord, KeyRecordLoader } from './key-record.ts';
+import type { CrossingEvents } from '../webhooks/crossing-events.ts';
 import { findApi } from '../lookups.ts';
 
 export interface VerifyRequest {
@@ -81,6 +82,8 @@ export class Verifier {
     outcomes: Object.fromEntries(VERIFY_CODES.map((code) => [code, 0])) as Record<VerifyCode, number>,
     rateLimits: { fast: { passed: 0, denied: 0 }, consistent: { passed: 0, denied: 0 } },
   };
+  /** Webhook events of crossings (credits low or exhausted, refills, a window's first denial); set by the app. */
+  events?: CrossingEvents;
   constructor(deps: VerifierDeps) {
     this.#deps = deps;
   }
@@ -152,13 +155,18 @@ export class Verifier {
         ratelimit: { limit: shown.limit, remaining: shown.remaining, reset: shown.reset },
         limits: { requests: limits, results },
       };
-      if (results.some((r) => !r.passed)) return withCredits('RATE_LIMITED', limited);
+      if (results.some((r) => !r.passed)) {
+        for (let i = 0; i < results.length; i++)
+          if (!results[i].passed) this.events?.keyLimitDenied(record, limits[i].name, results[i].reset);
+        return withCredits('RATE_LIMITED', limited);
+      }
     }
 
     if (!record.hasCredits) return out('VALID', limited);
     const { db } = this.#deps;
     if (record.refill && refillIsDue(record.refill, record.lastRefillAt, now)) {
-      await refillIfDue(db, record.id, record.refill.amount, lastRefillDue(record.refill, now), now);
+      if (await refillIfDue(db, record.id, record.refill.amount, lastRefillDue(record.refill, now), now))
+        this.events?.creditsRefilled(record, record.refill.amount);
       record.lastRefillAt = now; // done here or by another node: either way this period's refill happened
     }
     const cost = req.remaining?.cost ?? 1;
@@ -169,6 +177,7 @@ export class Verifier {
     };
     const spent = await this.#credits.change(record.id, cost, spend);
     if (!spent.applied) return withCredits('USAGE_EXCEEDED', limited);
+    this.events?.creditsSpent(record, cost, spent.value);
     return out('VALID', { ...limited, remaining: spent.value });
   }
 }

@@ -3,6 +3,7 @@ import type { Db, Tx } from '../../store/store.ts';
 import { recordAudit } from '../audit/record-audit.ts';
 import type { Actor } from '../caller.ts';
 import { transact } from '../changes.ts';
+import { emitEvent } from '../webhooks/emit.ts';
 import { rootKeyPermissionProblems } from './root-keys.ts';
 
 /**
@@ -43,6 +44,7 @@ export async function revokeRootKey(
       [{ workspaceId: row.workspace_id, event: 'root_key.revoke', actor, target: { type: 'root_key', id: rootKeyId } }],
       now,
     );
+    await emitEvent(tx, row.workspace_id, 'rootkey.revoked', { rootKeyId }, { now, changes });
     changes.rootKey(rootKeyId);
     return { rootKeyId, revokedAt: now };
   });

@@ -11,6 +11,8 @@ import { splitPage } from '../pagination.ts';
 import { recordAudit } from '../audit/record-audit.ts';
 import type { Actor, Caller } from '../caller.ts';
 import { requireWorkspace } from '../lookups.ts';
+import { emitEvent } from '../webhooks/emit.ts';
+import { announceJobs } from '../../jobs/queue.ts';
 
 /**
  * Process-wide: `created` (with the new key's hash) is emitted once a root key is written, so that every
@@ -99,7 +101,9 @@ export async function insertRootKey(
       ],
       now,
     );
+    emitted = (await emitEvent(tx, input.workspaceId, 'rootkey.created', { rootKeyId, name: input.name ?? null }, { now })) !== undefined;
   };
+  let emitted = false;
   // The key and its audit record commit together: in the caller's transaction, or in one of our own.
   // In the caller's transaction the event comes before its commit: a lookup in between could remember the
   // key as unknown again, for at most the guard's TTL (the only such caller, the first-start bootstrap,
@@ -107,6 +111,7 @@ export async function insertRootKey(
   if (db.isTransaction) await write(db);
   else await db.transaction().execute(write);
   rootKeyEvents.emit('created', hash);
+  if (emitted && !db.isTransaction) announceJobs();
   return { rootKeyId, rootKey };
 }
 

@@ -146,6 +146,7 @@ export async function agedFixture(w: World, now: number): Promise<{ liveKey: str
     .execute();
 
   await migrations(w, now, live.keyId);
+  await webhooks(w, now);
   // Audit records of everything above are recent; move some back.
   const audits = await db.selectFrom('audit_logs').select('id').orderBy('id').execute();
   const old = audits.filter((_, i) => i % 2 === 0).map((a) => a.id);
@@ -193,6 +194,43 @@ async function migrations(w: World, now: number, liveKeyId: string): Promise<voi
   await db.updateTable('keys').set({ pending_migration_id: 'mig_old_waiting_key' }).where('id', '=', liveKeyId).execute();
 }
 
+/** Webhook deliveries over and pending, old and recent, and events with and without deliveries left. */
+async function webhooks(w: World, now: number): Promise<void> {
+  const db = w.store.db;
+  const ws = w.workspaceId;
+  await db
+    .insertInto('webhook_endpoints')
+    .values({
+      ...{ id: 'whep_1', workspace_id: ws, url: 'https://example.com/hook', events: '[]', description: null, enabled: 1 },
+      ...{ disabled_reason: null, credits_low_below: 10, expiring_within_days: 7, secret_data_key_id: 'dk', secret_ciphertext: 'x' },
+      ...{ previous_secret_data_key_id: null, previous_secret_ciphertext: null, previous_secret_until: null, failing_since: null },
+      ...{ created_at: now - OLD, updated_at: now - OLD },
+    })
+    .execute();
+  const cases = [
+    ['old_delivered', OLD, 'delivered'],
+    ['old_failed', OLD, 'failed'],
+    ['old_pending', OLD, 'pending'],
+    ['recent_delivered', RECENT, 'delivered'],
+    ['old_none', OLD, null],
+  ] as const;
+  for (const [name, age, status] of cases) {
+    await db
+      .insertInto('webhook_events')
+      .values({ id: `evt_${name}`, workspace_id: ws, type: 'webhook.test', body: '{}', created_at: now - age })
+      .execute();
+    if (status === null) continue;
+    await db
+      .insertInto('webhook_deliveries')
+      .values({
+        ...{ id: `whdl_${name}`, workspace_id: ws, endpoint_id: 'whep_1', event_id: `evt_${name}`, type: 'webhook.test', status },
+        ...{ attempts: 1, last_status_code: null, last_error: null, next_attempt_at: null, delivered_at: null },
+        ...{ created_at: now - age, updated_at: now - age },
+      })
+      .execute();
+  }
+}
+
 type Row = Record<string, unknown>;
 const n = (v: unknown) => Number(v);
 
@@ -230,6 +268,10 @@ export function expectedAfterPrune(before: Snapshot, now: number, r: RetentionCo
   );
   keep('key_migration_items', 'migration_items', (x) => !finished.has(x.migration_id), r.finishedDays);
   keep('key_migrations', 'migrations', (x) => !finished.has(x.id), r.finishedDays);
+  const over = (x: Row) => x.status === 'delivered' || x.status === 'failed';
+  keep('webhook_deliveries', 'webhook_deliveries', (x) => !(over(x) && old(x, 'updated_at', r.finishedDays)), r.finishedDays);
+  const delivering = new Set(after.webhook_deliveries.map((d) => d.event_id));
+  keep('webhook_events', 'webhook_events', (x) => !(old(x, 'created_at', r.finishedDays) && !delivering.has(x.id)), r.finishedDays);
   keep('dashboard_links', 'dashboard_links', (x) => n(x.expires_at) >= now - DAY);
   keep('dashboard_sessions', 'dashboard_sessions', (x) => n(x.expires_at) >= now - DAY);
   return { after, pruned };

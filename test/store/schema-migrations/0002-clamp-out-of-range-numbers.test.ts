@@ -5,6 +5,7 @@ import { DIALECTS, OPERATOR, scratchDatabase } from '../../helpers/harness.ts';
 import { buildApp } from '../../../src/app.ts';
 import { openStore, type Store } from '../../../src/store/store.ts';
 import * as initial from '../../../src/store/schema-migrations/0001-initial.ts';
+import * as webhookTables from '../../../src/store/schema-migrations/0008-webhooks.ts';
 import { createWorkspace } from '../../../src/services/workspaces/workspaces.ts';
 import { insertRootKey } from '../../../src/services/workspaces/root-keys.ts';
 import { BOUNDS } from '../../../src/domain/bounds.ts';
@@ -43,6 +44,9 @@ for (const dialect of DIALECTS) {
     let root: string;
     before(async () => {
       ({ store, cleanup } = await storeOfEarlierRelease(dialect));
+      // Today's services read the webhook tables (0008) when they write: present while the earlier release's
+      // data is made, dropped again before the migrations run.
+      await webhookTables.up(store.db);
       const { workspaceId } = await createWorkspace(store.db, 'earlier', OPERATOR);
       root = (await insertRootKey(store.db, { workspaceId, permissions: ['*'] }, OPERATOR)).rootKey;
       app = await buildApp({ store });
@@ -81,6 +85,7 @@ for (const dialect of DIALECTS) {
       );
 
       // 0002 runs first of the migrations this earlier release lacks (later ones follow it).
+      await webhookTables.down(store.db);
       assert.equal((await store.migrate())[0], '0002-clamp-out-of-range-numbers');
 
       const read = await call('GET', '/v1/keys.getKey', { keyId });

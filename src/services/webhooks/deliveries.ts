@@ -1,0 +1,104 @@
+import { AppError, notFound } from '../../domain/errors.ts';
+import { announceJobs } from '../../jobs/queue.ts';
+import type { Db } from '../../store/store.ts';
+import type { WebhookDeliveryRow } from '../../store/schema-webhooks.ts';
+import { callerAudit, recordAudit } from '../audit/record-audit.ts';
+import { requirePermissions, type Caller } from '../caller.ts';
+import { DEFAULT_PAGE_SIZE } from '../pagination.ts';
+import { requireEndpointFor } from './endpoint-records.ts';
+import { emitEvent, scheduleAttempt } from './emit.ts';
+
+export type DeliveryStatus = 'pending' | 'delivered' | 'failed';
+
+export interface DeliveryView {
+  deliveryId: string;
+  eventId: string;
+  type: string;
+  status: DeliveryStatus;
+  attempts: number;
+  lastStatusCode?: number;
+  lastError?: string;
+  nextAttemptAt?: number;
+  createdAt: number;
+  deliveredAt?: number;
+}
+
+export const deliveryView = (r: WebhookDeliveryRow): DeliveryView => ({
+  deliveryId: r.id,
+  eventId: r.event_id,
+  type: r.type,
+  status: r.status as DeliveryStatus,
+  attempts: Number(r.attempts),
+  ...(r.last_status_code === null ? {} : { lastStatusCode: Number(r.last_status_code) }),
+  ...(r.last_error === null ? {} : { lastError: r.last_error }),
+  ...(r.next_attempt_at === null ? {} : { nextAttemptAt: Number(r.next_attempt_at) }),
+  createdAt: Number(r.created_at),
+  ...(r.delivered_at === null ? {} : { deliveredAt: Number(r.delivered_at) }),
+});
+
+/** webhooks.listDeliveries: an endpoint's deliveries, newest first, with cursor pagination. Needs `webhook.<endpointId>.read_endpoint`. */
+export async function listDeliveries(
+  db: Db,
+  caller: Caller,
+  q: { endpointId: string; status?: DeliveryStatus; limit?: number; cursor?: string },
+): Promise<{ deliveries: DeliveryView[]; cursor?: string }> {
+  await requireEndpointFor(db, caller, q.endpointId, 'read_endpoint');
+  const limit = q.limit ?? DEFAULT_PAGE_SIZE;
+  const rows = await db
+    .selectFrom('webhook_deliveries')
+    .selectAll()
+    .where('endpoint_id', '=', q.endpointId)
+    .$if(q.status !== undefined, (b) => b.where('status', '=', q.status!))
+    .$if(q.cursor !== undefined, (b) => b.where('id', '<', q.cursor!))
+    .orderBy('id', 'desc')
+    .limit(limit + 1)
+    .execute();
+  const page = rows.slice(0, limit);
+  return { deliveries: page.map(deliveryView), ...(rows.length > limit ? { cursor: page[page.length - 1].id } : {}) };
+}
+
+/**
+ * webhooks.retryDelivery: one more attempt, at once, of a delivery that failed (or is waiting for its next
+ * attempt); it keeps its event, so the same `webhook-id`. A delivered one is a 412. Needs `webhook.<endpointId>.update_endpoint`.
+ */
+export async function retryDelivery(db: Db, caller: Caller, input: { deliveryId: string }): Promise<Record<string, never>> {
+  const row = await db
+    .selectFrom('webhook_deliveries')
+    .selectAll()
+    .where('id', '=', input.deliveryId)
+    .where('workspace_id', '=', caller.workspaceId)
+    .executeTakeFirst();
+  if (!row) throw notFound('webhook delivery', input.deliveryId);
+  requirePermissions(caller, `webhook.${row.endpoint_id}.update_endpoint`);
+  if (row.status === 'delivered') throw new AppError('state/precondition-failed', `delivery ${row.id} was delivered already`);
+  const now = Date.now();
+  await db.transaction().execute(async (tx) => {
+    await tx
+      .updateTable('webhook_deliveries')
+      .set({ status: 'pending', next_attempt_at: now, updated_at: now })
+      .where('id', '=', row.id)
+      .execute();
+    await scheduleAttempt(tx, row.id, now);
+    await recordAudit(tx, [callerAudit(caller, 'webhook.retry_delivery', { type: 'webhookDelivery', id: row.id })], now);
+  });
+  announceJobs();
+  return {};
+}
+
+/** webhooks.sendTestEvent: a `webhook.test` event to this endpoint alone. Needs `webhook.<endpointId>.update_endpoint`. */
+export async function sendTestEvent(db: Db, caller: Caller, input: { endpointId: string }): Promise<{ eventId: string }> {
+  await requireEndpointFor(db, caller, input.endpointId, 'update_endpoint');
+  const eventId = await db.transaction().execute(async (tx) => {
+    const id = await emitEvent(
+      tx,
+      caller.workspaceId,
+      'webhook.test',
+      { endpointId: input.endpointId },
+      { endpointIds: [input.endpointId] },
+    );
+    await recordAudit(tx, [callerAudit(caller, 'webhook.send_test_event', { type: 'webhookEndpoint', id: input.endpointId })]);
+    return id!;
+  });
+  announceJobs();
+  return { eventId };
+}

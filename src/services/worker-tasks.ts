@@ -1,0 +1,12 @@
+import type { Vault } from '../crypto/vault.ts';
+import type { TaskRegistry } from '../jobs/queue.ts';
+import type { Db } from '../store/store.ts';
+import { migrationImportTask } from './migrations/migration-import-task.ts';
+import { deliveryTask } from './webhooks/delivery-task.ts';
+import type { WebhookSettings } from './webhooks/settings.ts';
+
+/** The tasks a Keyhold worker runs (the server's and `keyhold worker`): key imports and webhook deliveries. */
+export const workerTasks = (db: Db, vault: Vault | undefined, webhooks: WebhookSettings): TaskRegistry => ({
+  'migration.import': migrationImportTask,
+  'webhook.deliver': deliveryTask(db, vault, webhooks),
+});
