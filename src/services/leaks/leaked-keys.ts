@@ -3,6 +3,7 @@ import type { Db, Executor } from '../../store/store.ts';
 import { recordAudit } from '../audit/record-audit.ts';
 import { operatorCaller, type Actor } from '../caller.ts';
 import { transact } from '../changes.ts';
+import { emitEvent } from '../webhooks/emit.ts';
 import { removeKeys } from '../keys/keys.ts';
 import { revokeRootKey } from '../workspaces/root-key-changes.ts';
 
@@ -27,7 +28,7 @@ export interface LeakTarget {
 
 /**
  * Applies the leaked-key action to a key and records `key.leaked` (naming the sighting, never the key) in one
- * transaction whose change drops the key from every node's verification cache: `disable` sets enabled=false,
+ * transaction (with the `key.leaked` webhook event) whose change drops the key from every node's verification cache: `disable` sets enabled=false,
  * `delete` soft-deletes it (`key.delete` is recorded too), `notify` changes nothing but the record. A key that
  * already has its `key.leaked` record, or is deleted, is left alone: reporting it again changes and records
  * nothing more (an operator who re-enabled it keeps it enabled). Returns whether this call recorded the leak.
@@ -48,7 +49,7 @@ export async function markKeyLeaked(
       .set((eb) => ({ updated_at: eb.ref('updated_at') }))
       .where('id', '=', target.id)
       .where('deleted_at', 'is', null)
-      .returning(['enabled'])
+      .returning(['enabled', 'api_id'])
       .executeTakeFirst();
     if (!locked || (await hasLeakRecord(tx, target, KEY_LEAKED))) return false;
     const caller = operatorCaller(target.workspaceId, actor, requestId);
@@ -58,6 +59,8 @@ export async function markKeyLeaked(
     if (action === 'delete') await removeKeys(tx, caller, { keyId: target.id }, { permanent: false });
     if (action !== 'notify') changes.key(target.id);
     await recordAudit(tx, [leakAudit(target, KEY_LEAKED, sighting, action, actor, requestId)], now);
+    const data = { keyId: target.id, apiId: locked.api_id, url: sighting.url, source: sighting.source, action };
+    await emitEvent(tx, target.workspaceId, 'key.leaked', data, { now, changes });
     return true;
   });
 }

@@ -10,6 +10,7 @@ import { workerTasks } from '../../../src/services/worker-tasks.ts';
 import type { WebhookSettings } from '../../../src/services/webhooks/settings.ts';
 import { insertRootKey } from '../../../src/services/workspaces/root-keys.ts';
 import { revokeRootKey } from '../../../src/services/workspaces/root-key-changes.ts';
+import { markKeyLeaked } from '../../../src/services/leaks/leaked-keys.ts';
 import { createMigration } from '../../../src/services/migrations/migration-records.ts';
 
 const SETTINGS: WebhookSettings = { allowPrivate: true, timeoutMs: 2000, retrySchedule: [0, 200] };
@@ -81,6 +82,23 @@ for (const dialect of DIALECTS) {
       await until('rootkey.created', () => rx.got.some((r) => r.body.includes(rootKeyId)), 2000);
       const [revoked] = await expectEvents(['rootkey.revoked'], () => revokeRootKey(w.store.db, rootKeyId, OPERATOR));
       assert.deepEqual(revoked.data, { rootKeyId });
+    });
+
+    test('key.leaked from the leaked-key action, once, naming where it was found and never the key', async () => {
+      let key = '';
+      let keyId = '';
+      await expectEvents(['key.created'], async () => ({ key, keyId } = await w.createKey({ apiId })));
+      const target = { kind: 'key' as const, id: keyId, workspaceId: w.workspaceId };
+      const sighting = { url: 'https://github.com/o/r/blob/main/.env', source: 'commit' };
+      const [leaked] = await expectEvents(['key.leaked'], () =>
+        markKeyLeaked(w.store.db, target, sighting, 'disable', OPERATOR, 'req_leak'),
+      );
+      assert.deepEqual(leaked.data, { keyId, apiId, url: sighting.url, source: 'commit', action: 'disable' });
+      assert.ok(!rx.got.at(-1)!.body.includes(key));
+      const before = rx.got.length;
+      assert.equal(await markKeyLeaked(w.store.db, target, sighting, 'disable', OPERATOR, 'req_leak2'), false);
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal(rx.got.length, before, 'a second report emits nothing');
     });
 
     test('migrations.enqueueKeys: keys.imported with the migration, then migration.completed with its counts', async () => {
