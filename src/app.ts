@@ -30,7 +30,7 @@ import type { LeakConfig } from './config-leaks.ts';
 import { registerGithubSecretScanning } from './http/secret-scanning/github.ts';
 import type { InternalCallers } from './http/internal-callers.ts';
 import { CrossingEvents } from './services/webhooks/crossing-events.ts';
-import { EXPIRY_SWEEP_INTERVAL_MS, sweepExpiries } from './services/webhooks/expiry-sweep.ts';
+import { startExpirySweeps } from './services/webhooks/expiry-sweep.ts';
 import { deliveryOutcomes, oldestPendingDelivery } from './services/webhooks/delivery-task.ts';
 import { DEFAULT_WEBHOOK_SETTINGS as WEBHOOKS, type WebhookSettings } from './services/webhooks/settings.ts';
 
@@ -145,16 +145,14 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
 
 /**
  * The webhook events of verification crossings (their writes finish before the app closes), and the sweep
- * for key.expiring and key.expired every minute.
+ * for key.expiring and key.expired (every second; expiry-sweep.ts).
  */
 function crossingEvents(app: App, store: Store, options: AppOptions): CrossingEvents {
   const onError = (err: unknown) => options.logger?.error({ err }, 'could not record a webhook event');
   const events = new CrossingEvents(store.db, onError);
-  const reported = new Set<string>();
-  const sweep = setInterval(() => void sweepExpiries(store.db, reported).catch(onError), EXPIRY_SWEEP_INTERVAL_MS);
-  sweep.unref();
+  const stopSweeps = startExpirySweeps(store.db, onError);
   app.addHook('onClose', async () => {
-    clearInterval(sweep);
+    stopSweeps();
     await events.settled();
   });
   return events;

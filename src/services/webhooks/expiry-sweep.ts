@@ -4,9 +4,12 @@ import type { Db } from '../../store/store.ts';
 import { emitEvent } from './emit.ts';
 
 const DAY_MS = 86_400_000;
-/** How often each server sweeps, and how far back a sweep looks for keys that expired. */
-export const EXPIRY_SWEEP_INTERVAL_MS = 60_000;
-const EXPIRED_LOOKBACK_MS = 10 * EXPIRY_SWEEP_INTERVAL_MS;
+/** How often each server sweeps the last moment's crossings, so an event follows its cause within about 2 s. */
+export const EXPIRY_SWEEP_INTERVAL_MS = 1_000;
+/** Every this many sweeps one is full: keys made or changed inside a window already, and anything a narrow sweep missed. */
+const FULL_SWEEP_EVERY = 60;
+/** How far back a full sweep looks for keys that expired. */
+const EXPIRED_LOOKBACK_MS = 10 * 60_000;
 /** Keys one sweep looks at, at most, soonest expiring first (the next sweep goes on). */
 const MAX_KEYS_PER_SWEEP = 10_000;
 
@@ -19,11 +22,14 @@ interface Subscriber {
 
 /**
  * key.expiring (once per key and endpoint, when the key is within the endpoint's `expiringWithinDays` of its
- * `expires`) and key.expired (once per key, in the sweep after it expired, looking back 10 minutes). Every
- * server sweeps every minute; the event's unique key (`dedupe_key`) makes each one written once whichever
- * server sees it first, and `reported` spares this server the attempts it made already. Returns the events written.
+ * `expires`) and key.expired (once per key). A narrow sweep (`since` given) looks only at the keys whose moment came
+ * in `(since, now]`: those that expired then, and per distinct `expiringWithinDays` d those whose `expires - d` fell
+ * then — index range reads of a second's keys. A full sweep (no `since`) looks at every key expiring within the
+ * longest window and those that expired in the last 10 minutes. The event's unique key (`dedupe_key`) makes each one
+ * written once whichever server sees it first, and `reported` spares this server the attempts it made already.
+ * Returns the events written.
  */
-export async function sweepExpiries(db: Db, reported: Set<string>, now = Date.now()): Promise<number> {
+export async function sweepExpiries(db: Db, reported: Set<string>, now = Date.now(), since?: number): Promise<number> {
   const endpoints = (
     await db
       .selectFrom('webhook_endpoints')
@@ -33,12 +39,16 @@ export async function sweepExpiries(db: Db, reported: Set<string>, now = Date.no
   ).filter((e) => e.events.includes('"key.expiring"') || e.events.includes('"key.expired"'));
   if (endpoints.length === 0) return 0;
   const longest = Math.max(...endpoints.map((e) => Number(e.expiring_within_days)));
+  const days = [...new Set(endpoints.map((e) => Number(e.expiring_within_days)))];
+  const windows: Array<[number, number]> =
+    since === undefined
+      ? [[now - EXPIRED_LOOKBACK_MS, now + longest * DAY_MS]]
+      : [[since, now], ...days.map((d): [number, number] => [since + d * DAY_MS, now + d * DAY_MS])];
   const keys = await db
     .selectFrom('keys')
     .select(['id', 'workspace_id', 'api_id', 'expires_at'])
     .where('expires_at', 'is not', null)
-    .where('expires_at', '>', now - EXPIRED_LOOKBACK_MS)
-    .where('expires_at', '<=', now + longest * DAY_MS)
+    .where((eb) => eb.or(windows.map(([after, until]) => eb.and([eb('expires_at', '>', after), eb('expires_at', '<=', until)]))))
     .where('deleted_at', 'is', null)
     .orderBy('expires_at')
     .limit(MAX_KEYS_PER_SWEEP)
@@ -80,4 +90,30 @@ async function once(
   const id = await db.transaction().execute((tx) => emitEvent(tx, workspaceId, type, data, { endpointIds, dedupeKey, now }));
   reported.add(dedupeKey);
   return id ? 1 : 0;
+}
+
+/**
+ * The sweeps of one server, every second: narrow ones over the time since the last that succeeded, and a full one
+ * every minute (the first at once). Stopped by the returned function.
+ */
+export function startExpirySweeps(db: Db, onError: (err: unknown) => void): () => void {
+  const reported = new Set<string>();
+  let last = Date.now();
+  let sweeps = 0;
+  let running = false;
+  const timer = setInterval(() => {
+    if (running) return;
+    running = true;
+    const now = Date.now();
+    const since = sweeps++ % FULL_SWEEP_EVERY === 0 ? undefined : last;
+    void sweepExpiries(db, reported, now, since)
+      .then(() => {
+        last = now;
+      }, onError)
+      .finally(() => {
+        running = false;
+      });
+  }, EXPIRY_SWEEP_INTERVAL_MS);
+  timer.unref();
+  return () => clearInterval(timer);
 }

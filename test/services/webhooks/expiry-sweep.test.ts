@@ -2,6 +2,12 @@ import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { DIALECTS, world, type World } from '../../helpers/harness.ts';
 import { sweepExpiries } from '../../../src/services/webhooks/expiry-sweep.ts';
+import { until, verifiedPayloads, webhookReceiver } from '../../helpers/webhook-receiver.ts';
+import { createVault } from '../../../src/crypto/vault.ts';
+import { JobQueue } from '../../../src/jobs/job-queue.ts';
+import { Worker } from '../../../src/jobs/worker.ts';
+import { workerTasks } from '../../../src/services/worker-tasks.ts';
+import type { WebhookSettings } from '../../../src/services/webhooks/settings.ts';
 
 const DAY = 86_400_000;
 
@@ -52,6 +58,73 @@ for (const dialect of DIALECTS) {
       assert.equal(await sweepExpiries(w.store.db, reported, now + 2000), 1);
       assert.equal(await sweepExpiries(w.store.db, reported, now + 3000), 0);
       assert.deepEqual(await events('key.expired'), [{ keyId: expired.keyId, apiId, expires: now + 1000 }]);
+    });
+
+    test('a narrow sweep finds the keys whose moment came since the last one, and no other', async () => {
+      const { workspaceId, root } = await w.otherWorkspace();
+      const apiId = await w.createApi('narrow', root);
+      const url = 'https://93.184.216.34/hook';
+      const created = await w.post<{ endpointId: string }>(
+        '/v1/webhooks.createEndpoint',
+        { url, events: ['key.expiring', 'key.expired'], expiringWithinDays: 2 },
+        root,
+      );
+      assert.equal(created.status, 200, created.body);
+      const t = Date.now();
+      const crossing = await w.createKey({ apiId, expires: t + 2 * DAY + 500 }, root); // within 2 days from t + 500 ms
+      const expiring = await w.createKey({ apiId, expires: t + 800 }, root); // expires at t + 800 ms
+      const inside = await w.createKey({ apiId, expires: t + DAY }, root); // inside the window already: full sweeps only
+      const ofWorkspace = async (type: string) =>
+        (
+          await w.store.db
+            .selectFrom('webhook_events')
+            .select(['body'])
+            .where('workspace_id', '=', workspaceId)
+            .where('type', '=', type)
+            .execute()
+        )
+          .map((e) => JSON.parse(e.body).data.keyId)
+          .sort();
+      const reported = new Set<string>();
+      assert.equal(await sweepExpiries(w.store.db, reported, t + 400, t), 0, 'nothing came in (t, t + 400]');
+      assert.equal(await sweepExpiries(w.store.db, reported, t + 1000, t + 400), 2);
+      assert.deepEqual(await ofWorkspace('key.expiring'), [crossing.keyId]);
+      assert.deepEqual(await ofWorkspace('key.expired'), [expiring.keyId]);
+      assert.equal(await sweepExpiries(w.store.db, reported, t + 2000), 1, 'a full sweep adds the key already inside its window');
+      assert.deepEqual(await ofWorkspace('key.expiring'), [crossing.keyId, inside.keyId].sort());
+    });
+  });
+}
+
+/** Through a server: its own sweeps (every second) deliver key.expired within 2 s of the expiry. */
+for (const dialect of DIALECTS) {
+  describe(`key.expired through a server (${dialect})`, () => {
+    const settings: WebhookSettings = { allowPrivate: true, timeoutMs: 2000, retrySchedule: [0, 200] };
+    let w: World;
+    let worker: Worker;
+    let rx: Awaited<ReturnType<typeof webhookReceiver>>;
+    before(async () => {
+      w = await world(dialect, { app: { webhooks: settings } });
+      const vault = createVault([{ id: 'test', key: Buffer.alloc(32, 7) }]);
+      worker = new Worker(new JobQueue(w.store, workerTasks(w.store.db, vault, settings)), { pollMs: 50 });
+      worker.start();
+      rx = await webhookReceiver();
+    });
+    after(async () => {
+      await worker.stop();
+      await rx.close();
+      await w.close();
+    });
+
+    test('a key expiring in 1 s is reported within 2 s of its expiry', async () => {
+      const { secret } = (await w.post<{ secret: string }>('/v1/webhooks.createEndpoint', { url: rx.url, events: ['key.expired'] })).json;
+      const apiId = await w.createApi('expires');
+      const expires = Date.now() + 1000;
+      const { keyId } = await w.createKey({ apiId, expires });
+      await until('key.expired', () => rx.got.length > 0, expires + 2000 - Date.now());
+      const [event] = verifiedPayloads(rx.got, secret);
+      assert.equal(event.type, 'key.expired');
+      assert.deepEqual(event.data, { keyId, apiId, expires });
     });
   });
 }
