@@ -41,3 +41,9 @@ export const MAX_RATELIMIT_NAME = 255;
  */
 export const MAX_OVERRIDES_PER_NAMESPACE = 10_000;
 export const MAX_PATTERNS_PER_NAMESPACE = 100;
+
+/** Members one workspace may have in the dashboard (people, not machines: a support team is far fewer). */
+export const MAX_MEMBERS_PER_WORKSPACE = 1_000;
+
+/** Longest email address a dashboard member or user may have (RFC 5321's path limit). */
+export const MAX_EMAIL_LENGTH = 254;

@@ -20,7 +20,8 @@ export type IdPrefix =
   | 'rlns'
   | 'rlor'
   | 'dsl'
-  | 'dss';
+  | 'dss'
+  | 'dsu';
 
 // Random bytes are drawn from the OS in blocks, not one call per id (ids are made for every key imported).
 const pool = Buffer.alloc(4096);

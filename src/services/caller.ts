@@ -3,7 +3,8 @@ import { grants } from '../domain/permissions.ts';
 
 /** Who performs a change: a root key over HTTP, the operator through the CLI, or a dashboard session. */
 export interface Actor {
-  type: 'root_key' | 'operator' | 'dashboard_session' | 'dashboard_operator';
+  /** A dashboard_user is a person signed in with single sign-on; their id is their email. */
+  type: 'root_key' | 'operator' | 'dashboard_session' | 'dashboard_operator' | 'dashboard_user';
   id: string;
 }
 

@@ -246,6 +246,25 @@ export interface DashboardSessionRow {
   created_at: number;
   expires_at: number;
   ended_at: number | null;
+  /** The user of a session opened by single sign-on; null for one opened by a CLI link. */
+  user_id: string | null;
+  last_seen_at: number | null;
+}
+export interface DashboardUserRow {
+  id: string;
+  issuer: string;
+  subject: string;
+  email: string;
+  created_at: number;
+  last_sign_in_at: number;
+}
+export interface DashboardMemberRow {
+  workspace_id: string;
+  /** Lower-cased. */
+  email: string;
+  role: 'admin' | 'viewer';
+  created_at: number;
+  updated_at: number;
 }
 
 export interface Database {
@@ -275,4 +294,6 @@ export interface Database {
   change_feed: ChangeFeedRow;
   dashboard_links: DashboardLinkRow;
   dashboard_sessions: DashboardSessionRow;
+  dashboard_users: DashboardUserRow;
+  dashboard_members: DashboardMemberRow;
 }

@@ -14,6 +14,7 @@ import * as dashboardSessions from './schema-migrations/0004-dashboard-sessions.
 import * as migrationAlgorithms from './schema-migrations/0005-migration-algorithms.ts';
 import * as retentionIndexes from './schema-migrations/0006-retention-indexes.ts';
 import * as verificationExportIndex from './schema-migrations/0007-verification-export-index.ts';
+import * as dashboardMembers from './schema-migrations/0008-dashboard-members.ts';
 
 export type Db = Kysely<Database>;
 export type Tx = Transaction<Database>;
@@ -77,6 +78,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0005-migration-algorithms': migrationAlgorithms,
   '0006-retention-indexes': retentionIndexes,
   '0007-verification-export-index': verificationExportIndex,
+  '0008-dashboard-members': dashboardMembers,
 };
 
 /**

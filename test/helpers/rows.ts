@@ -31,6 +31,8 @@ export const ALL_TABLES = [
   'change_feed',
   'dashboard_links',
   'dashboard_sessions',
+  'dashboard_users',
+  'dashboard_members',
 ] as const satisfies ReadonlyArray<keyof Database>;
 export const everyTableListed: [Exclude<keyof Database, (typeof ALL_TABLES)[number]>] extends [never] ? true : false = true;
 
