@@ -22,6 +22,8 @@ import { VerifyKeyV2Body } from './http/v2/verify-data.ts';
 import type { App, Deps } from './http/types.ts';
 import type { Store } from './store/store.ts';
 import { registerDashboard } from './http/dashboard/register.ts';
+import { OidcClient, withOidcReadiness } from './services/dashboard/oidc-client.ts';
+import type { OidcConfig } from './oidc-config.ts';
 import { createRuntime, type BufferCapacities } from './services/verification/runtime.ts';
 import type { Vault } from './crypto/vault.ts';
 import type { RetentionConfig } from './config.ts';
@@ -48,6 +50,8 @@ export interface AppOptions {
   retention?: RetentionConfig;
   /** How long after the start the first retention pass runs (ms; default 60 s). */
   firstPrunePassDelayMs?: number;
+  /** Single sign-on to the dashboard (KEYHOLD_OIDC_*); its provider's discovery is part of readiness. */
+  oidc?: OidcConfig;
   /** Capacities of the buffers that fill while the store or Redis is down (tests use small ones; defaults otherwise). */
   capacities?: BufferCapacities;
 }
@@ -94,7 +98,6 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
     rootKeyUsageCapacity: options.capacities?.rootKeyUses,
   });
   await registerDocs(app);
-
   const runtime = await createRuntime(store, {
     redisUrl: options.redisUrl,
     logger: options.logger,
@@ -103,10 +106,11 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
   });
   app.addHook('onClose', () => runtime.close());
   const { verifier, limiter, cache, readiness, ratelimits } = runtime;
-  const deps: Deps = { store, vault: options.vault, verifier, limiter, cache, readiness, ratelimits };
+  const oidc = options.oidc ? new OidcClient(options.oidc, options.publicUrl ?? 'http://127.0.0.1') : undefined;
+  const deps: Deps = { store, vault: options.vault, verifier, limiter, cache, readiness: withOidcReadiness(readiness, oidc), ratelimits };
   for (const register of ROUTES) register(app, deps);
   for (const register of V2_ROUTES) register(app, deps);
-  registerDashboard(app, { deps, internal, publicUrl: options.publicUrl ?? 'http://127.0.0.1' });
+  registerDashboard(app, { deps, internal, publicUrl: options.publicUrl ?? 'http://127.0.0.1', oidc });
   const pruner = startPruner(app, store, options);
   metrics.watch({ verifier, cache, health: runtime.health, jobs: () => jobQueueStats(store.db), pruner });
   metrics.watch({

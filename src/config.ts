@@ -1,6 +1,7 @@
 import { dirname, join, resolve } from 'node:path';
 import { databaseUrlProblem, hostProblem, publicUrlProblem, redisUrlProblem, secretsIn } from './config-shapes.ts';
 import { isWellFormedRootKey } from './crypto/keys.ts';
+import { oidcFrom, oidcSecrets, type OidcConfig } from './oidc-config.ts';
 import { loadOrCreateMasterKeyFile, MASTER_KEY_FILE, MasterKeyFormatError, parseMasterKeys, type MasterKey } from './crypto/master-keys.ts';
 
 /** The only reader of process.env: every setting, validated and typed, failing fast with a clear message. */
@@ -28,6 +29,8 @@ export interface Config {
   publicUrl: string;
   /** How long data that grows with traffic or time is kept, and how often the background pass prunes it. */
   retention: RetentionConfig;
+  /** Single sign-on to the dashboard (KEYHOLD_OIDC_*, in oidc-config.ts); off when KEYHOLD_OIDC_ISSUER is unset. */
+  oidc?: OidcConfig;
 }
 
 /** Days each kind of data is kept (0: forever) and the background prune pass's interval (0: no background pass). */
@@ -82,6 +85,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const keyCacheSize = keyCacheSizeFrom(env, problems);
   const publicUrl = publicUrlFrom(env, problems);
   const retention = retentionFrom(env, problems);
+  const oidc = oidcFrom(env, problems);
   if (problems.length) throw new ConfigError(problems);
   return {
     host,
@@ -98,6 +102,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     keyCacheSize,
     publicUrl,
     retention,
+    oidc,
   };
 }
 
@@ -196,10 +201,7 @@ function authFailureLimitFrom(env: NodeJS.ProcessEnv, problems: string[]): numbe
   return Number(value);
 }
 
-/**
- * The data directory of a SQLite DATABASE_URL: the database file's directory (`./data` for `:memory:`),
- * where master.key and the bootstrap root key file live. Undefined for PostgreSQL.
- */
+/** A SQLite DATABASE_URL's directory (`./data` for `:memory:`), where master.key and the bootstrap key file live. */
 export function sqliteDataDirectory(databaseUrl: string): string | undefined {
   if (!databaseUrl.startsWith('sqlite:')) return undefined;
   const path = databaseUrl.slice('sqlite:'.length);
@@ -231,13 +233,11 @@ export function loadVaultConfig(env: NodeJS.ProcessEnv = process.env): Pick<Conf
 }
 
 /**
- * The master keys of the vault, the same for the server and the CLI:
- * - KEYHOLD_MASTER_KEYS when it is set;
- * - else, on SQLite (the embedded default), the master key file next to the database file
- *   (`<data dir>/master.key`, created with mode 0600 on first use; `warn` says so, never with the key);
- * - else (PostgreSQL without KEYHOLD_MASTER_KEYS) none: a key generated on one node would leave every other
- *   node unable to decrypt, so there is no vault and what needs one (recoverable keys, plaintext imports,
- *   decrypt) is refused with 412.
+ * The master keys of the vault, the same for the server and the CLI: KEYHOLD_MASTER_KEYS when it is set; else,
+ * on SQLite (the embedded default), the master key file next to the database file (`<data dir>/master.key`,
+ * created with mode 0600 on first use; `warn` says so, never with the key); else (PostgreSQL without
+ * KEYHOLD_MASTER_KEYS) none: a key generated on one node would leave every other node unable to decrypt, so
+ * there is no vault and what needs one (recoverable keys, plaintext imports, decrypt) is refused with 412.
  */
 export function masterKeysFromConfig(
   config: Pick<Config, 'databaseUrl' | 'masterKeys'>,
@@ -257,9 +257,11 @@ export function masterKeysFromConfig(
   }
 }
 
-/** The secrets among the settings (URL passwords, master keys, the bootstrap root key), never to be printed. */
-export const settingSecrets = (env: NodeJS.ProcessEnv = process.env): string[] =>
-  secretsIn({ urls: [env.DATABASE_URL, env.REDIS_URL], masterKeys: env.KEYHOLD_MASTER_KEYS, rootKey: env.KEYHOLD_BOOTSTRAP_ROOT_KEY });
+/** The secrets among the settings (URL passwords, master keys, bootstrap root key, OIDC client secret), never to be printed. */
+export const settingSecrets = (env: NodeJS.ProcessEnv = process.env): string[] => [
+  ...secretsIn({ urls: [env.DATABASE_URL, env.REDIS_URL], masterKeys: env.KEYHOLD_MASTER_KEYS, rootKey: env.KEYHOLD_BOOTSTRAP_ROOT_KEY }),
+  ...oidcSecrets(env),
+];
 
 /** The master key file the embedded default relies on is unreadable or corrupt: `message` is one line, without key material. */
 export class MasterKeyFileError extends Error {}

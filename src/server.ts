@@ -52,6 +52,7 @@ async function main(): Promise<void> {
       keyCacheSize: config.keyCacheSize,
       publicUrl: config.publicUrl,
       retention: config.retention,
+      oidc: config.oidc,
     },
   );
   // The address was free a moment ago; another process may still take it first.

@@ -67,7 +67,8 @@ describe('README.md matches the code', () => {
       .map((l) => l.trim().split(' ').slice(1, 3).join(' '));
     assert.ok(commands.length >= 5);
     for (const command of commands) assert.ok(readme.includes(`| \`${command}`), `README does not document "keyhold ${command}"`);
-    const config = readFileSync(repoUrl('src/config.ts'), 'utf8');
+    // The OIDC settings are read in src/oidc-config.ts, for loadConfig.
+    const config = ['src/config.ts', 'src/oidc-config.ts'].map((f) => readFileSync(repoUrl(f), 'utf8')).join('\n');
     // Settings are read as env.NAME or by their name as a string ('KEYHOLD_…') through a shared parser.
     const variables = new Set([...config.matchAll(/env\.([A-Z][A-Z0-9_]+)|'(KEYHOLD_[A-Z0-9_]+)'/g)].map((m) => m[1] ?? m[2]));
     assert.ok(variables.has('DATABASE_URL'));

@@ -5,7 +5,7 @@ import { DIALECTS } from '../helpers/harness.ts';
 import { runCli } from '../helpers/cli.ts';
 import { checkPage, dashboardWorld, launchBrowser, watchConsole, type DashboardWorld } from '../helpers/browser.ts';
 
-const SECTIONS = ['APIs', 'Root keys', 'Roles', 'Permissions', 'Identities', 'Rate limits', 'Migrations', 'Audit log'];
+const SECTIONS = ['APIs', 'Members', 'Root keys', 'Roles', 'Permissions', 'Identities', 'Rate limits', 'Migrations', 'Audit log'];
 
 for (const dialect of DIALECTS) {
   describe(`dashboard sign-in, audit log and operator (${dialect})`, () => {

@@ -6,7 +6,7 @@ import { Writable } from 'node:stream';
 import pg from 'pg';
 import pino from 'pino';
 import { openStore, type Store } from '../../src/store/store.ts';
-import { buildApp } from '../../src/app.ts';
+import { buildApp, type AppOptions } from '../../src/app.ts';
 import { createVault } from '../../src/crypto/vault.ts';
 import type { App } from '../../src/http/types.ts';
 import { createWorkspace } from '../../src/services/workspaces/workspaces.ts';
@@ -116,12 +116,14 @@ function parsedBody<T = Answer>(res: { json<U>(): U }): T {
 export interface WorldOptions {
   /** Opens the world's store (default `openStore`): the app, the helpers and the test all use that one store. */
   openStore?: (url: string) => Store;
+  /** More options of the app (single sign-on, its public URL). */
+  app?: AppOptions;
 }
 
 export async function world(dialect: 'sqlite' | 'postgres', options: WorldOptions = {}): Promise<World> {
   const { store, url, close } = await freshStore(dialect, options.openStore);
   // A fixed test master key, so recoverable keys work in every route test.
-  const app = await buildApp({ store }, { vault: createVault([{ id: 'test', key: Buffer.alloc(32, 7) }]) });
+  const app = await buildApp({ store }, { vault: createVault([{ id: 'test', key: Buffer.alloc(32, 7) }]), ...options.app });
   const { workspaceId } = await createWorkspace(store.db, 'test', OPERATOR);
   const rootKey = async (permissions: string[], opts: { workspaceId?: string; expiresAt?: number } = {}) =>
     (await insertRootKey(store.db, { workspaceId: opts.workspaceId ?? workspaceId, permissions, expiresAt: opts.expiresAt }, OPERATOR))

@@ -11,6 +11,8 @@ import identityPages from './pages/identities.ts';
 import ratelimitPages from './pages/ratelimits.ts';
 import migrationPages from './pages/migrations.ts';
 import auditLogPages from './pages/audit-log.ts';
+import memberPages from './pages/members.ts';
+import sessionPages from './pages/sessions.ts';
 
 /** Every page module of the dashboard (one file per section under pages/), registered in this order. */
 export const PAGES: Array<(router: PageRouter) => void> = [
@@ -26,4 +28,6 @@ export const PAGES: Array<(router: PageRouter) => void> = [
   ratelimitPages,
   migrationPages,
   auditLogPages,
+  memberPages,
+  sessionPages,
 ];

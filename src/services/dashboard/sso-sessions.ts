@@ -1,7 +1,8 @@
 import { newId } from '../../domain/ids.ts';
 import { hashKey } from '../../crypto/keys.ts';
 import type { Db } from '../../store/store.ts';
-import { auditSession, newToken, SESSION_TTL_MS, type DashboardSession } from './sessions.ts';
+import { recordAudit } from '../audit/record-audit.ts';
+import { auditSession, newToken, SESSION_TTL_MS, sessionActor, type DashboardSession } from './sessions.ts';
 import type { MemberRole } from './members.ts';
 
 /** How many open sessions the operators' list shows at most (newest first). */
@@ -123,13 +124,24 @@ export async function listOpenSessions(db: Db, now = Date.now()): Promise<OpenSe
   }));
 }
 
-/** Ends a session by its id (an operator ending someone's session); true when it was open. */
-export async function endSessionById(db: Db, sessionId: string, now = Date.now()): Promise<boolean> {
-  const ended = await db
-    .updateTable('dashboard_sessions')
-    .set({ ended_at: now })
-    .where('id', '=', sessionId)
-    .where('ended_at', 'is', null)
-    .executeTakeFirst();
-  return ended.numUpdatedRows === 1n;
+/**
+ * An operator ends a session by its id: signed out from its next request on. Audited in the session's
+ * workspace (when it has one) with the operator as actor; true when it was open.
+ */
+export async function endSessionById(db: Db, sessionId: string, by: DashboardSession, now = Date.now()): Promise<boolean> {
+  return db.transaction().execute(async (tx) => {
+    const row = await tx.selectFrom('dashboard_sessions').select('workspace_id').where('id', '=', sessionId).executeTakeFirst();
+    const ended = await tx
+      .updateTable('dashboard_sessions')
+      .set({ ended_at: now })
+      .where('id', '=', sessionId)
+      .where('ended_at', 'is', null)
+      .executeTakeFirst();
+    if (ended.numUpdatedRows !== 1n) return false;
+    if (row?.workspace_id) {
+      const target = { type: 'dashboard_session', id: sessionId };
+      await recordAudit(tx, [{ workspaceId: row.workspace_id, event: 'dashboard.session_end', actor: sessionActor(by), target }], now);
+    }
+    return true;
+  });
 }
