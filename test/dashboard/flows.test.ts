@@ -95,7 +95,7 @@ for (const dialect of DIALECTS) {
       await page.goto(await cliLink('--operator'));
       assert.equal(page.url(), `${w.baseUrl}/dashboard/workspaces`);
       const nav = page.getByRole('navigation', { name: 'Dashboard' });
-      assert.deepEqual(await nav.getByRole('link').allTextContents(), ['Workspaces', ...SECTIONS]);
+      assert.deepEqual(await nav.getByRole('link').allTextContents(), ['Workspaces', 'Sessions', ...SECTIONS]);
       const table = page.getByRole('table', { name: 'Workspaces' });
       assert.match((await table.textContent()) ?? '', new RegExp(w.workspaceId));
       await checkPage(page, `${dialect}-workspaces`);

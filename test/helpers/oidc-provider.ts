@@ -21,6 +21,9 @@ export interface LoopbackProvider {
   issuer: string;
   accounts: Map<string, TestAccount>;
   tamper: Tamper;
+  /** While true, the provider's redirect back to the dashboard is answered with a page instead (`heldCallback` keeps its URL). */
+  hold: boolean;
+  heldCallback?: string;
   /** Registers the redirect URI once the dashboard's address is known. */
   start(redirectUri: string): Promise<void>;
   close(): Promise<void>;
@@ -34,9 +37,16 @@ export async function loopbackProvider(): Promise<LoopbackProvider> {
   const { privateKey } = await generateKeyPair('RS256', { extractable: true });
   const jwk: JWK = { ...(await exportJWK(privateKey)), kid: 'test-key', alg: 'RS256', use: 'sig' };
   let target = 0;
-  const state: { tamper: Tamper } = { tamper: 'none' };
+  const state: { tamper: Tamper; hold: boolean; heldCallback?: string } = { tamper: 'none', hold: false };
   const proxy = createServer((req, res) => {
     const upstream = httpRequest({ host: '127.0.0.1', port: target, path: req.url, method: req.method, headers: req.headers }, (up) => {
+      const location = up.headers.location ?? '';
+      if (state.hold && location.includes('/dashboard/oidc/callback')) {
+        state.heldCallback = location;
+        up.resume();
+        res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>held</title><h1>held</h1>');
+        return;
+      }
       if (state.tamper === 'none' || !req.url?.startsWith('/token')) {
         res.writeHead(up.statusCode ?? 502, up.headers);
         up.pipe(res);
@@ -60,6 +70,15 @@ export async function loopbackProvider(): Promise<LoopbackProvider> {
     },
     set tamper(t: Tamper) {
       state.tamper = t;
+    },
+    get hold() {
+      return state.hold;
+    },
+    set hold(h: boolean) {
+      state.hold = h;
+    },
+    get heldCallback() {
+      return state.heldCallback;
     },
     async start(redirectUri: string) {
       const provider = new Provider(issuer, {

@@ -126,9 +126,10 @@ function isNetworkFailure(err: unknown): boolean {
 
 /** A refusal's reason for the page, from openid-client's error (it names the failed check, never a token). */
 function describe(err: unknown): string {
-  const e = err as { message?: string; error?: string; error_description?: string };
+  const e = err as { message?: string; error?: string; error_description?: string; cause?: { message?: string } };
   if (e.error) return `the provider refused the code (${e.error}${e.error_description ? `: ${e.error_description}` : ''})`;
-  return e.message ?? 'the sign-in could not be checked';
+  // openid-client wraps the failed check (oauth4webapi's error, naming the claim or parameter) in a generic one.
+  return e.cause?.message ?? e.message ?? 'the sign-in could not be checked';
 }
 
 /**

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { base58 } from '../../domain/base58.ts';
-import { invalid } from '../../domain/errors.ts';
+import { invalid, notFound } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
 import { hashKey } from '../../crypto/keys.ts';
 import type { Db } from '../../store/store.ts';
@@ -168,8 +168,8 @@ export async function findSession(db: Db, token: string, now = Date.now()): Prom
  */
 export async function chooseWorkspace(db: Db, session: DashboardSession, workspaceId: string, now = Date.now()): Promise<void> {
   const member = session.user !== null && !session.operator && (await roleOf(db, workspaceId, session.user.email)) !== undefined;
-  if (!session.operator && !member)
-    throw invalid([{ path: '/workspaceId', message: 'only an operator or a member of the workspace chooses it' }]);
+  // Another workspace is "not found" to whoever may not open it, as everywhere.
+  if (!session.operator && !member) throw notFound('workspace', workspaceId);
   await db.transaction().execute(async (tx) => {
     await requireWorkspace(tx, workspaceId);
     await tx.updateTable('dashboard_sessions').set({ workspace_id: workspaceId }).where('id', '=', session.sessionId).execute();
