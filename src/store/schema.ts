@@ -249,6 +249,8 @@ export interface DashboardSessionRow {
   /** The user of a session opened by single sign-on; null for one opened by a CLI link. */
   user_id: string | null;
   last_seen_at: number | null;
+  /** A create form's result, shown once after its redirect: AES-256-GCM under a key derived from the session token. */
+  reveal: string | null;
 }
 export interface DashboardUserRow {
   id: string;

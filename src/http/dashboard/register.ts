@@ -18,6 +18,7 @@ import { registerSignIn } from './pages/sign-in.ts';
 import { registerOidc } from './pages/oidc.ts';
 import type { OidcClient } from '../../services/dashboard/oidc-client.ts';
 import { refusesViewer } from './roles.ts';
+import { stashReveal, takeReveal } from '../../services/dashboard/reveals.ts';
 
 const secureCookies = (options: DashboardOptions): boolean => options.publicUrl.startsWith('https:');
 
@@ -131,6 +132,10 @@ function context(
     request,
     reply,
     secureCookies: secureCookies(options),
+    reveal: {
+      put: (reveal) => stashReveal(options.deps.store.db, { sessionId: session.sessionId, token }, reveal),
+      take: (kind, path) => takeReveal(options.deps.store.db, { sessionId: session.sessionId, token }, kind, path),
+    },
     perform: async (method, operation, input) => {
       const outcome = await performOperation<never>(app, options.internal, caller, method, operation, input);
       // An outage or an internal failure is the error page (503/500), never a problem of the form.

@@ -110,6 +110,7 @@ export async function redeemSignInLink(db: Db, token: string, now = Date.now()):
         ended_at: null,
         user_id: null,
         last_seen_at: now,
+        reveal: null,
       })
       .execute();
     if (session.workspaceId !== null) await auditSession(tx, session, 'dashboard.sign_in', now);

@@ -75,6 +75,7 @@ export async function openUserSession(
         ended_at: null,
         user_id: input.user.id,
         last_seen_at: now,
+        reveal: null,
       })
       .execute();
     if (session.workspaceId !== null) await auditSession(tx, session, 'dashboard.sign_in', now);

@@ -32,6 +32,9 @@ export async function up(db: Kysely<any>): Promise<void> {
   // user_id: the signed-in user of a session opened by single sign-on (NULL for a session from a CLI link).
   await s.alterTable('dashboard_sessions').addColumn('user_id', 'text').execute();
   await s.alterTable('dashboard_sessions').addColumn('last_seen_at', 'bigint').execute();
+  // reveal: what a create form made, shown once on the page it redirects to, encrypted under a key derived
+  // from the session's token (which is not stored), so the row alone never discloses it.
+  await s.alterTable('dashboard_sessions').addColumn('reveal', 'text').execute();
   await s.createIndex('dashboard_sessions_user').on('dashboard_sessions').column('user_id').execute();
   await s.createIndex('dashboard_sessions_expires').on('dashboard_sessions').column('expires_at').execute();
 }
@@ -40,6 +43,7 @@ export async function up(db: Kysely<any>): Promise<void> {
 export async function down(db: Kysely<any>): Promise<void> {
   await db.schema.dropIndex('dashboard_sessions_expires').execute();
   await db.schema.dropIndex('dashboard_sessions_user').execute();
+  await db.schema.alterTable('dashboard_sessions').dropColumn('reveal').execute();
   await db.schema.alterTable('dashboard_sessions').dropColumn('last_seen_at').execute();
   await db.schema.alterTable('dashboard_sessions').dropColumn('user_id').execute();
   for (const t of ['dashboard_members', 'dashboard_users']) await db.schema.dropTable(t).execute();
