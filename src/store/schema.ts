@@ -246,11 +246,9 @@ export interface DashboardSessionRow {
   created_at: number;
   expires_at: number;
   ended_at: number | null;
-  /** The user of a session opened by single sign-on; null for one opened by a CLI link. */
-  user_id: string | null;
+  user_id: string | null; // the user of a single sign-on session; null for one a CLI link opened
   last_seen_at: number | null;
-  /** A create form's result, shown once after its redirect: AES-256-GCM under a key derived from the session token. */
-  reveal: string | null;
+  reveal: string | null; // a create form's result until shown once (services/dashboard/reveals.ts), encrypted
 }
 export interface DashboardUserRow {
   id: string;
