@@ -137,6 +137,32 @@ for (const dialect of DIALECTS) {
       assert.equal(await count(w.store.db, 'audit_logs', ['event', 'dashboard.session_end']), 1);
     });
 
+    it('a member of two workspaces lists both on Workspaces and opens the other; a workspace they are not in is not found', async () => {
+      const second = await w.otherWorkspace();
+      const stranger = await w.otherWorkspace();
+      const email = 'two@example.com';
+      await setMember(w.store.db, { workspaceId: w.workspaceId, email, role: 'admin' }, OPERATOR);
+      await setMember(w.store.db, { workspaceId: second.workspaceId, email, role: 'viewer' }, OPERATOR);
+      const user = await recordUser(w.store.db, { issuer: 'https://idp.example', subject: email, email });
+      const { token } = await openUserSession(w.store.db, { user, operator: false, workspaceId: w.workspaceId, role: 'admin' });
+      const { cookie, csrf, body } = await pageOf(w, token, '/dashboard/workspaces');
+      assert.match(body, new RegExp(second.workspaceId));
+      assert.doesNotMatch(body, new RegExp(stranger.workspaceId));
+      const choose = (id: string) =>
+        w.app.inject({
+          method: 'POST',
+          url: `/dashboard/workspaces/${id}/choose`,
+          headers: { ...FORM, cookie },
+          payload: form({ _csrf: csrf }),
+        });
+      assert.equal((await choose(stranger.workspaceId)).statusCode, 404);
+      assert.equal((await choose(second.workspaceId)).statusCode, 303);
+      // Now a viewer there: the Members page shows no form.
+      const members = await w.app.inject({ method: 'GET', url: '/dashboard/members', headers: { cookie } });
+      assert.match(members.body, /Viewer/);
+      assert.doesNotMatch(members.body, /Add member/);
+    });
+
     it('operators: a verified email on the list or the operator group; never an unverified email', () => {
       const config = ssoSettings('https://idp.example', ['ops@example.com']);
       const id = { issuer: 'https://idp.example', subject: 's', groups: [] as string[] };
