@@ -59,6 +59,7 @@ for (const dialect of DIALECTS) {
               '0005-migration-algorithms': await import('../../../src/store/schema-migrations/0005-migration-algorithms.ts'),
               '0006-retention-indexes': await import('../../../src/store/schema-migrations/0006-retention-indexes.ts'),
               '0007-verification-export-index': await import('../../../src/store/schema-migrations/0007-verification-export-index.ts'),
+              '0008-dashboard-members': await import('../../../src/store/schema-migrations/0008-dashboard-members.ts'),
             }),
           },
           ...(schema ? { migrationTableSchema: schema } : {}),
