@@ -24,7 +24,14 @@ const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
 export function oidcFrom(env: NodeJS.ProcessEnv, problems: string[]): OidcConfig | undefined {
   const read = (name: string) => (env[name] ?? '').trim();
   const issuer = read('KEYHOLD_OIDC_ISSUER');
-  const others = ['KEYHOLD_OIDC_CLIENT_ID', 'KEYHOLD_OIDC_CLIENT_SECRET', 'KEYHOLD_OIDC_OPERATOR_EMAILS', 'KEYHOLD_OIDC_OPERATOR_GROUP'];
+  const others = [
+    'KEYHOLD_OIDC_CLIENT_ID',
+    'KEYHOLD_OIDC_CLIENT_SECRET',
+    'KEYHOLD_OIDC_SCOPES',
+    'KEYHOLD_OIDC_OPERATOR_EMAILS',
+    'KEYHOLD_OIDC_GROUPS_CLAIM',
+    'KEYHOLD_OIDC_OPERATOR_GROUP',
+  ];
   if (issuer === '') {
     const set = others.filter((n) => read(n) !== '');
     if (set.length) problems.push(`${set.join(', ')} set without KEYHOLD_OIDC_ISSUER: set the issuer too, or unset them`);
@@ -44,12 +51,18 @@ export function oidcFrom(env: NodeJS.ProcessEnv, problems: string[]): OidcConfig
   // Never echo the secret.
   if (clientSecret === '') problems.push('KEYHOLD_OIDC_CLIENT_SECRET must be set with KEYHOLD_OIDC_ISSUER (the client secret)');
   const scopeList = (read('KEYHOLD_OIDC_SCOPES') || 'openid email profile').split(/\s+/);
+  // RFC 6749 §3.3: a scope is printable ASCII without space, `"` or `\`.
+  if (scopeList.some((scope) => !/^[\x21\x23-\x5B\x5D-\x7E]+$/.test(scope)))
+    problems.push('KEYHOLD_OIDC_SCOPES must be scopes separated by spaces (printable ASCII without quotes or backslashes)');
   const scopes = [...new Set(['openid', ...scopeList])].join(' ');
   const operatorEmails = read('KEYHOLD_OIDC_OPERATOR_EMAILS')
     .split(',')
     .map((e) => e.trim().toLowerCase())
     .filter(Boolean);
+  if (operatorEmails.some((e) => !/^[^\s@]+@[^\s@]+$/.test(e) || e.length > 254))
+    problems.push('KEYHOLD_OIDC_OPERATOR_EMAILS must be email addresses separated by commas');
   const groupsClaim = read('KEYHOLD_OIDC_GROUPS_CLAIM') || 'groups';
+  if (!/^\S{1,256}$/.test(groupsClaim)) problems.push('KEYHOLD_OIDC_GROUPS_CLAIM must be the name of an ID token claim, without spaces');
   const operatorGroup = read('KEYHOLD_OIDC_OPERATOR_GROUP') || undefined;
   return { issuer, clientId, clientSecret, scopes, operatorEmails, groupsClaim, operatorGroup };
 }
