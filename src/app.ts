@@ -22,6 +22,8 @@ import { VerifyKeyV2Body } from './http/v2/verify-data.ts';
 import type { App, Deps } from './http/types.ts';
 import type { Store } from './store/store.ts';
 import { registerDashboard } from './http/dashboard/register.ts';
+import { OidcClient, withOidcReadiness } from './services/dashboard/oidc-client.ts';
+import type { OidcConfig } from './config-oidc.ts';
 import { createRuntime, type BufferCapacities } from './services/verification/runtime.ts';
 import type { Vault } from './crypto/vault.ts';
 import type { RetentionConfig } from './config.ts';
@@ -55,6 +57,8 @@ export interface AppOptions {
   retention?: RetentionConfig;
   /** How long after the start the first retention pass runs (ms; default 60 s). */
   firstPrunePassDelayMs?: number;
+  /** Single sign-on to the dashboard (KEYHOLD_OIDC_*); its provider's discovery is part of readiness. */
+  oidc?: OidcConfig;
   /** Capacities of the buffers that fill while the store or Redis is down (tests use small ones; defaults otherwise). */
   capacities?: BufferCapacities;
   /** The leaked-key action and GitHub secret scanning (POST /secret-scanning/github when `github` is set). */
@@ -112,10 +116,12 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
   const { verifier, limiter, cache, apis, readiness, ratelimits } = runtime;
   verifier.events = ratelimits.events = crossingEvents(app, store, options);
   const webhooks = options.webhooks ?? WEBHOOKS;
-  const deps: Deps = { store, vault: options.vault, verifier, limiter, cache, apis, readiness, ratelimits, webhooks };
+  const oidc = options.oidc ? new OidcClient(options.oidc, options.publicUrl ?? 'http://127.0.0.1') : undefined;
+  const ready = withOidcReadiness(readiness, oidc);
+  const deps: Deps = { store, vault: options.vault, verifier, limiter, cache, apis, readiness: ready, ratelimits, webhooks };
   for (const register of ROUTES) register(app, deps);
   for (const register of V2_ROUTES) register(app, deps);
-  registerOutsideTheApis(app, { deps, internal, options, parseJson });
+  registerOutsideTheApis(app, { deps, internal, options, parseJson, oidc });
   const pruner = startPruner(app, store, options);
   metrics.watch({ verifier, cache, health: runtime.health, jobs: () => jobQueueStats(store.db), pruner });
   metrics.watch({
@@ -174,9 +180,10 @@ function registerOutsideTheApis(
     internal,
     options,
     parseJson,
-  }: { deps: Deps; internal: InternalCallers; options: AppOptions; parseJson: FastifyBodyParser<string> },
+    oidc,
+  }: { deps: Deps; internal: InternalCallers; options: AppOptions; parseJson: FastifyBodyParser<string>; oidc?: OidcClient },
 ): void {
-  registerDashboard(app, { deps, internal, publicUrl: options.publicUrl ?? 'http://127.0.0.1' });
+  registerDashboard(app, { deps, internal, publicUrl: options.publicUrl ?? 'http://127.0.0.1', oidc });
   registerGithubSecretScanning(app, deps, options.leaks ?? { action: 'disable' }, parseJson);
 }
 

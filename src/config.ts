@@ -4,6 +4,7 @@ import { isWellFormedRootKey } from './crypto/keys.ts';
 import { leakConfigFrom, type LeakConfig } from './config-leaks.ts';
 import { webhooksFrom } from './config-webhooks.ts';
 import { retentionFrom, type RetentionConfig } from './config-retention.ts';
+import { oidcFrom, oidcSecrets, type OidcConfig } from './config-oidc.ts';
 import { loadOrCreateMasterKeyFile, MASTER_KEY_FILE, MasterKeyFormatError, parseMasterKeys, type MasterKey } from './crypto/master-keys.ts';
 
 export type { RetentionConfig } from './config-retention.ts';
@@ -35,6 +36,8 @@ export interface Config {
   retention: RetentionConfig;
   leaks: LeakConfig; // KEYHOLD_LEAKED_KEY_ACTION and GitHub secret scanning (config-leaks.ts)
   webhooks: ReturnType<typeof webhooksFrom>;
+  /** Single sign-on to the dashboard (KEYHOLD_OIDC_*, in config-oidc.ts); off when KEYHOLD_OIDC_ISSUER is unset. */
+  oidc?: OidcConfig;
 }
 
 export const DEFAULT_DATABASE_URL = 'sqlite:./data/keyhold.db';
@@ -75,6 +78,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const keyCacheSize = keyCacheSizeFrom(env, problems);
   const publicUrl = publicUrlFrom(env, problems);
   const [retention, leaks, webhooks] = [retentionFrom(env, problems), leakConfigFrom(env, problems), webhooksFrom(env, problems)];
+  const oidc = oidcFrom(env, problems);
   if (problems.length) throw new ConfigError(problems);
   return {
     host,
@@ -93,6 +97,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     retention,
     leaks,
     webhooks,
+    oidc,
   };
 }
 
@@ -159,10 +164,7 @@ function authFailureLimitFrom(env: NodeJS.ProcessEnv, problems: string[]): numbe
   return Number(value);
 }
 
-/**
- * The data directory of a SQLite DATABASE_URL: the database file's directory (`./data` for `:memory:`),
- * where master.key and the bootstrap root key file live. Undefined for PostgreSQL.
- */
+/** A SQLite DATABASE_URL's directory (`./data` for `:memory:`), where master.key and the bootstrap key file live. */
 export function sqliteDataDirectory(databaseUrl: string): string | undefined {
   if (!databaseUrl.startsWith('sqlite:')) return undefined;
   const path = databaseUrl.slice('sqlite:'.length);
@@ -193,13 +195,11 @@ export function loadVaultConfig(env: NodeJS.ProcessEnv = process.env): Pick<Conf
 }
 
 /**
- * The master keys of the vault, the same for the server and the CLI:
- * - KEYHOLD_MASTER_KEYS when it is set;
- * - else, on SQLite (the embedded default), the master key file next to the database file
- *   (`<data dir>/master.key`, created with mode 0600 on first use; `warn` says so, never with the key);
- * - else (PostgreSQL without KEYHOLD_MASTER_KEYS) none: a key generated on one node would leave every other
- *   node unable to decrypt, so there is no vault and what needs one (recoverable keys, plaintext imports,
- *   decrypt) is refused with 412.
+ * The master keys of the vault, the same for the server and the CLI: KEYHOLD_MASTER_KEYS when it is set; else,
+ * on SQLite (the embedded default), the master key file next to the database file (`<data dir>/master.key`,
+ * created with mode 0600 on first use; `warn` says so, never with the key); else (PostgreSQL without
+ * KEYHOLD_MASTER_KEYS) none: a key generated on one node would leave every other node unable to decrypt, so
+ * there is no vault and what needs one (recoverable keys, plaintext imports, decrypt) is refused with 412.
  */
 export function masterKeysFromConfig(
   config: Pick<Config, 'databaseUrl' | 'masterKeys'>,
@@ -219,9 +219,11 @@ export function masterKeysFromConfig(
   }
 }
 
-/** The secrets among the settings (URL passwords, master keys, the bootstrap root key), never to be printed. */
-export const settingSecrets = (env: NodeJS.ProcessEnv = process.env): string[] =>
-  secretsIn({ urls: [env.DATABASE_URL, env.REDIS_URL], masterKeys: env.KEYHOLD_MASTER_KEYS, rootKey: env.KEYHOLD_BOOTSTRAP_ROOT_KEY });
+/** The secrets among the settings (URL passwords, master keys, bootstrap root key, OIDC client secret), never to be printed. */
+export const settingSecrets = (env: NodeJS.ProcessEnv = process.env): string[] => [
+  ...secretsIn({ urls: [env.DATABASE_URL, env.REDIS_URL], masterKeys: env.KEYHOLD_MASTER_KEYS, rootKey: env.KEYHOLD_BOOTSTRAP_ROOT_KEY }),
+  ...oidcSecrets(env),
+];
 
 /** The master key file the embedded default relies on is unreadable or corrupt: `message` is one line, without key material. */
 export class MasterKeyFileError extends Error {}

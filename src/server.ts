@@ -65,6 +65,7 @@ async function main(): Promise<void> {
       retention: config.retention,
       leaks: config.leaks,
       webhooks: config.webhooks,
+      oidc: config.oidc,
     },
   );
   // The address was free a moment ago; another process may still take it first.

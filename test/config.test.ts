@@ -113,3 +113,41 @@ describe('config: settings with a shape', () => {
     }
   });
 });
+
+describe('config: single sign-on settings', () => {
+  const oidc = {
+    KEYHOLD_OIDC_ISSUER: 'https://sso.example.com/realms/main',
+    KEYHOLD_OIDC_CLIENT_ID: 'keyhold',
+    KEYHOLD_OIDC_CLIENT_SECRET: 'top-secret-value',
+  };
+  test('off without an issuer; defaults for scopes and groups claim; emails lower-cased', () => {
+    assert.equal(loadConfig({}).oidc, undefined);
+    const config = loadConfig({ ...oidc, KEYHOLD_OIDC_OPERATOR_EMAILS: ' Ops@Example.com, b@example.com ,' }).oidc;
+    assert.deepEqual(config, {
+      issuer: oidc.KEYHOLD_OIDC_ISSUER,
+      clientId: 'keyhold',
+      clientSecret: 'top-secret-value',
+      scopes: 'openid email profile',
+      operatorEmails: ['ops@example.com', 'b@example.com'],
+      groupsClaim: 'groups',
+      operatorGroup: undefined,
+    });
+    assert.equal(loadConfig({ ...oidc, KEYHOLD_OIDC_SCOPES: 'email groups' }).oidc?.scopes, 'openid email groups');
+    assert.equal(loadConfig({ ...oidc, KEYHOLD_OIDC_ISSUER: 'http://127.0.0.1:9000' }).oidc?.issuer, 'http://127.0.0.1:9000');
+  });
+  test('refused: plain http off loopback, a missing client id or secret, settings without an issuer; the secret never echoed', () => {
+    for (const env of [
+      { ...oidc, KEYHOLD_OIDC_ISSUER: 'http://sso.example.com' },
+      { ...oidc, KEYHOLD_OIDC_CLIENT_ID: '' },
+      { ...oidc, KEYHOLD_OIDC_CLIENT_SECRET: '' },
+      { KEYHOLD_OIDC_CLIENT_SECRET: 'top-secret-value' },
+    ]) {
+      assert.throws(
+        () => loadConfig(env),
+        (err: unknown) => err instanceof ConfigError && /KEYHOLD_OIDC_/.test(err.message) && !err.message.includes('top-secret-value'),
+        JSON.stringify(env),
+      );
+    }
+    assert.ok(settingSecrets(oidc).includes('top-secret-value'));
+  });
+});

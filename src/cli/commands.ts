@@ -6,6 +6,7 @@ import { MIGRATION_COMMANDS } from './commands/migrations.ts';
 import { MAINTENANCE_COMMANDS } from './commands/maintenance.ts';
 import { RATELIMIT_COMMANDS } from './commands/ratelimits.ts';
 import { DASHBOARD_COMMANDS } from './commands/dashboard.ts';
+import { MEMBER_COMMANDS } from './commands/members.ts';
 import { BACKUP_COMMANDS } from './commands/backup.ts';
 import { EXPORT_COMMANDS } from './commands/export.ts';
 import { KEY_COMMANDS } from './commands/keys.ts';
@@ -24,6 +25,7 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
   ...RATELIMIT_COMMANDS,
   ...WEBHOOK_COMMANDS,
   ...DASHBOARD_COMMANDS,
+  ...MEMBER_COMMANDS,
   ...MAINTENANCE_COMMANDS,
   ...BACKUP_COMMANDS,
   ...EXPORT_COMMANDS,

@@ -45,3 +45,8 @@ export const MAX_PATTERNS_PER_NAMESPACE = 100;
 /** Tokens one secret scanning report may carry, and its size: GitHub sends at most 1,000 per request. */
 export const MAX_LEAK_REPORT_ITEMS = 1_000;
 export const MAX_LEAK_REPORT_BYTES = 1024 * 1024;
+/** Members one workspace may have in the dashboard (people, not machines: a support team is far fewer). */
+export const MAX_MEMBERS_PER_WORKSPACE = 1_000;
+
+/** Longest email address a dashboard member or user may have (RFC 5321's path limit). */
+export const MAX_EMAIL_LENGTH = 254;

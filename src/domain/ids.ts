@@ -23,7 +23,8 @@ export type IdPrefix =
   | 'dss'
   | 'whep'
   | 'evt'
-  | 'whdl';
+  | 'whdl'
+  | 'dsu';
 
 // Random bytes are drawn from the OS in blocks, not one call per id (ids are made for every key imported).
 const pool = Buffer.alloc(4096);

@@ -3,7 +3,8 @@ import { grants } from '../domain/permissions.ts';
 
 /** Who performs a change: a root key over HTTP, the operator through the CLI, a dashboard session, or a secret scanning partner (GitHub) reporting a leak. */
 export interface Actor {
-  type: 'root_key' | 'operator' | 'dashboard_session' | 'dashboard_operator' | 'secret_scanning';
+  /** A dashboard_user is a person signed in with single sign-on; their id is their email. */
+  type: 'root_key' | 'operator' | 'dashboard_session' | 'dashboard_operator' | 'dashboard_user' | 'secret_scanning';
   id: string;
 }
 

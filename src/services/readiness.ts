@@ -11,8 +11,8 @@ export const READINESS_TIMEOUT_MS = 1_000;
 export interface ReadinessReport {
   /** `ready`: every dependency answered; `degraded`: Redis did not, and the server works on without it. */
   status: 'ready' | 'degraded';
-  /** `redis` only when REDIS_URL is set. */
-  checks: { store: 'up'; redis?: 'up' | 'down' };
+  /** `redis` only when REDIS_URL is set; `oidc` (the sign-in provider's discovery) only when KEYHOLD_OIDC_ISSUER is. */
+  checks: { store: 'up'; redis?: 'up' | 'down'; oidc?: 'up' | 'down' };
 }
 
 /**

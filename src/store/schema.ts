@@ -1,4 +1,5 @@
 import type { WebhookDeliveryRow, WebhookEndpointRow, WebhookEventRow } from './schema-webhooks.ts';
+import type { DashboardMemberRow, DashboardUserRow } from './schema-dashboard.ts';
 
 /** Row types of the store, as Kysely sees them. Times are epoch ms, flags 0/1, JSON documents text. */
 export interface WorkspaceRow {
@@ -248,8 +249,10 @@ export interface DashboardSessionRow {
   created_at: number;
   expires_at: number;
   ended_at: number | null;
+  user_id: string | null; // the user of a single sign-on session; null for one a CLI link opened
+  last_seen_at: number | null;
+  reveal: string | null; // a create form's result until shown once (services/dashboard/reveals.ts), encrypted
 }
-
 export interface Database {
   workspaces: WorkspaceRow;
   settings: SettingRow;
@@ -280,4 +283,6 @@ export interface Database {
   webhook_endpoints: WebhookEndpointRow;
   webhook_events: WebhookEventRow;
   webhook_deliveries: WebhookDeliveryRow;
+  dashboard_users: DashboardUserRow;
+  dashboard_members: DashboardMemberRow;
 }

@@ -16,6 +16,7 @@ import * as migrationAlgorithms from './schema-migrations/0005-migration-algorit
 import * as retentionIndexes from './schema-migrations/0006-retention-indexes.ts';
 import * as verificationExportIndex from './schema-migrations/0007-verification-export-index.ts';
 import * as webhooks from './schema-migrations/0008-webhooks.ts';
+import * as dashboardMembers from './schema-migrations/0009-dashboard-members.ts';
 
 export type Db = Kysely<Database>;
 export type Tx = Transaction<Database>;
@@ -86,6 +87,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0006-retention-indexes': retentionIndexes,
   '0007-verification-export-index': verificationExportIndex,
   '0008-webhooks': webhooks,
+  '0009-dashboard-members': dashboardMembers,
 };
 
 /**

@@ -5,7 +5,18 @@ import { DIALECTS } from '../helpers/harness.ts';
 import { runCli } from '../helpers/cli.ts';
 import { checkPage, dashboardWorld, launchBrowser, watchConsole, type DashboardWorld } from '../helpers/browser.ts';
 
-const SECTIONS = ['APIs', 'Root keys', 'Roles', 'Permissions', 'Identities', 'Rate limits', 'Migrations', 'Webhooks', 'Audit log'];
+const SECTIONS = [
+  'APIs',
+  'Members',
+  'Root keys',
+  'Roles',
+  'Permissions',
+  'Identities',
+  'Rate limits',
+  'Migrations',
+  'Webhooks',
+  'Audit log',
+];
 
 for (const dialect of DIALECTS) {
   describe(`dashboard sign-in, audit log and operator (${dialect})`, () => {
@@ -95,7 +106,7 @@ for (const dialect of DIALECTS) {
       await page.goto(await cliLink('--operator'));
       assert.equal(page.url(), `${w.baseUrl}/dashboard/workspaces`);
       const nav = page.getByRole('navigation', { name: 'Dashboard' });
-      assert.deepEqual(await nav.getByRole('link').allTextContents(), ['Workspaces', ...SECTIONS]);
+      assert.deepEqual(await nav.getByRole('link').allTextContents(), ['Workspaces', 'Sessions', ...SECTIONS]);
       const table = page.getByRole('table', { name: 'Workspaces' });
       assert.match((await table.textContent()) ?? '', new RegExp(w.workspaceId));
       await checkPage(page, `${dialect}-workspaces`);

@@ -8,7 +8,7 @@ import { JobQueue } from '../../src/jobs/job-queue.ts';
 import { Worker } from '../../src/jobs/worker.ts';
 import { WORKER_TASKS } from '../../src/services/migrations/migration-import-task.ts';
 import { createSignInLink, type Audience } from '../../src/services/dashboard/sessions.ts';
-import { OPERATOR, world, type World } from './harness.ts';
+import { OPERATOR, world, type World, type WorldOptions } from './harness.ts';
 import { REPO_ROOT } from './repo.ts';
 
 export const CHROMIUM = '/usr/bin/chromium';
@@ -52,9 +52,10 @@ export interface DashboardWorld extends World {
   link(audience?: Audience): Promise<string>;
 }
 
-export async function dashboardWorld(dialect: 'sqlite' | 'postgres'): Promise<DashboardWorld> {
-  const w = await world(dialect);
-  const address = await w.app.listen({ host: '127.0.0.1', port: 0 });
+/** `port` 0: any free one; `options.app`: more options of the app (single sign-on). */
+export async function dashboardWorld(dialect: 'sqlite' | 'postgres', options: WorldOptions = {}, port = 0): Promise<DashboardWorld> {
+  const w = await world(dialect, options);
+  const address = await w.app.listen({ host: '127.0.0.1', port });
   const worker = new Worker(new JobQueue(w.store, WORKER_TASKS), { concurrency: 2, pollMs: 50 });
   worker.start();
   const close = w.close;

@@ -34,6 +34,8 @@ export const ALL_TABLES = [
   'webhook_endpoints',
   'webhook_events',
   'webhook_deliveries',
+  'dashboard_users',
+  'dashboard_members',
 ] as const satisfies ReadonlyArray<keyof Database>;
 export const everyTableListed: [Exclude<keyof Database, (typeof ALL_TABLES)[number]>] extends [never] ? true : false = true;
 

@@ -75,6 +75,7 @@ export const START_FAILURE_CASES: StartFailureCase[] = [
   },
   { setting: 'KEYHOLD_PUBLIC_URL', what: 'with a path', env: () => ({ KEYHOLD_PUBLIC_URL: 'https://keys.example.com/x' }), code: 2 },
   ...invalidNumbers('KEYHOLD_AUTH_FAILURE_LIMIT', ['-1']),
+  ...oidcCases(),
   {
     setting: 'DATABASE_URL',
     what: 'a port that is not a number (issue 20: the password in a stack trace)',
@@ -265,3 +266,31 @@ export const START_FAILURE_CASES: StartFailureCase[] = [
   ...invalidNumbers('KEYHOLD_WEBHOOK_TIMEOUT_MS', ['0']),
   { setting: 'KEYHOLD_WEBHOOK_RETRY_SCHEDULE', what: 'not durations', env: () => ({ KEYHOLD_WEBHOOK_RETRY_SCHEDULE: '5,soon' }), code: 2 },
 ];
+
+/** Single sign-on settings: each bad value alone (with an otherwise complete configuration), or set without an issuer. */
+function oidcCases(): StartFailureCase[] {
+  const secret = 'oidc-Secret-9';
+  const complete = {
+    KEYHOLD_OIDC_ISSUER: 'https://sso.example.com',
+    KEYHOLD_OIDC_CLIENT_ID: 'keyhold',
+    KEYHOLD_OIDC_CLIENT_SECRET: secret,
+  };
+  const bad = (setting: string, what: string, env: Record<string, string>, line?: RegExp): StartFailureCase => ({
+    setting,
+    what,
+    env: () => env,
+    code: 2,
+    line,
+    secrets: [secret],
+  });
+  return [
+    bad('KEYHOLD_OIDC_ISSUER', 'plain http off loopback', { ...complete, KEYHOLD_OIDC_ISSUER: 'http://sso.example.com' }, /https/),
+    bad('KEYHOLD_OIDC_CLIENT_ID', 'missing', { ...complete, KEYHOLD_OIDC_CLIENT_ID: '' }, /must be set/),
+    bad('KEYHOLD_OIDC_CLIENT_SECRET', 'missing', { ...complete, KEYHOLD_OIDC_CLIENT_SECRET: '' }, /must be set/),
+    bad('KEYHOLD_OIDC_CLIENT_SECRET', 'without an issuer', { KEYHOLD_OIDC_CLIENT_SECRET: secret }, /without KEYHOLD_OIDC_ISSUER/),
+    bad('KEYHOLD_OIDC_SCOPES', 'with a quote', { ...complete, KEYHOLD_OIDC_SCOPES: 'openid "email"' }),
+    bad('KEYHOLD_OIDC_OPERATOR_EMAILS', 'not an email', { ...complete, KEYHOLD_OIDC_OPERATOR_EMAILS: 'ops@example.com,nobody' }),
+    bad('KEYHOLD_OIDC_GROUPS_CLAIM', 'without an issuer', { KEYHOLD_OIDC_GROUPS_CLAIM: 'roles' }, /without KEYHOLD_OIDC_ISSUER/),
+    bad('KEYHOLD_OIDC_OPERATOR_GROUP', 'without an issuer', { KEYHOLD_OIDC_OPERATOR_GROUP: 'ops' }, /without KEYHOLD_OIDC_ISSUER/),
+  ];
+}

@@ -4,6 +4,7 @@ import type { DashboardSession } from '../../services/dashboard/sessions.ts';
 import type { App, Deps } from '../types.ts';
 import type { Html } from './html.ts';
 import type { Outcome } from './operations.ts';
+import type { Reveal } from '../../services/dashboard/reveals.ts';
 
 /** A submitted form: every field as sent (a field sent several times is a list). */
 export type Form = Record<string, string | string[]>;
@@ -23,6 +24,8 @@ export interface PageContext {
   secureCookies: boolean;
   request: FastifyRequest;
   reply: FastifyReply;
+  /** Keeps what a create form made for the page it redirects to, and takes it there (shown once). */
+  reveal: { put(reveal: Reveal): Promise<void>; take(kind: Reveal['kind'], path: string): Promise<Reveal | undefined> };
   /** Performs a `/v1/` operation as this session (the API's own route: its schema, rules and answer). */
   perform<T = Record<string, unknown>>(method: 'GET' | 'POST', operation: string, input: object): Promise<Outcome<T>>;
 }

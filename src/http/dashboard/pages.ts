@@ -12,6 +12,8 @@ import ratelimitPages from './pages/ratelimits.ts';
 import migrationPages from './pages/migrations.ts';
 import auditLogPages from './pages/audit-log.ts';
 import webhookPages from './pages/webhooks.ts';
+import memberPages from './pages/members.ts';
+import sessionPages from './pages/sessions.ts';
 
 /** Every page module of the dashboard (one file per section under pages/), registered in this order. */
 export const PAGES: Array<(router: PageRouter) => void> = [
@@ -28,4 +30,6 @@ export const PAGES: Array<(router: PageRouter) => void> = [
   migrationPages,
   webhookPages,
   auditLogPages,
+  memberPages,
+  sessionPages,
 ];

@@ -15,6 +15,10 @@ import { PAGES } from './pages.ts';
 import { parseForm } from './form-body.ts';
 import { sendPage } from './send-page.ts';
 import { registerSignIn } from './pages/sign-in.ts';
+import { registerOidc } from './pages/oidc.ts';
+import type { OidcClient } from '../../services/dashboard/oidc-client.ts';
+import { refusesViewer } from './roles.ts';
+import { stashReveal, takeReveal } from '../../services/dashboard/reveals.ts';
 
 const secureCookies = (options: DashboardOptions): boolean => options.publicUrl.startsWith('https:');
 
@@ -23,6 +27,8 @@ export interface DashboardOptions {
   internal: InternalCallers;
   /** KEYHOLD_PUBLIC_URL: cookies are Secure when it is https. */
   publicUrl: string;
+  /** Single sign-on, when KEYHOLD_OIDC_ISSUER is set. */
+  oidc?: OidcClient;
 }
 
 /**
@@ -52,7 +58,8 @@ export function registerDashboard(app: App, options: DashboardOptions): void {
         reply.headers(SECURITY_HEADERS);
       });
       registerAssets(scope);
-      registerSignIn(scope as unknown as App, options.deps, secureCookies(options));
+      registerSignIn(scope as unknown as App, options.deps, secureCookies(options), options.oidc !== undefined);
+      if (options.oidc) registerOidc(scope as unknown as App, options.deps, options.oidc, secureCookies(options));
       const router = pageRouter(scope as unknown as App, app, options);
       for (const register of PAGES) register(router);
       scope.setNotFoundHandler((_request, reply) => {
@@ -72,7 +79,7 @@ function pageRouter(scope: App, app: App, options: DashboardOptions): PageRouter
       handler: async (request, reply) => {
         const token = sessionTokenOf(request.headers.cookie);
         const session = token ? await findSession(options.deps.store.db, token) : undefined;
-        if (!session || !token) return noSession(request, reply);
+        if (!session || !token) return noSession(request, reply, options.oidc !== undefined);
         if (method === 'POST' && !hasCsrfToken(request, token, session.workspaceId)) {
           return sendPage(
             reply,
@@ -82,6 +89,10 @@ function pageRouter(scope: App, app: App, options: DashboardOptions): PageRouter
             ),
             403,
           );
+        }
+        // The one place a viewer's change request is refused, whatever page it was aimed at.
+        if (method === 'POST' && refusesViewer(session, path)) {
+          return sendPage(reply, errorPage('Forbidden', 'You are a viewer in this workspace: nothing was changed.'), 403);
         }
         const unstorable = unstorableInput(request);
         if (unstorable) {
@@ -121,6 +132,10 @@ function context(
     request,
     reply,
     secureCookies: secureCookies(options),
+    reveal: {
+      put: (reveal) => stashReveal(options.deps.store.db, { sessionId: session.sessionId, token }, reveal),
+      take: (kind, path) => takeReveal(options.deps.store.db, { sessionId: session.sessionId, token }, kind, path),
+    },
     perform: async (method, operation, input) => {
       const outcome = await performOperation<never>(app, options.internal, caller, method, operation, input);
       // An outage or an internal failure is the error page (503/500), never a problem of the form.
@@ -171,9 +186,9 @@ function singleValues(query: unknown): Record<string, string> {
  * No session: the sign-in page (401). A navigation from another site does not send the SameSite=Strict cookie,
  * so such a request is answered once with a page that loads the same address again from this origin.
  */
-function noSession(request: FastifyRequest, reply: FastifyReply) {
+function noSession(request: FastifyRequest, reply: FastifyReply, sso: boolean) {
   if (request.method === 'GET' && request.headers['sec-fetch-site'] === 'cross-site') return sendPage(reply, reloadPage(request.url), 200);
-  return sendPage(reply, signInPage(), 401);
+  return sendPage(reply, signInPage({ sso }), 401);
 }
 
 function answer(reply: FastifyReply, result: PageResult) {

@@ -1,12 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { base58 } from '../../domain/base58.ts';
-import { invalid } from '../../domain/errors.ts';
+import { invalid, notFound } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
 import { hashKey } from '../../crypto/keys.ts';
 import type { Db } from '../../store/store.ts';
 import { recordAudit } from '../audit/record-audit.ts';
 import type { Actor } from '../caller.ts';
 import { requireWorkspace } from '../lookups.ts';
+import { roleOf, type MemberRole } from './members.ts';
 
 /** A sign-in link is valid this long, and opens a session once. */
 export const SIGN_IN_LINK_TTL_MS = 10 * 60_000;
@@ -19,13 +20,17 @@ export type Audience = { workspaceId: string } | { operator: true };
 export interface DashboardSession {
   sessionId: string;
   operator: boolean;
+  /** The signed-in user of a single sign-on session (null for a CLI link's), shown by email. */
+  user: { id: string; email: string } | null;
+  /** What the session may do in its workspace: a viewer changes nothing (CLI links and operators: admin). */
+  role: MemberRole;
   /** The workspace the session acts in; for an operator the one chosen last, null before the first choice. */
   workspaceId: string | null;
   expiresAt: number;
 }
 
 // Tokens are 32 random bytes in base58; the store keeps their SHA-256 only (as for keys).
-const newToken = (): string => base58(randomBytes(32), 44);
+export const newToken = (): string => base58(randomBytes(32), 44);
 
 /** A one-time sign-in token (shown once; only its hash is stored), valid for SIGN_IN_LINK_TTL_MS. */
 export async function createSignInLink(
@@ -87,6 +92,8 @@ export async function redeemSignInLink(db: Db, token: string, now = Date.now()):
     const session: DashboardSession = {
       sessionId: newId('dss'),
       operator: link.operator === 1,
+      user: null,
+      role: 'admin',
       workspaceId: link.workspace_id,
       expiresAt: now + SESSION_TTL_MS,
     };
@@ -101,6 +108,9 @@ export async function redeemSignInLink(db: Db, token: string, now = Date.now()):
         created_at: now,
         expires_at: session.expiresAt,
         ended_at: null,
+        user_id: null,
+        last_seen_at: now,
+        reveal: null,
       })
       .execute();
     if (session.workspaceId !== null) await auditSession(tx, session, 'dashboard.sign_in', now);
@@ -108,18 +118,29 @@ export async function redeemSignInLink(db: Db, token: string, now = Date.now()):
   });
 }
 
-/** The live session with this token, or undefined (unknown, ended, expired, or its workspace deleted). */
+/** Last-seen times are written at most this often per session (a page view is not a write each time). */
+const LAST_SEEN_RESOLUTION_MS = 60_000;
+
+/**
+ * The live session with this token, or undefined (unknown, ended, expired, its workspace deleted, or its
+ * user no longer a member of its workspace). A member's role is read on every request, so a changed role
+ * applies from the next request on.
+ */
 export async function findSession(db: Db, token: string, now = Date.now()): Promise<DashboardSession | undefined> {
   if (token.length === 0 || token.length > 128) return undefined;
   const row = await db
     .selectFrom('dashboard_sessions')
     .leftJoin('workspaces', 'workspaces.id', 'dashboard_sessions.workspace_id')
+    .leftJoin('dashboard_users', 'dashboard_users.id', 'dashboard_sessions.user_id')
     .select([
       'dashboard_sessions.id',
       'dashboard_sessions.workspace_id',
       'dashboard_sessions.operator',
       'dashboard_sessions.expires_at',
       'dashboard_sessions.ended_at',
+      'dashboard_sessions.last_seen_at',
+      'dashboard_sessions.user_id',
+      'dashboard_users.email',
       'workspaces.deleted_at',
     ])
     .where('dashboard_sessions.token_hash', '=', hashKey(token))
@@ -129,7 +150,17 @@ export async function findSession(db: Db, token: string, now = Date.now()): Prom
   // A deleted workspace ends a workspace session; an operator merely has to choose another.
   if (row.deleted_at !== null && row.deleted_at !== undefined && !operator) return undefined;
   const workspaceId = row.deleted_at === null || row.deleted_at === undefined ? row.workspace_id : null;
-  return { sessionId: row.id, operator, workspaceId, expiresAt: row.expires_at };
+  const user = row.user_id !== null && row.email ? { id: row.user_id, email: row.email } : null;
+  let role: MemberRole = 'admin';
+  if (user && !operator && workspaceId !== null) {
+    const current = await roleOf(db, workspaceId, user.email);
+    if (!current) return undefined;
+    role = current;
+  }
+  if (row.last_seen_at === null || now - row.last_seen_at >= LAST_SEEN_RESOLUTION_MS) {
+    await db.updateTable('dashboard_sessions').set({ last_seen_at: now }).where('id', '=', row.id).execute();
+  }
+  return { sessionId: row.id, operator, user, role, workspaceId, expiresAt: row.expires_at };
 }
 
 /**
@@ -137,7 +168,9 @@ export async function findSession(db: Db, token: string, now = Date.now()): Prom
  * which operator session entered it before the changes that session makes there.
  */
 export async function chooseWorkspace(db: Db, session: DashboardSession, workspaceId: string, now = Date.now()): Promise<void> {
-  if (!session.operator) throw invalid([{ path: '/workspaceId', message: 'only an operator session chooses its workspace' }]);
+  const member = session.user !== null && !session.operator && (await roleOf(db, workspaceId, session.user.email)) !== undefined;
+  // Another workspace is "not found" to whoever may not open it, as everywhere.
+  if (!session.operator && !member) throw notFound('workspace', workspaceId);
   await db.transaction().execute(async (tx) => {
     await requireWorkspace(tx, workspaceId);
     await tx.updateTable('dashboard_sessions').set({ workspace_id: workspaceId }).where('id', '=', session.sessionId).execute();
@@ -154,18 +187,18 @@ export async function endSession(db: Db, session: DashboardSession, now = Date.n
       .where('id', '=', session.sessionId)
       .where('ended_at', 'is', null)
       .executeTakeFirst();
-    if (ended.numUpdatedRows === 1n && session.workspaceId !== null && !session.operator)
+    if (ended.numUpdatedRows === 1n && session.workspaceId !== null && (!session.operator || session.user !== null))
       await auditSession(tx, session, 'dashboard.sign_out', now);
   });
 }
 
 /** The actor of what a session does: the session itself (its id names no secret), an operator's told apart. */
-export const sessionActor = (session: DashboardSession): Actor => ({
-  type: session.operator ? 'dashboard_operator' : 'dashboard_session',
-  id: session.sessionId,
-});
+export const sessionActor = (session: DashboardSession): Actor =>
+  session.user !== null
+    ? { type: 'dashboard_user', id: session.user.email }
+    : { type: session.operator ? 'dashboard_operator' : 'dashboard_session', id: session.sessionId };
 
-function auditSession(tx: Db, session: DashboardSession, event: string, now: number) {
+export function auditSession(tx: Db, session: DashboardSession, event: string, now: number) {
   return recordAudit(
     tx,
     [

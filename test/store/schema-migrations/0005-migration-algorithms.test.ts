@@ -60,6 +60,7 @@ for (const dialect of DIALECTS) {
               '0006-retention-indexes': await import('../../../src/store/schema-migrations/0006-retention-indexes.ts'),
               '0007-verification-export-index': await import('../../../src/store/schema-migrations/0007-verification-export-index.ts'),
               '0008-webhooks': await import('../../../src/store/schema-migrations/0008-webhooks.ts'),
+              '0009-dashboard-members': await import('../../../src/store/schema-migrations/0009-dashboard-members.ts'),
             }),
           },
           ...(schema ? { migrationTableSchema: schema } : {}),

@@ -38,7 +38,12 @@ interface State {
 
 /** An API's page: its keys (paginated), creating a key (shown once) and deleting the API. */
 export default function apiPages(router: PageRouter): void {
-  router.get(`${APIS}/:apiId`, async (ctx) => render(ctx, await loadApi(ctx), ctx.query.form === 'create' ? { form: {} } : {}));
+  router.get(`${APIS}/:apiId`, async (ctx) => {
+    const api = await loadApi(ctx);
+    const shown = await ctx.reveal.take('key', `${APIS}/${api.id}`);
+    const created = shown ? { keyId: shown.values.keyId, key: shown.values.key } : undefined;
+    return render(ctx, api, ctx.query.form === 'create' ? { form: {} } : { created });
+  });
   router.post(`${APIS}/:apiId`, createKey);
   router.post(`${APIS}/:apiId/delete`, async (ctx) => {
     const api = await loadApi(ctx);
@@ -65,7 +70,10 @@ async function createKey(ctx: PageContext): Promise<PageResult> {
     expires: expires === undefined || datetimeProblem(expires, '/expires') ? expires : epochFromDatetime(expires),
   });
   if (!outcome.ok) return render(ctx, api, { form: { values, error: outcome.error } });
-  return render(ctx, api, { created: outcome.data });
+  // Post/redirect/get: the new key is shown once by the page the browser is sent to, never by a re-post.
+  const path = `${APIS}/${api.id}`;
+  await ctx.reveal.put({ kind: 'key', path, values: { keyId: outcome.data.keyId, key: outcome.data.key } });
+  return { redirect: path };
 }
 
 const dash = html`<span class="muted">—</span>`;

@@ -15,11 +15,13 @@ const PAGE_SIZE = 25;
  * service `keyhold migrations create` calls, audited as the session), and each one's live page.
  */
 export default function migrationPages(router: PageRouter): void {
-  router.get(PATH, (ctx) => render(ctx));
+  router.get(PATH, async (ctx) => render(ctx, (await ctx.reveal.take('migration', PATH))?.values.migrationId));
   router.post(PATH, async (ctx) => {
     const algorithm = text(ctx.form.algorithm) || 'sha256';
     const created = await createMigration(ctx.deps.store.db, ctx.caller.workspaceId, undefined, actorOf(ctx.caller), algorithm);
-    return render(ctx, created.migrationId);
+    // Post/redirect/get: reloading the page it leads to creates no second migration.
+    await ctx.reveal.put({ kind: 'migration', path: PATH, values: { migrationId: created.migrationId } });
+    return { redirect: PATH };
   });
   router.get(`${PATH}/:migrationId`, migrationPage);
   router.get(`${PATH}/:migrationId/progress`, progressJson);

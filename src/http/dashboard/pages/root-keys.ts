@@ -28,7 +28,11 @@ const PAGE_SIZE = 50;
 
 /** Root keys: the workspace's keys, creating one (shown once) and revoking one. */
 export default function rootKeyPages(router: PageRouter): void {
-  router.get(PATH, (ctx) => render(ctx, ctx.query.form === 'create' ? { form: {} } : {}));
+  router.get(PATH, async (ctx) => {
+    const shown = await ctx.reveal.take('root-key', PATH);
+    const created = shown ? { rootKeyId: shown.values.rootKeyId, rootKey: shown.values.rootKey } : undefined;
+    return render(ctx, ctx.query.form === 'create' ? { form: {} } : { created });
+  });
   router.post(PATH, create);
   router.post(`${PATH}/:rootKeyId/revoke`, async (ctx) => {
     await revokeRootKey(ctx.deps.store.db, ctx.params.rootKeyId, actorOf(ctx.caller), ctx.caller.workspaceId);
@@ -55,7 +59,9 @@ async function create(ctx: PageContext): Promise<PageResult> {
       { workspaceId: ctx.caller.workspaceId, permissions, name, expiresAt: epochFromDatetime(expiresText) },
       actorOf(ctx.caller),
     );
-    return render(ctx, { created });
+    // Post/redirect/get: the new key is shown once by the page the browser is sent to, never by a re-post.
+    await ctx.reveal.put({ kind: 'root-key', path: PATH, values: created });
+    return { redirect: PATH };
   } catch (err) {
     if (!(err instanceof AppError) || err.status !== 400) throw err;
     return render(ctx, { form: { values, error: { detail: err.message, errors: err.errors } } });

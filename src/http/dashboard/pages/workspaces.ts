@@ -1,6 +1,7 @@
 import { AppError } from '../../../domain/errors.ts';
 import { actorOf } from '../../../services/caller.ts';
 import { chooseWorkspace } from '../../../services/dashboard/sessions.ts';
+import { membershipsOf } from '../../../services/dashboard/members.ts';
 import { createWorkspace, workspacePage } from '../../../services/workspaces/workspaces.ts';
 import type { PageContext, PageResult, PageRouter } from '../context.ts';
 import { csrfInput, nameForm, opener, pager, table, text, when } from '../components.ts';
@@ -19,6 +20,7 @@ export default function workspacePages(router: PageRouter): void {
   router.get(
     PATH,
     async (ctx) => {
+      if (!ctx.session.operator && ctx.session.user) return memberWorkspaces(ctx);
       operatorOnly(ctx);
       return render(ctx, ctx.query.form === 'create' ? {} : undefined);
     },
@@ -42,7 +44,7 @@ export default function workspacePages(router: PageRouter): void {
   router.post(
     `${PATH}/:workspaceId/choose`,
     async (ctx) => {
-      operatorOnly(ctx);
+      // An operator opens any workspace, a signed-in member one of theirs (chooseWorkspace checks).
       await chooseWorkspace(ctx.deps.store.db, ctx.session, ctx.params.workspaceId);
       return { redirect: '/dashboard/apis' };
     },
@@ -65,5 +67,21 @@ async function render(ctx: PageContext, form: FailedForm | undefined): Promise<P
 ${form ? nameForm('Create workspace', PATH, ctx.csrf, form) : ''}
 ${table('Workspaces', ['Name', 'ID', 'Created', 'Actions'], rows, 'There are no workspaces.')}
 ${pager(PATH, { cursor: ctx.query.cursor }, page.cursor)}`;
+  return { page: layout({ session: ctx.session, csrf: ctx.csrf, path: PATH }, 'Workspaces', main) };
+}
+
+/** A signed-in member's workspaces, with their role in each. */
+async function memberWorkspaces(ctx: PageContext): Promise<PageResult> {
+  const memberships = await membershipsOf(ctx.deps.store.db, ctx.session.user?.email ?? '');
+  const rows = memberships.map((m) => [
+    m.name,
+    html`<code>${m.workspaceId}</code>`,
+    m.role,
+    m.workspaceId === ctx.session.workspaceId
+      ? html`<strong>current</strong>`
+      : html`<form method="post" action="${PATH}/${m.workspaceId}/choose" class="inline">${csrfInput(ctx.csrf)}<button type="submit" aria-label="Open ${m.name}">Open</button></form>`,
+  ]);
+  const main = html`<p>The workspaces you are a member of. Open one to work in it.</p>
+${table('Workspaces', ['Name', 'ID', 'Role', 'Actions'], rows, 'You are not a member of any workspace.')}`;
   return { page: layout({ session: ctx.session, csrf: ctx.csrf, path: PATH }, 'Workspaces', main) };
 }

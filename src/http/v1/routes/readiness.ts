@@ -7,6 +7,7 @@ const Readiness = Type.Object({
   checks: Type.Object({
     store: Type.Literal('up'),
     redis: Type.Optional(OneOf(['up', 'down'] as const)),
+    oidc: Type.Optional(OneOf(['up', 'down'] as const)),
   }),
 });
 
@@ -19,7 +20,8 @@ export default function readiness(app: App, deps: Deps) {
         summary: 'Readiness',
         description:
           'Whether this server can serve: the store answers a trivial query and Redis (when configured) a PING, each within 1 s. ' +
-          '503 `store/unavailable` when the store does not; `degraded` when only Redis does not (the server works on without it). Needs no root key.',
+          '503 `store/unavailable` when the store does not; `degraded` when only Redis does not (the server works on without it). ' +
+          'With single sign-on configured, `checks.oidc` says whether the provider answered its discovery (down: `degraded`; API and sign-in links work on). Needs no root key.',
         response: responses(Readiness),
       },
     },
