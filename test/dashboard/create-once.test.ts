@@ -23,7 +23,12 @@ for (const dialect of DIALECTS) {
       return page;
     };
     /** After the create: the browser is on `path` (a GET), and a reload neither shows the value again nor creates anything. */
-    const shownOnceAfterRedirect = async (page: Page, path: string, shown: string, table: 'root_keys' | 'keys' | 'key_migrations') => {
+    const shownOnceAfterRedirect = async (
+      page: Page,
+      path: string,
+      shown: string,
+      table: 'root_keys' | 'keys' | 'key_migrations' | 'webhook_endpoints',
+    ) => {
       const value = await page.getByRole('textbox', { name: shown }).inputValue();
       assert.equal(new URL(page.url()).pathname, path);
       const rows = await count(w.store.db, table);
@@ -62,6 +67,12 @@ for (const dialect of DIALECTS) {
       await page.reload();
       assert.equal(await page.getByRole('heading', { name: 'Migration created' }).count(), 0);
       assert.equal(await count(w.store.db, 'key_migrations'), 1);
+
+      await page.goto(`${w.baseUrl}/dashboard/webhooks?form=create`);
+      await page.getByRole('textbox', { name: 'URL' }).fill('https://93.184.216.34/hooks');
+      await page.getByRole('button', { name: 'Create', exact: true }).click();
+      await page.getByRole('textbox', { name: 'Signing secret' }).waitFor();
+      assert.match(await shownOnceAfterRedirect(page, '/dashboard/webhooks', 'Signing secret', 'webhook_endpoints'), /^whsec_/);
       assert.deepEqual(errors, []);
     });
 

@@ -2,7 +2,7 @@ import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:
 import type { Db } from '../../store/store.ts';
 
 /**
- * What a create form made (a new root key or key with its secret, a new migration), kept for the page the form
+ * What a create form made (a new root key or key with its secret, a new migration, a webhook endpoint's signing secret), kept for the page the form
  * redirects to (post/redirect/get) and shown there once: reloading that page, or posting nothing again, never
  * shows it twice nor creates a second one. One value per session; a newer one replaces it.
  *
@@ -11,7 +11,7 @@ import type { Db } from '../../store/store.ts';
  * that session only.
  */
 export interface Reveal {
-  kind: 'root-key' | 'key' | 'migration';
+  kind: 'root-key' | 'key' | 'migration' | 'webhook-endpoint';
   /** Where it is shown (the page the form redirects to). */
   path: string;
   values: Record<string, string>;

@@ -19,7 +19,11 @@ export const WEBHOOKS_PATH = '/dashboard/webhooks';
 
 /** Webhooks: the workspace's endpoints; creating one (its signing secret shown once), enabling, disabling, deleting, a test event. */
 export default function webhookPages(router: PageRouter): void {
-  router.get(WEBHOOKS_PATH, (ctx) => render(ctx, ctx.query.form === 'create' ? { form: {} } : {}));
+  router.get(WEBHOOKS_PATH, async (ctx) => {
+    const shown = await ctx.reveal.take('webhook-endpoint', WEBHOOKS_PATH);
+    const created = shown ? { endpointId: shown.values.endpointId, secret: shown.values.secret } : undefined;
+    return render(ctx, ctx.query.form === 'create' ? { form: {} } : { created });
+  });
   router.post(WEBHOOKS_PATH, create);
   for (const enabled of [true, false])
     router.post(`${WEBHOOKS_PATH}/:endpointId/${enabled ? 'enable' : 'disable'}`, async (ctx) => {
@@ -57,7 +61,9 @@ async function create(ctx: PageContext): Promise<PageResult> {
       events: events.length ? events : undefined,
       description: text(values.description),
     });
-    return render(ctx, { created });
+    // Post/redirect/get: the signing secret is shown once by the page the browser is sent to, never by a re-post.
+    await ctx.reveal.put({ kind: 'webhook-endpoint', path: WEBHOOKS_PATH, values: created });
+    return { redirect: WEBHOOKS_PATH };
   } catch (err) {
     if (!(err instanceof AppError) || err.status !== 400) throw err;
     return render(ctx, { form: { values, error: { detail: err.message, errors: err.errors } } });
