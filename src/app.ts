@@ -32,6 +32,7 @@ import type { LeakConfig } from './config-leaks.ts';
 import { registerGithubSecretScanning } from './http/secret-scanning/github.ts';
 import type { InternalCallers } from './http/internal-callers.ts';
 import { CrossingEvents } from './services/webhooks/crossing-events.ts';
+import { isStoreUnavailable } from './store/errors.ts';
 import { startExpirySweeps } from './services/webhooks/expiry-sweep.ts';
 import { deliveryOutcomes, oldestPendingDelivery } from './services/webhooks/delivery-task.ts';
 import { DEFAULT_WEBHOOK_SETTINGS as WEBHOOKS, type WebhookSettings } from './services/webhooks/settings.ts';
@@ -156,7 +157,11 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
 function crossingEvents(app: App, store: Store, options: AppOptions): CrossingEvents {
   const onError = (err: unknown) => options.logger?.error({ err }, 'could not record a webhook event');
   const events = new CrossingEvents(store.db, onError);
-  const stopSweeps = startExpirySweeps(store.db, onError);
+  // A sweep that failed is covered by the next one (every second): nothing to log while the store is away, an
+  // outage the availability tracking logs once.
+  const stopSweeps = startExpirySweeps(store.db, (err) => {
+    if (!isStoreUnavailable(err)) onError(err);
+  });
   app.addHook('onClose', async () => {
     stopSweeps();
     await events.settled();
