@@ -147,12 +147,7 @@ export async function providerLogin(page: Page, login: string): Promise<void> {
 }
 
 /** A free loopback port (the dashboard's address must be known before the app is built: it is the redirect URI's). */
-export async function freePort(): Promise<number> {
-  const probe = createServer();
-  const { port } = await listen(probe);
-  await new Promise((r) => probe.close(() => r(undefined)));
-  return port;
-}
+export { freePort } from './processes.ts';
 
 /** The single sign-on settings of an app signing in at `issuer`, with these operator emails. */
 export const ssoSettings = (issuer: string, operatorEmails: string[]) => ({

@@ -1,4 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 
 /** Every child process a test started, killed when the test process exits, even if a hook failed. */
@@ -14,8 +15,42 @@ export function reapOnExit(child: ChildProcess): ChildProcess {
   return child;
 }
 
-/** A TCP port nobody listens on right now. */
+/**
+ * The start of the system's ephemeral port range: ports the kernel hands to `listen(0)` and to outgoing
+ * connections (to PostgreSQL, Redis, a test's own server…), from 32768 on Linux by default.
+ */
+function ephemeralStart(): number {
+  try {
+    return Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]) || 32768;
+  } catch {
+    return 32768;
+  }
+}
+const EPHEMERAL_START = ephemeralStart();
+
+/** Whether a server can listen on 127.0.0.1:`port` right now. */
+async function listenable(port: number): Promise<boolean> {
+  const srv = createServer();
+  const ok = await new Promise<boolean>((resolve) => {
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => resolve(true));
+  });
+  if (ok) await new Promise<void>((resolve) => srv.close(() => resolve()));
+  return ok;
+}
+
+/**
+ * A TCP port nobody listens on right now, for a process a test starts. Chosen at random below the ephemeral
+ * range: a port from `listen(0)` is free only until the kernel hands it out again, to another test's
+ * `listen(0)` or to any outgoing connection, and the process meant to take it then fails to start ("already
+ * in use"); below the range only another test's choice could take it.
+ */
 export async function freePort(): Promise<number> {
+  const low = Math.min(20_000, EPHEMERAL_START - 2_000);
+  for (let attempt = 0; attempt < 50 && low > 1024; attempt++) {
+    const port = low + Math.floor(Math.random() * (EPHEMERAL_START - low));
+    if (await listenable(port)) return port;
+  }
   const srv = createServer();
   await new Promise<void>((resolve, reject) => {
     srv.once('error', reject);
