@@ -1,4 +1,5 @@
 import { AppError } from '../../domain/errors.ts';
+import { WindowCounts } from '../../domain/window-counts.ts';
 import type { Db } from '../../store/store.ts';
 import type { Caller } from '../caller.ts';
 import type { Change, ChangeListener } from '../changes.ts';
@@ -61,11 +62,10 @@ export class RootKeyGuard implements ChangeListener {
   readonly stats: RootKeyGuardStats = { failures: 0, limited: 0, unknownHits: 0 };
   readonly #db: Db;
   readonly #failureLimit: number;
-  readonly #windowMs: number;
   readonly #unknown: ExpiringSet;
   readonly #trusted: ExpiringSet;
-  readonly #maxAddresses: number;
-  readonly #failuresByAddress = new Map<string, { window: number; count: number }>();
+  /** Failed authentications per client address. */
+  readonly #failures: WindowCounts;
   readonly #usage: RootKeyUsage;
   /** Found root keys (its stats are the cache's hit rate). */
   readonly cache: RootKeyCache;
@@ -79,11 +79,10 @@ export class RootKeyGuard implements ChangeListener {
   constructor(db: Db, opts: RootKeyGuardOptions = {}) {
     this.#db = db;
     this.#failureLimit = opts.failureLimit ?? 100;
-    this.#windowMs = opts.windowMs ?? 60_000;
     const maxEntries = opts.maxEntries ?? 10_000;
+    this.#failures = new WindowCounts(opts.windowMs ?? 60_000, maxEntries);
     this.#unknown = new ExpiringSet(opts.unknownTtlMs ?? 1000, maxEntries);
     this.#trusted = new ExpiringSet(opts.trustedTtlMs ?? 600_000, maxEntries);
-    this.#maxAddresses = maxEntries;
     this.#usage = new RootKeyUsage(db, opts.usageCapacity);
     this.cache = new RootKeyCache({ maxEntries, ttlMs: opts.cacheTtlMs });
     rootKeyEvents.on('created', this.#forget);
@@ -119,7 +118,7 @@ export class RootKeyGuard implements ChangeListener {
 
   /** Seconds until the current failure window ends (the Retry-After of a 429). */
   retryAfterSeconds(now = Date.now()): number {
-    return Math.max(1, Math.ceil((this.#windowMs - (now % this.#windowMs)) / 1000));
+    return this.#failures.retryAfterSeconds(now);
   }
 
   /** Root-key uses whose last-use time was dropped: `usageCapacity` keys waited for a write (the store was down). */
@@ -154,23 +153,12 @@ export class RootKeyGuard implements ChangeListener {
   }
 
   #overLimit(address: string, now: number): boolean {
-    if (this.#failureLimit === 0) return false;
-    const entry = this.#failuresByAddress.get(address);
-    return entry !== undefined && entry.window === Math.floor(now / this.#windowMs) && entry.count >= this.#failureLimit;
+    return this.#failureLimit !== 0 && this.#failures.get(address, now) >= this.#failureLimit;
   }
 
   #countFailure(address: string, now: number): void {
     this.stats.failures++;
-    if (this.#failureLimit === 0) return;
-    const window = Math.floor(now / this.#windowMs);
-    const entry = this.#failuresByAddress.get(address);
-    if (entry && entry.window === window) {
-      entry.count++;
-      return;
-    }
-    this.#failuresByAddress.delete(address);
-    if (this.#failuresByAddress.size >= this.#maxAddresses) this.#failuresByAddress.delete(this.#failuresByAddress.keys().next().value!);
-    this.#failuresByAddress.set(address, { window, count: 1 });
+    if (this.#failureLimit !== 0) this.#failures.add(address, now);
   }
 }
 
