@@ -4,6 +4,7 @@ import http from 'node:http';
 import { ServerProcess, serverEnv } from '../helpers/server-process.ts';
 import { freePort } from '../helpers/processes.ts';
 import { sleep } from '../helpers/timing.ts';
+import type { Answer } from '../helpers/json.ts';
 
 /**
  * One real server process (`src/main.ts`, a ServerProcess of test/helpers/server-process.ts) on a free port of
@@ -14,7 +15,8 @@ import { sleep } from '../helpers/timing.ts';
 const BASE58 = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz';
 export const newRootKey = (): string => `kh_root_${Array.from({ length: 33 }, () => BASE58[randomInt(BASE58.length)]).join('')}`;
 
-export interface Reply<T = unknown> {
+/** An answer of a server process: `json` is the parsed body (its text when it is not JSON), of the shape the caller names. */
+export interface Reply<T = Answer> {
   status: number;
   json: T;
 }
@@ -51,7 +53,7 @@ export class SpawnedServer {
   }
 
   /** A JSON request; rejects when the connection fails (refused, reset, or no answer within 30 s). */
-  request<T = unknown>(method: 'GET' | 'POST', path: string, body?: unknown, key?: string): Promise<Reply<T>> {
+  request<T = Answer>(method: 'GET' | 'POST', path: string, body?: unknown, key?: string): Promise<Reply<T>> {
     const payload = body === undefined ? undefined : JSON.stringify(body);
     const headers: Record<string, string> = {};
     if (payload !== undefined) headers['content-type'] = 'application/json';
@@ -78,11 +80,11 @@ export class SpawnedServer {
     });
   }
 
-  post<T = unknown>(path: string, body: unknown, key?: string): Promise<Reply<T>> {
+  post<T = Answer>(path: string, body: unknown, key?: string): Promise<Reply<T>> {
     return this.request<T>('POST', path, body, key);
   }
 
-  get<T = unknown>(path: string, query: Record<string, string>, key?: string): Promise<Reply<T>> {
+  get<T = Answer>(path: string, query: Record<string, string>, key?: string): Promise<Reply<T>> {
     return this.request<T>('GET', `${path}?${new URLSearchParams(query)}`, undefined, key);
   }
 
