@@ -1,4 +1,5 @@
 /** The retention settings (part of loadConfig, and alone for `keyhold maintenance prune`). */
+import { wholeNumberFrom } from './config-shapes.ts';
 
 /** Days each kind of data is kept (0: forever) and the background prune pass's interval (0: no background pass). */
 export interface RetentionConfig {
@@ -19,7 +20,7 @@ const MAX_RETENTION_DAYS = 36_500;
 /** The KEYHOLD_*_RETENTION_DAYS and KEYHOLD_PRUNE_INTERVAL_MINUTES settings; each invalid one adds a line to `problems`. */
 export function retentionFrom(env: NodeJS.ProcessEnv, problems: string[]): RetentionConfig {
   const days = (name: string, fallback: number, what: string) =>
-    wholeNumberFrom(env, name, fallback, MAX_RETENTION_DAYS, `the days ${what} are kept (0: forever)`, problems);
+    wholeNumberFrom(env, name, fallback, { min: 0, max: MAX_RETENTION_DAYS }, `the days ${what} are kept (0: forever)`, problems);
   return {
     analyticsDays: days('KEYHOLD_ANALYTICS_RETENTION_DAYS', 90, 'hourly verification and rate-limit analytics'),
     auditDays: days('KEYHOLD_AUDIT_RETENTION_DAYS', 365, 'audit log records'),
@@ -29,20 +30,9 @@ export function retentionFrom(env: NodeJS.ProcessEnv, problems: string[]): Reten
       env,
       'KEYHOLD_PRUNE_INTERVAL_MINUTES',
       60,
-      10_080,
+      { min: 0, max: 10_080 },
       'the minutes between background prune passes (0: none; run `keyhold maintenance prune` instead)',
       problems,
     ),
   };
-}
-
-/** A whole number 0..max; unset or empty: `fallback`. */
-function wholeNumberFrom(env: NodeJS.ProcessEnv, name: string, fallback: number, max: number, what: string, problems: string[]): number {
-  const value = (env[name] ?? '').trim();
-  if (value === '') return fallback;
-  if (!/^\d{1,9}$/.test(value) || Number(value) > max) {
-    problems.push(`${name} must be ${what}, 0..${max}, got "${value}"`);
-    return fallback;
-  }
-  return Number(value);
 }

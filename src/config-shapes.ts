@@ -109,3 +109,24 @@ const safeDecode = (text: string): string => {
 export function withoutCredentials(url: string): string {
   return url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/?#]*@/i, '$1***@');
 }
+
+/**
+ * A setting that is a whole number in `min..max` (unset or empty: `fallback`); anything else adds
+ * "`name` must be `what`, min..max" to `problems` and gives `fallback`.
+ */
+export function wholeNumberFrom(
+  env: NodeJS.ProcessEnv,
+  name: string,
+  fallback: number,
+  range: { min: number; max: number },
+  what: string,
+  problems: string[],
+): number {
+  const value = (env[name] ?? '').trim();
+  if (value === '') return fallback;
+  if (!/^\d{1,15}$/.test(value) || Number(value) < range.min || Number(value) > range.max) {
+    problems.push(`${name} must be ${what}, ${range.min}..${range.max}, got "${value}"`);
+    return fallback;
+  }
+  return Number(value);
+}

@@ -1,3 +1,4 @@
+import { wholeNumberFrom } from './config-shapes.ts';
 import { DEFAULT_WEBHOOK_SETTINGS, parseRetrySchedule, type WebhookSettings } from './services/webhooks/settings.ts';
 
 /** The KEYHOLD_WEBHOOK_* settings (part of loadConfig); each invalid one adds a line to `problems`. */
@@ -8,11 +9,15 @@ export function webhooksFrom(env: NodeJS.ProcessEnv, problems: string[]): Webhoo
     if (allow === 'true' || allow === 'false') settings.allowPrivate = allow === 'true';
     else problems.push(`KEYHOLD_WEBHOOK_ALLOW_PRIVATE must be true or false, got "${allow}"`);
   }
-  const timeout = env.KEYHOLD_WEBHOOK_TIMEOUT_MS;
-  if (timeout !== undefined && timeout !== '') {
-    if (/^\d{1,6}$/.test(timeout) && Number(timeout) >= 100 && Number(timeout) <= 300_000) settings.timeoutMs = Number(timeout);
-    else problems.push(`KEYHOLD_WEBHOOK_TIMEOUT_MS must be a whole number of milliseconds, 100..300000, got "${timeout}"`);
-  }
+  const timeoutRange = { min: 100, max: 300_000 };
+  settings.timeoutMs = wholeNumberFrom(
+    env,
+    'KEYHOLD_WEBHOOK_TIMEOUT_MS',
+    settings.timeoutMs,
+    timeoutRange,
+    'a whole number of milliseconds',
+    problems,
+  );
   const schedule = env.KEYHOLD_WEBHOOK_RETRY_SCHEDULE;
   if (schedule !== undefined && schedule !== '') {
     const parsed = parseRetrySchedule(schedule);

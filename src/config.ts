@@ -1,5 +1,5 @@
 import { dirname, join, resolve } from 'node:path';
-import { databaseUrlProblem, hostProblem, publicUrlProblem, redisUrlProblem, secretsIn } from './config-shapes.ts';
+import { databaseUrlProblem, hostProblem, publicUrlProblem, redisUrlProblem, secretsIn, wholeNumberFrom } from './config-shapes.ts';
 import { isWellFormedRootKey } from './crypto/keys.ts';
 import { leakConfigFrom, type LeakConfig } from './config-leaks.ts';
 import { webhooksFrom } from './config-webhooks.ts';
@@ -129,15 +129,15 @@ export const DEFAULT_KEY_CACHE_SIZE = 100_000;
 const MAX_KEY_CACHE_SIZE = 10_000_000;
 
 function keyCacheSizeFrom(env: NodeJS.ProcessEnv, problems: string[]): number {
-  const value = (env.KEYHOLD_KEY_CACHE_SIZE ?? '').trim();
-  if (value === '') return DEFAULT_KEY_CACHE_SIZE;
-  if (!/^\d{1,8}$/.test(value) || Number(value) < 1 || Number(value) > MAX_KEY_CACHE_SIZE) {
-    problems.push(
-      `KEYHOLD_KEY_CACHE_SIZE must be the number of keys the verification cache holds (1..${MAX_KEY_CACHE_SIZE}), got "${value}"`,
-    );
-    return DEFAULT_KEY_CACHE_SIZE;
-  }
-  return Number(value);
+  const range = { min: 1, max: MAX_KEY_CACHE_SIZE };
+  return wholeNumberFrom(
+    env,
+    'KEYHOLD_KEY_CACHE_SIZE',
+    DEFAULT_KEY_CACHE_SIZE,
+    range,
+    'the number of keys the verification cache holds',
+    problems,
+  );
 }
 
 /** `true`/`false` (any case, also `1`/`0`); unset or empty: `fallback`. */
@@ -153,15 +153,8 @@ function booleanFrom(env: NodeJS.ProcessEnv, name: string, fallback: boolean, pr
 export const DEFAULT_AUTH_FAILURE_LIMIT = 100;
 
 function authFailureLimitFrom(env: NodeJS.ProcessEnv, problems: string[]): number {
-  const value = (env.KEYHOLD_AUTH_FAILURE_LIMIT ?? '').trim();
-  if (value === '') return DEFAULT_AUTH_FAILURE_LIMIT;
-  if (!/^\d{1,9}$/.test(value)) {
-    problems.push(
-      `KEYHOLD_AUTH_FAILURE_LIMIT must be the failed authentications allowed per client address and minute (0: no limit), got "${value}"`,
-    );
-    return DEFAULT_AUTH_FAILURE_LIMIT;
-  }
-  return Number(value);
+  const what = 'the failed authentications allowed per client address and minute (0: no limit)';
+  return wholeNumberFrom(env, 'KEYHOLD_AUTH_FAILURE_LIMIT', DEFAULT_AUTH_FAILURE_LIMIT, { min: 0, max: 999_999_999 }, what, problems);
 }
 
 /** A SQLite DATABASE_URL's directory (`./data` for `:memory:`), where master.key and the bootstrap key file live. */

@@ -1,8 +1,7 @@
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Browser, Page } from 'playwright-core';
 import { DIALECTS } from '../helpers/harness.ts';
-import { checkPage, dashboardWorld, launchBrowser, watchConsole, type DashboardWorld } from '../helpers/browser.ts';
+import { checkPage, watchConsole, dashboardSuite } from '../helpers/browser.ts';
 
 interface Verdict {
   valid: boolean;
@@ -12,28 +11,15 @@ interface Verdict {
 
 for (const dialect of DIALECTS) {
   describe(`dashboard API and key pages (${dialect})`, () => {
-    let w: DashboardWorld;
-    let browser: Browser;
+    const s = dashboardSuite(dialect);
     let apiId: string;
     before(async () => {
-      [w, browser] = await Promise.all([dashboardWorld(dialect), launchBrowser()]);
-      apiId = await w.createApi('payments');
+      apiId = await s.world.createApi('payments');
     });
-    after(async () => {
-      await browser?.close();
-      await w?.close();
-    });
-
-    const signedIn = async (): Promise<{ page: Page; errors: string[] }> => {
-      const page = await browser.newPage();
-      const errors = watchConsole(page);
-      await page.goto(await w.link());
-      return { page, errors };
-    };
 
     /** keys.verifyKey over real HTTP, as a client would call it. */
     const verify = async (key: string): Promise<Verdict> => {
-      const res = await fetch(`${w.baseUrl}/v1/keys.verifyKey`, {
+      const res = await fetch(`${s.world.baseUrl}/v1/keys.verifyKey`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ key }),
@@ -42,16 +28,16 @@ for (const dialect of DIALECTS) {
       return (await res.json()) as Verdict;
     };
 
-    const keyRow = (keyId: string) => w.store.db.selectFrom('keys').selectAll().where('id', '=', keyId).executeTakeFirst();
+    const keyRow = (keyId: string) => s.world.store.db.selectFrom('keys').selectAll().where('id', '=', keyId).executeTakeFirst();
     const liveKeysOf = async (api: string) =>
-      (await w.store.db.selectFrom('keys').select('id').where('api_id', '=', api).where('deleted_at', 'is', null).execute()).length;
+      (await s.world.store.db.selectFrom('keys').select('id').where('api_id', '=', api).where('deleted_at', 'is', null).execute()).length;
 
     it('disables and re-enables a key, and verification follows at once', async () => {
-      const { keyId, key } = await w.createKey({ apiId, name: 'toggled' });
+      const { keyId, key } = await s.world.createKey({ apiId, name: 'toggled' });
       // Verified once first, so the key is in the verification cache: the change must drop it from there.
       assert.equal((await verify(key)).valid, true);
-      const { page, errors } = await signedIn();
-      await page.goto(`${w.baseUrl}/dashboard/keys/${keyId}`);
+      const { page, errors } = await s.signedIn();
+      await page.goto(`${s.world.baseUrl}/dashboard/keys/${keyId}`);
       assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'Key toggled');
       await checkPage(page, `${dialect}-key`);
 
@@ -75,18 +61,18 @@ for (const dialect of DIALECTS) {
     });
 
     it('charts the verifications of a key, per hour and per day', async () => {
-      const { keyId, key } = await w.createKey({ apiId, name: 'charted', remaining: 2 });
+      const { keyId, key } = await s.world.createKey({ apiId, name: 'charted', remaining: 2 });
       const verdicts = [await verify(key), await verify(key), await verify(key)];
       assert.deepEqual(
         verdicts.map((v) => v.code),
         ['VALID', 'VALID', 'USAGE_EXCEEDED'],
       );
-      const { page, errors } = await signedIn();
+      const { page, errors } = await s.signedIn();
       const outcomes = page.getByRole('table', { name: 'Verifications by outcome' });
       // Verifications are counted by a recorder that writes them about once a second: reload until they are there.
       const deadline = Date.now() + 10_000;
       for (;;) {
-        await page.goto(`${w.baseUrl}/dashboard/keys/${keyId}`);
+        await page.goto(`${s.world.baseUrl}/dashboard/keys/${keyId}`);
         const text = (await outcomes.getByRole('row').filter({ hasText: 'Valid' }).textContent()) ?? '';
         if (text.includes('2')) break;
         assert.ok(Date.now() < deadline, `verifications were not counted within 10 s: ${text}`);
@@ -110,12 +96,12 @@ for (const dialect of DIALECTS) {
     });
 
     it('lists the keys of an API page by page', async () => {
-      const many = await w.createApi('many keys');
+      const many = await s.world.createApi('many keys');
       const names = Array.from({ length: 51 }, (_, i) => `key ${String(i).padStart(2, '0')}`);
       for (let i = 0; i < names.length; i += 10) {
-        await Promise.all(names.slice(i, i + 10).map((name) => w.createKey({ apiId: many, name, externalId: 'acme' })));
+        await Promise.all(names.slice(i, i + 10).map((name) => s.world.createKey({ apiId: many, name, externalId: 'acme' })));
       }
-      const { page, errors } = await signedIn();
+      const { page, errors } = await s.signedIn();
       await page.getByRole('link', { name: 'many keys' }).click();
       await page.waitForURL(`**/dashboard/apis/${many}`);
       const keys = page.getByRole('table', { name: 'Keys' });
@@ -150,8 +136,8 @@ for (const dialect of DIALECTS) {
     });
 
     it('creates a key through the form and shows it once', async () => {
-      const { page, errors } = await signedIn();
-      await page.goto(`${w.baseUrl}/dashboard/apis/${apiId}`);
+      const { page, errors } = await s.signedIn();
+      await page.goto(`${s.world.baseUrl}/dashboard/apis/${apiId}`);
       await page.getByRole('button', { name: 'Create key' }).click();
       await page.getByRole('textbox', { name: 'Name' }).fill('from the form');
       await page.getByRole('textbox', { name: 'Prefix' }).fill('pay');
@@ -170,7 +156,7 @@ for (const dialect of DIALECTS) {
       assert.equal(verdict.valid, true);
       assert.equal(verdict.remaining, 4);
 
-      await page.goto(`${w.baseUrl}/dashboard/apis/${apiId}`);
+      await page.goto(`${s.world.baseUrl}/dashboard/apis/${apiId}`);
       assert.equal(await page.getByRole('textbox', { name: 'New key' }).count(), 0);
       assert.ok(!(await page.content()).includes(key), 'the full key is not shown again');
       const row = page.getByRole('table', { name: 'Keys' }).getByRole('row').filter({ hasText: 'from the form' });
@@ -180,8 +166,8 @@ for (const dialect of DIALECTS) {
     });
 
     it("shows the API's problems next to the fields and creates nothing", async () => {
-      const { page, errors } = await signedIn();
-      await page.goto(`${w.baseUrl}/dashboard/apis/${apiId}?form=create`);
+      const { page, errors } = await s.signedIn();
+      await page.goto(`${s.world.baseUrl}/dashboard/apis/${apiId}?form=create`);
       const before = await liveKeysOf(apiId);
       await page.getByRole('textbox', { name: 'Name' }).fill('never made');
       const credits = page.getByRole('spinbutton', { name: 'Remaining credits' });
@@ -196,8 +182,8 @@ for (const dialect of DIALECTS) {
       await checkPage(page, `${dialect}-api-create-key-invalid`);
 
       // The key page's credits form shows its problem the same way and changes nothing.
-      const { keyId } = await w.createKey({ apiId, name: 'credited', remaining: 3 });
-      await page.goto(`${w.baseUrl}/dashboard/keys/${keyId}`);
+      const { keyId } = await s.world.createKey({ apiId, name: 'credited', remaining: 3 });
+      await page.goto(`${s.world.baseUrl}/dashboard/keys/${keyId}`);
       await page.getByRole('spinbutton', { name: 'Credits' }).fill('-5');
       await page.getByRole('button', { name: 'Set credits' }).click();
       await page.locator('#f-remaining-error').waitFor();
@@ -214,9 +200,9 @@ for (const dialect of DIALECTS) {
     });
 
     it('deletes a key after confirmation in a dialog', async () => {
-      const { keyId, key } = await w.createKey({ apiId, name: 'doomed' });
-      const { page, errors } = await signedIn();
-      await page.goto(`${w.baseUrl}/dashboard/keys/${keyId}`);
+      const { keyId, key } = await s.world.createKey({ apiId, name: 'doomed' });
+      const { page, errors } = await s.signedIn();
+      await page.goto(`${s.world.baseUrl}/dashboard/keys/${keyId}`);
       await page.getByRole('button', { name: 'Delete', exact: true }).click();
       const dialog = page.getByRole('dialog');
       await checkPage(page, `${dialect}-key-delete-dialog`);
@@ -224,7 +210,7 @@ for (const dialect of DIALECTS) {
       await page.waitForURL(`**/dashboard/apis/${apiId}`);
       assert.equal(await page.getByRole('table', { name: 'Keys' }).getByRole('row').filter({ hasText: 'doomed' }).count(), 0);
 
-      const got = await fetch(`${w.baseUrl}/v1/keys.getKey?keyId=${keyId}`, { headers: { authorization: `Bearer ${w.root}` } });
+      const got = await fetch(`${s.world.baseUrl}/v1/keys.getKey?keyId=${keyId}`, { headers: { authorization: `Bearer ${s.world.root}` } });
       assert.equal(got.status, 404);
       assert.equal((await verify(key)).code, 'NOT_FOUND');
       assert.deepEqual(errors, []);
@@ -232,32 +218,32 @@ for (const dialect of DIALECTS) {
     });
 
     it('deletes an API with its keys after confirmation in a dialog', async () => {
-      const doomed = await w.createApi('retired');
-      const { key } = await w.createKey({ apiId: doomed });
-      const { page, errors } = await signedIn();
-      await page.goto(`${w.baseUrl}/dashboard/apis/${doomed}`);
+      const doomed = await s.world.createApi('retired');
+      const { key } = await s.world.createKey({ apiId: doomed });
+      const { page, errors } = await s.signedIn();
+      await page.goto(`${s.world.baseUrl}/dashboard/apis/${doomed}`);
       await page.getByRole('button', { name: 'Delete API' }).click();
       await page.getByRole('dialog').getByRole('button', { name: 'Delete API' }).click();
       await page.waitForURL('**/dashboard/apis');
       assert.equal(await page.getByRole('link', { name: 'retired' }).count(), 0);
-      assert.equal((await w.get('/v1/apis.getApi', { apiId: doomed })).status, 404);
+      assert.equal((await s.world.get('/v1/apis.getApi', { apiId: doomed })).status, 404);
       assert.equal((await verify(key)).code, 'NOT_FOUND');
       assert.deepEqual(errors, []);
       await page.close();
     });
 
     it("gives another workspace's session a 404 for this workspace's API and key, and no way to change them", async () => {
-      const { keyId, key } = await w.createKey({ apiId, name: 'guarded' });
-      const other = await w.otherWorkspace();
-      const context = await browser.newContext();
+      const { keyId, key } = await s.world.createKey({ apiId, name: 'guarded' });
+      const other = await s.world.otherWorkspace();
+      const context = await s.browser.newContext();
       const page = await context.newPage();
       const errors = watchConsole(page);
-      await page.goto(await w.link({ workspaceId: other.workspaceId }));
+      await page.goto(await s.world.link({ workspaceId: other.workspaceId }));
       assert.equal(new URL(page.url()).pathname, '/dashboard/apis');
       const csrf = await page.locator('input[name="_csrf"]').first().inputValue();
 
       for (const path of [`/dashboard/apis/${apiId}`, `/dashboard/keys/${keyId}`, `/dashboard/keys/${keyId}?range=30d`]) {
-        const res = await page.request.get(`${w.baseUrl}${path}`);
+        const res = await page.request.get(`${s.world.baseUrl}${path}`);
         assert.equal(res.status(), 404, path);
         assert.ok(!(await res.text()).includes('guarded'), `${path} shows nothing of the key`);
       }
@@ -271,7 +257,7 @@ for (const dialect of DIALECTS) {
       ];
       const keysBefore = await liveKeysOf(apiId);
       for (const [path, form] of posts) {
-        const res = await page.request.post(`${w.baseUrl}${path}`, { form: { _csrf: csrf, ...form }, maxRedirects: 0 });
+        const res = await page.request.post(`${s.world.baseUrl}${path}`, { form: { _csrf: csrf, ...form }, maxRedirects: 0 });
         assert.equal(res.status(), 404, path);
       }
       const row = await keyRow(keyId);

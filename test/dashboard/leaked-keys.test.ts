@@ -1,53 +1,37 @@
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Browser, Page } from 'playwright-core';
 import { DIALECTS } from '../helpers/harness.ts';
 import { expectedChecksum } from '../helpers/formats.ts';
-import { checkPage, dashboardWorld, launchBrowser, watchConsole, type DashboardWorld } from '../helpers/browser.ts';
+import { checkPage, dashboardSuite } from '../helpers/browser.ts';
 import { reportLeakedTokens } from '../../src/services/leaks/report-leaks.ts';
 
 const LEAK_URL = 'https://github.com/acme/app/blob/0a1b2c/config/prod.env';
 
 for (const dialect of DIALECTS) {
   describe(`dashboard: leaked keys (${dialect})`, () => {
-    let w: DashboardWorld;
-    let browser: Browser;
-    before(async () => {
-      [w, browser] = await Promise.all([dashboardWorld(dialect), launchBrowser()]);
-    });
-    after(async () => {
-      await browser?.close();
-      await w?.close();
-    });
-
-    const signedIn = async (): Promise<{ page: Page; errors: string[] }> => {
-      const page = await browser.newPage();
-      const errors = watchConsole(page);
-      await page.goto(await w.link());
-      return { page, errors };
-    };
+    const s = dashboardSuite(dialect);
 
     /** A report as GitHub's secret scanning sends it, through the same service the endpoint calls. */
     const leak = (token: string) =>
-      reportLeakedTokens(w.store.db, [{ token, type: 'keyhold_key', url: LEAK_URL, source: 'commit' }], {
+      reportLeakedTokens(s.world.store.db, [{ token, type: 'keyhold_key', url: LEAK_URL, source: 'commit' }], {
         action: 'disable',
         requestId: 'req_test',
       });
 
     it('a key created in the dashboard carries its checksum; once leaked, its page and its API table show "Leaked" with the URL', async () => {
-      const apiId = await w.createApi('payments');
-      const { page, errors } = await signedIn();
-      await page.goto(`${w.baseUrl}/dashboard/apis/${apiId}`);
+      const apiId = await s.world.createApi('payments');
+      const { page, errors } = await s.signedIn();
+      await page.goto(`${s.world.baseUrl}/dashboard/apis/${apiId}`);
       await page.getByRole('button', { name: 'Create key' }).click();
       await page.getByRole('textbox', { name: 'Prefix' }).fill('pay');
       await page.getByRole('button', { name: 'Create', exact: true }).click();
       const key = await page.getByRole('textbox', { name: 'New key' }).inputValue();
       assert.equal(key.slice(-6), expectedChecksum(key.slice(0, -6)), 'the dashboard path makes checksummed keys too');
-      const other = await w.createKey({ apiId, name: 'untouched' });
+      const other = await s.world.createKey({ apiId, name: 'untouched' });
 
       const [feedback] = await leak(key);
       assert.equal(feedback.label, 'true_positive');
-      await page.goto(`${w.baseUrl}/dashboard/apis/${apiId}`);
+      await page.goto(`${s.world.baseUrl}/dashboard/apis/${apiId}`);
       const table = page.getByRole('table', { name: 'Keys' });
       const leakedRow = table.getByRole('row').filter({ hasText: key.slice(0, 8) });
       assert.equal(await leakedRow.getByText('Leaked', { exact: true }).count(), 1);
@@ -67,10 +51,10 @@ for (const dialect of DIALECTS) {
     });
 
     it('a root key revoked because it leaked says why on the root keys page', async () => {
-      const root = await w.rootKey(['api.*.read_api']);
+      const root = await s.world.rootKey(['api.*.read_api']);
       await leak(root);
-      const { page, errors } = await signedIn();
-      await page.goto(`${w.baseUrl}/dashboard/root-keys`);
+      const { page, errors } = await s.signedIn();
+      await page.goto(`${s.world.baseUrl}/dashboard/root-keys`);
       const row = page
         .getByRole('table', { name: 'Root keys' })
         .getByRole('row')

@@ -1,8 +1,8 @@
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { DIALECTS, OPERATOR } from '../helpers/harness.ts';
-import { checkPage, dashboardWorld, launchBrowser, watchConsole, type DashboardWorld } from '../helpers/browser.ts';
+import { checkPage, dashboardSuite } from '../helpers/browser.ts';
 import { hashOf, newPlain } from '../helpers/migrations.ts';
 import { createMigration } from '../../src/services/migrations/migration-records.ts';
 
@@ -15,36 +15,22 @@ const countReaches = (page: Page, testId: string, n: number) =>
 
 for (const dialect of DIALECTS) {
   describe(`dashboard migrations (${dialect})`, () => {
-    let w: DashboardWorld;
-    let browser: Browser;
+    const s = dashboardSuite(dialect);
     let apiId: string;
     before(async () => {
-      [w, browser] = await Promise.all([dashboardWorld(dialect), launchBrowser()]);
-      apiId = await w.createApi('migration-target');
+      apiId = await s.world.createApi('migration-target');
     });
-    after(async () => {
-      await browser?.close();
-      await w?.close();
-    });
-
-    const signedIn = async (workspaceId = w.workspaceId): Promise<{ page: Page; errors: string[] }> => {
-      const page = await browser.newPage();
-      const errors = watchConsole(page);
-      await page.goto(await w.link({ workspaceId }));
-      assert.equal(new URL(page.url()).pathname, '/dashboard/apis');
-      return { page, errors };
-    };
     const enqueue = async (migrationId: string, keys: unknown[]) => {
-      const res = await fetch(`${w.baseUrl}/v1/migrations.enqueueKeys`, {
+      const res = await fetch(`${s.world.baseUrl}/v1/migrations.enqueueKeys`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${w.root}`, 'content-type': 'application/json' },
+        headers: { authorization: `Bearer ${s.world.root}`, 'content-type': 'application/json' },
         body: JSON.stringify({ migrationId, apiId, keys }),
       });
       assert.equal(res.status, 202, await res.text());
     };
     const progressOf = async (migrationId: string) => {
-      const res = await fetch(`${w.baseUrl}/v1/migrations.getMigration?migrationId=${migrationId}`, {
-        headers: { authorization: `Bearer ${w.root}` },
+      const res = await fetch(`${s.world.baseUrl}/v1/migrations.getMigration?migrationId=${migrationId}`, {
+        headers: { authorization: `Bearer ${s.world.root}` },
       });
       return (await res.json()) as { counts: { enqueued: number; pending: number } };
     };
@@ -52,7 +38,7 @@ for (const dialect of DIALECTS) {
     let migrationId: string;
 
     it('creates a migration, and its page counts keys enqueued over HTTP as they are migrated or fail, without reloading', async () => {
-      const { page, errors } = await signedIn();
+      const { page, errors } = await s.signedIn();
       await page.getByRole('navigation', { name: 'Dashboard' }).getByRole('link', { name: 'Migrations', exact: true }).click();
       await checkPage(page, `${dialect}-migrations-empty`);
       await page.getByRole('button', { name: 'Create migration' }).click();
@@ -63,9 +49,9 @@ for (const dialect of DIALECTS) {
       await checkPage(page, `${dialect}-migrations-created`);
 
       // Created in the session's workspace, audited with the session as actor.
-      const row = await w.store.db.selectFrom('key_migrations').selectAll().where('id', '=', migrationId).executeTakeFirstOrThrow();
-      assert.equal(row.workspace_id, w.workspaceId);
-      const audit = await w.store.db
+      const row = await s.world.store.db.selectFrom('key_migrations').selectAll().where('id', '=', migrationId).executeTakeFirstOrThrow();
+      assert.equal(row.workspace_id, s.world.workspaceId);
+      const audit = await s.world.store.db
         .selectFrom('audit_logs')
         .selectAll()
         .where('target_id', '=', migrationId)
@@ -114,7 +100,7 @@ for (const dialect of DIALECTS) {
       // Each migrated item links to its key's page.
       const links = page.getByRole('list', { name: 'Migrated keys' }).getByRole('link');
       await links.nth(2).waitFor();
-      const items = await w.store.db
+      const items = await s.world.store.db
         .selectFrom('key_migration_items')
         .select(['item_index', 'key_id'])
         .where('migration_id', '=', migrationId)
@@ -130,7 +116,7 @@ for (const dialect of DIALECTS) {
         hrefs,
         items.map((i) => `/dashboard/keys/${i.key_id}`),
       );
-      const keys = await w.store.db
+      const keys = await s.world.store.db
         .selectFrom('keys')
         .select(['id', 'workspace_id'])
         .where(
@@ -140,14 +126,14 @@ for (const dialect of DIALECTS) {
         )
         .execute();
       assert.equal(keys.length, 3);
-      assert.ok(keys.every((k) => k.workspace_id === w.workspaceId));
+      assert.ok(keys.every((k) => k.workspace_id === s.world.workspaceId));
       assert.equal(await page.getByText('completed_with_failures').count(), 1);
       await checkPage(page, `${dialect}-migration-progress`);
       const [keyPage] = await Promise.all([page.waitForResponse(`**/dashboard/keys/${items[0].key_id}`), links.first().click()]);
       assert.equal(keyPage.status(), 200);
 
       // The list shows it with its counts.
-      await page.goto(`${w.baseUrl}/dashboard/migrations`);
+      await page.goto(`${s.world.baseUrl}/dashboard/migrations`);
       const listed = page.getByRole('table', { name: 'Migrations' }).getByRole('row').filter({ hasText: migrationId });
       assert.match((await listed.textContent()) ?? '', /6 enqueued, 0 pending, 3 migrated, 3 failed/);
       await checkPage(page, `${dialect}-migrations`);
@@ -156,13 +142,13 @@ for (const dialect of DIALECTS) {
     });
 
     it('pages through many failures, and through the list of migrations', async () => {
-      const { page, errors } = await signedIn();
-      const { migrationId: many } = await createMigration(w.store.db, w.workspaceId, 'many failures', OPERATOR);
+      const { page, errors } = await s.signedIn();
+      const { migrationId: many } = await createMigration(s.world.store.db, s.world.workspaceId, 'many failures', OPERATOR);
       await enqueue(
         many,
         Array.from({ length: 60 }, () => ({ hash: hashOf(newPlain()), roles: ['nope'] })),
       );
-      await page.goto(`${w.baseUrl}/dashboard/migrations/${many}`);
+      await page.goto(`${s.world.baseUrl}/dashboard/migrations/${many}`);
       await countReaches(page, 'migration-failed', 60);
       await page.reload();
       const failures = page.getByRole('list', { name: 'Failures' }).getByRole('listitem');
@@ -174,8 +160,8 @@ for (const dialect of DIALECTS) {
       await checkPage(page, `${dialect}-migration-failures-page-2`);
       assert.equal((await progressOf(many)).counts.pending, 0);
 
-      for (let i = 0; i < 25; i++) await createMigration(w.store.db, w.workspaceId, `m${i}`, OPERATOR);
-      await page.goto(`${w.baseUrl}/dashboard/migrations`);
+      for (let i = 0; i < 25; i++) await createMigration(s.world.store.db, s.world.workspaceId, `m${i}`, OPERATOR);
+      await page.goto(`${s.world.baseUrl}/dashboard/migrations`);
       const rows = page.getByRole('table', { name: 'Migrations' }).locator('tbody tr');
       assert.equal(await rows.count(), 25);
       await page.getByRole('link', { name: 'Next page' }).click();
@@ -186,30 +172,30 @@ for (const dialect of DIALECTS) {
     });
 
     it('another workspace’s session gets a 404 for the migration page and its progress', async () => {
-      const other = await w.otherWorkspace();
-      const { page } = await signedIn(other.workspaceId);
-      const res = await page.goto(`${w.baseUrl}/dashboard/migrations/${migrationId}`);
+      const other = await s.world.otherWorkspace();
+      const { page } = await s.signedIn(other.workspaceId);
+      const res = await page.goto(`${s.world.baseUrl}/dashboard/migrations/${migrationId}`);
       assert.equal(res?.status(), 404);
       await page.getByRole('heading', { name: 'Not found' }).waitFor();
       await checkPage(page, `${dialect}-migration-not-found`);
-      const progress = await page.request.get(`${w.baseUrl}/dashboard/migrations/${migrationId}/progress`);
+      const progress = await page.request.get(`${s.world.baseUrl}/dashboard/migrations/${migrationId}/progress`);
       assert.equal(progress.status(), 404);
       assert.ok(!(await progress.text()).includes('"enqueued"'));
-      await page.goto(`${w.baseUrl}/dashboard/migrations`);
+      await page.goto(`${s.world.baseUrl}/dashboard/migrations`);
       assert.equal(await page.getByText(migrationId).count(), 0);
       await page.close();
 
       // The own session reads the progress as JSON.
-      const own = await signedIn();
-      const mine = await own.page.request.get(`${w.baseUrl}/dashboard/migrations/${migrationId}/progress`);
+      const own = await s.signedIn();
+      const mine = await own.page.request.get(`${s.world.baseUrl}/dashboard/migrations/${migrationId}/progress`);
       assert.equal(mine.status(), 200);
       const body = (await mine.json()) as Record<string, unknown>;
       assert.deepEqual([body.enqueued, body.pending, body.migrated, body.failed], [6, 0, 3, 3]);
       // Creating one without the form's CSRF token is refused and creates nothing.
-      const before = await w.store.db.selectFrom('key_migrations').select('id').execute();
-      const forged = await own.page.request.post(`${w.baseUrl}/dashboard/migrations`, { form: { name: 'forged' } });
+      const before = await s.world.store.db.selectFrom('key_migrations').select('id').execute();
+      const forged = await own.page.request.post(`${s.world.baseUrl}/dashboard/migrations`, { form: { name: 'forged' } });
       assert.equal(forged.status(), 403);
-      assert.equal((await w.store.db.selectFrom('key_migrations').select('id').execute()).length, before.length);
+      assert.equal((await s.world.store.db.selectFrom('key_migrations').select('id').execute()).length, before.length);
       await own.page.close();
     });
   });

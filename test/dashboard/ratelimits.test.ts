@@ -1,34 +1,17 @@
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Browser, Page } from 'playwright-core';
 import { DIALECTS } from '../helpers/harness.ts';
 import { CSRF_FIELD } from '../../src/http/dashboard/session-cookie.ts';
-import { checkPage, dashboardWorld, launchBrowser, watchConsole, type DashboardWorld } from '../helpers/browser.ts';
+import { checkPage, dashboardSuite } from '../helpers/browser.ts';
 
 for (const dialect of DIALECTS) {
   describe(`dashboard rate limits (${dialect})`, () => {
-    let w: DashboardWorld;
-    let browser: Browser;
-    before(async () => {
-      [w, browser] = await Promise.all([dashboardWorld(dialect), launchBrowser()]);
-    });
-    after(async () => {
-      await browser?.close();
-      await w?.close();
-    });
-
-    const signedIn = async (workspaceId = w.workspaceId): Promise<{ page: Page; errors: string[] }> => {
-      const page = await browser.newPage();
-      const errors = watchConsole(page);
-      await page.goto(await w.link({ workspaceId }));
-      assert.equal(new URL(page.url()).pathname, '/dashboard/apis');
-      return { page, errors };
-    };
+    const s = dashboardSuite(dialect);
     const api = async (method: 'GET' | 'POST', operation: string, input: Record<string, unknown>) => {
       const query = method === 'GET' ? `?${new URLSearchParams(input as Record<string, string>)}` : '';
-      const res = await fetch(`${w.baseUrl}/v1/${operation}${query}`, {
+      const res = await fetch(`${s.world.baseUrl}/v1/${operation}${query}`, {
         method,
-        headers: { authorization: `Bearer ${w.root}`, ...(method === 'POST' ? { 'content-type': 'application/json' } : {}) },
+        headers: { authorization: `Bearer ${s.world.root}`, ...(method === 'POST' ? { 'content-type': 'application/json' } : {}) },
         ...(method === 'POST' ? { body: JSON.stringify(input) } : {}),
       });
       return { status: res.status, json: (await res.json()) as Record<string, unknown> };
@@ -39,7 +22,7 @@ for (const dialect of DIALECTS) {
     let namespaceId: string;
 
     it('lists the namespace ratelimits.limit created, charts its decisions, sets and deletes an override', async () => {
-      const { page, errors } = await signedIn();
+      const { page, errors } = await s.signedIn();
       await page.getByRole('navigation', { name: 'Dashboard' }).getByRole('link', { name: 'Rate limits', exact: true }).click();
       await page.getByText('There is nothing to create here').waitFor();
       await checkPage(page, `${dialect}-ratelimits-empty`);
@@ -101,9 +84,9 @@ for (const dialect of DIALECTS) {
     });
 
     it('shows the problems of the override form next to its fields and writes nothing', async () => {
-      const { page, errors } = await signedIn();
-      await page.goto(`${w.baseUrl}/dashboard/ratelimits/${namespaceId}?form=override`);
-      const before = await w.store.db.selectFrom('ratelimit_overrides').select('id').execute();
+      const { page, errors } = await s.signedIn();
+      await page.goto(`${s.world.baseUrl}/dashboard/ratelimits/${namespaceId}?form=override`);
+      const before = await s.world.store.db.selectFrom('ratelimit_overrides').select('id').execute();
       await page.getByRole('textbox', { name: 'Identifier' }).fill('user_2');
       await page.getByRole('spinbutton', { name: 'Limit' }).fill('5');
       await page.getByRole('spinbutton', { name: 'Duration (ms)' }).fill('500');
@@ -113,7 +96,7 @@ for (const dialect of DIALECTS) {
       assert.equal(await duration.inputValue(), '500');
       assert.match((await page.locator('#f-duration-error').textContent()) ?? '', /1000/);
       assert.equal(await page.getByRole('spinbutton', { name: 'Limit' }).getAttribute('aria-invalid'), null);
-      assert.equal((await w.store.db.selectFrom('ratelimit_overrides').select('id').execute()).length, before.length);
+      assert.equal((await s.world.store.db.selectFrom('ratelimit_overrides').select('id').execute()).length, before.length);
       assert.equal((await api('GET', 'ratelimits.getOverride', { namespaceId, identifier: 'user_2' })).status, 404);
       await checkPage(page, `${dialect}-ratelimit-override-invalid`);
       assert.deepEqual(errors, []);
@@ -121,26 +104,28 @@ for (const dialect of DIALECTS) {
     });
 
     it('another workspace’s session gets a 404 for the namespace page and cannot see it', async () => {
-      const other = await w.otherWorkspace();
-      const { page } = await signedIn(other.workspaceId);
-      const res = await page.goto(`${w.baseUrl}/dashboard/ratelimits/${namespaceId}`);
+      const other = await s.world.otherWorkspace();
+      const { page } = await s.signedIn(other.workspaceId);
+      const res = await page.goto(`${s.world.baseUrl}/dashboard/ratelimits/${namespaceId}`);
       assert.equal(res?.status(), 404);
       await page.getByRole('heading', { name: 'Not found' }).waitFor();
       await checkPage(page, `${dialect}-ratelimit-not-found`);
-      await page.goto(`${w.baseUrl}/dashboard/ratelimits`);
+      await page.goto(`${s.world.baseUrl}/dashboard/ratelimits`);
       await page.getByText('There is nothing to create here').waitFor();
       assert.equal(await page.getByRole('link', { name: 'api-calls' }).count(), 0);
       // Its actions are refused as well, with this session's own CSRF token: nothing is deleted.
       const csrf = await page.locator(`input[name="${CSRF_FIELD}"]`).first().inputValue();
-      const refused = await page.request.post(`${w.baseUrl}/dashboard/ratelimits/${namespaceId}/delete`, { form: { [CSRF_FIELD]: csrf } });
+      const refused = await page.request.post(`${s.world.baseUrl}/dashboard/ratelimits/${namespaceId}/delete`, {
+        form: { [CSRF_FIELD]: csrf },
+      });
       assert.equal(refused.status(), 404);
       assert.equal((await api('GET', 'ratelimits.getNamespace', { namespaceId })).status, 200);
       await page.close();
     });
 
     it('deletes the namespace after confirmation', async () => {
-      const { page, errors } = await signedIn();
-      await page.goto(`${w.baseUrl}/dashboard/ratelimits/${namespaceId}`);
+      const { page, errors } = await s.signedIn();
+      await page.goto(`${s.world.baseUrl}/dashboard/ratelimits/${namespaceId}`);
       await page.getByRole('button', { name: 'Delete namespace' }).click();
       await page.getByRole('dialog').getByRole('button', { name: 'Delete namespace' }).click();
       await page.waitForURL('**/dashboard/ratelimits');

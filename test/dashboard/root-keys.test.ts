@@ -1,31 +1,14 @@
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Browser, Page } from 'playwright-core';
 import { DIALECTS } from '../helpers/harness.ts';
-import { checkPage, dashboardWorld, launchBrowser, watchConsole, type DashboardWorld } from '../helpers/browser.ts';
+import { checkPage, dashboardSuite } from '../helpers/browser.ts';
 
 for (const dialect of DIALECTS) {
   describe(`dashboard root keys (${dialect})`, () => {
-    let w: DashboardWorld;
-    let browser: Browser;
-    before(async () => {
-      [w, browser] = await Promise.all([dashboardWorld(dialect), launchBrowser()]);
-    });
-    after(async () => {
-      await browser?.close();
-      await w?.close();
-    });
-
-    const signedIn = async (): Promise<{ page: Page; errors: string[] }> => {
-      const page = await browser.newPage();
-      const errors = watchConsole(page);
-      await page.goto(await w.link());
-      assert.equal(new URL(page.url()).pathname, '/dashboard/apis');
-      return { page, errors };
-    };
+    const s = dashboardSuite(dialect);
 
     it('creates a root key with two permissions, shows it once, and revoking it in the UI makes the API refuse it', async () => {
-      const { page, errors } = await signedIn();
+      const { page, errors } = await s.signedIn();
       await page.getByRole('navigation', { name: 'Dashboard' }).getByRole('link', { name: 'Root keys', exact: true }).click();
       await page.getByRole('button', { name: 'Create root key' }).click();
       await page.getByRole('textbox', { name: 'Name' }).fill('deploy bot');
@@ -42,25 +25,25 @@ for (const dialect of DIALECTS) {
 
       // The key works over HTTP with exactly its permissions.
       const usedFrom = Date.now();
-      const created = await fetch(`${w.baseUrl}/v1/apis.createApi`, {
+      const created = await fetch(`${s.world.baseUrl}/v1/apis.createApi`, {
         method: 'POST',
         headers: { authorization: `Bearer ${rootKey}`, 'content-type': 'application/json' },
         body: JSON.stringify({ name: 'from-dashboard-key' }),
       });
       assert.equal(created.status, 200);
       const { apiId } = (await created.json()) as { apiId: string };
-      const got = await fetch(`${w.baseUrl}/v1/apis.getApi?apiId=${apiId}`, { headers: { authorization: `Bearer ${rootKey}` } });
+      const got = await fetch(`${s.world.baseUrl}/v1/apis.getApi?apiId=${apiId}`, { headers: { authorization: `Bearer ${rootKey}` } });
       assert.equal(got.status, 200);
 
       // Its last use is recorded in the background, and the list shows it.
       const usedAt = async () =>
-        (await w.store.db.selectFrom('root_keys').select('last_used_at').where('name', '=', 'deploy bot').executeTakeFirstOrThrow())
+        (await s.world.store.db.selectFrom('root_keys').select('last_used_at').where('name', '=', 'deploy bot').executeTakeFirstOrThrow())
           .last_used_at;
       for (let i = 0; i < 100 && (await usedAt()) === null; i++) await new Promise((r) => setTimeout(r, 20));
       assert.ok(((await usedAt()) ?? 0) >= usedFrom, 'last_used_at is the time of the use');
 
       // Shown once: the list shows its start only.
-      await page.goto(`${w.baseUrl}/dashboard/root-keys`);
+      await page.goto(`${s.world.baseUrl}/dashboard/root-keys`);
       assert.equal(await page.getByRole('textbox', { name: 'New root key' }).count(), 0);
       const row = page.getByRole('row').filter({ hasText: 'deploy bot' });
       assert.match((await row.textContent()) ?? '', /api\.\*\.create_api api\.\*\.read_api/);
@@ -75,7 +58,7 @@ for (const dialect of DIALECTS) {
       const revokedAt = Date.now();
       assert.match((await page.getByRole('row').filter({ hasText: 'deploy bot' }).textContent()) ?? '', /revoked/);
 
-      const refused = await fetch(`${w.baseUrl}/v1/apis.getApi?apiId=${apiId}`, { headers: { authorization: `Bearer ${rootKey}` } });
+      const refused = await fetch(`${s.world.baseUrl}/v1/apis.getApi?apiId=${apiId}`, { headers: { authorization: `Bearer ${rootKey}` } });
       assert.equal(refused.status, 401);
       assert.ok(Date.now() - revokedAt < 1000, 'refused within 1 s of the revocation');
       assert.deepEqual(errors, []);
@@ -83,13 +66,13 @@ for (const dialect of DIALECTS) {
     });
 
     it('shows the validation problems of the form next to its fields and creates nothing', async () => {
-      const { page, errors } = await signedIn();
-      await page.goto(`${w.baseUrl}/dashboard/root-keys?form=create`);
-      const before = await w.store.db.selectFrom('root_keys').select('id').execute();
+      const { page, errors } = await s.signedIn();
+      await page.goto(`${s.world.baseUrl}/dashboard/root-keys?form=create`);
+      const before = await s.world.store.db.selectFrom('root_keys').select('id').execute();
       await page.getByRole('textbox', { name: 'Permissions on specific resources' }).fill('api.*.fly');
       await page.getByRole('button', { name: 'Create', exact: true }).click();
       assert.match((await page.getByRole('alert').first().textContent()) ?? '', /unknown action "fly"/);
-      assert.equal((await w.store.db.selectFrom('root_keys').select('id').execute()).length, before.length);
+      assert.equal((await s.world.store.db.selectFrom('root_keys').select('id').execute()).length, before.length);
       await checkPage(page, `${dialect}-root-keys-invalid`);
       assert.deepEqual(errors, []);
       await page.close();

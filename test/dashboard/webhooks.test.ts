@@ -1,33 +1,17 @@
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Browser, Page } from 'playwright-core';
 import { DIALECTS } from '../helpers/harness.ts';
-import { checkPage, dashboardWorld, launchBrowser, watchConsole, type DashboardWorld } from '../helpers/browser.ts';
+import { checkPage, dashboardSuite } from '../helpers/browser.ts';
 
 /** A public address given as a literal: nothing resolves it, and no delivery is attempted by this world's worker. */
 const URL_ = 'https://93.184.216.34/hooks/dashboard';
 
 for (const dialect of DIALECTS) {
   describe(`dashboard webhooks (${dialect})`, () => {
-    let w: DashboardWorld;
-    let browser: Browser;
-    before(async () => {
-      [w, browser] = await Promise.all([dashboardWorld(dialect), launchBrowser()]);
-    });
-    after(async () => {
-      await browser?.close();
-      await w?.close();
-    });
-
-    const signedIn = async (): Promise<{ page: Page; errors: string[] }> => {
-      const page = await browser.newPage();
-      const errors = watchConsole(page);
-      await page.goto(await w.link());
-      return { page, errors };
-    };
+    const s = dashboardSuite(dialect);
 
     it('creates an endpoint (the signing secret shown once), sends a test event, retries, disables, enables and deletes it', async () => {
-      const { page, errors } = await signedIn();
+      const { page, errors } = await s.signedIn();
       await page.getByRole('navigation', { name: 'Dashboard' }).getByRole('link', { name: 'Webhooks', exact: true }).click();
       await page.getByRole('button', { name: 'Create endpoint' }).click();
       await page.getByRole('textbox', { name: 'URL' }).fill(URL_);
@@ -43,7 +27,7 @@ for (const dialect of DIALECTS) {
       assert.equal(await page.getByRole('button', { name: 'Copy' }).count(), 1);
       await checkPage(page, `${dialect}-webhooks-created`);
 
-      await page.goto(`${w.baseUrl}/dashboard/webhooks`);
+      await page.goto(`${s.world.baseUrl}/dashboard/webhooks`);
       assert.ok(!(await page.content()).includes(secret), 'the secret is shown once');
       const row = page.getByRole('row').filter({ hasText: URL_ });
       assert.match((await row.textContent()) ?? '', /key\.created, key\.deleted.*enabled/s);
@@ -55,7 +39,7 @@ for (const dialect of DIALECTS) {
       assert.match((await delivery.textContent()) ?? '', /pending/);
       await checkPage(page, `${dialect}-webhooks-deliveries`);
       const endpointId = new URL(page.url()).pathname.split('/').pop()!;
-      await w.store.db
+      await s.world.store.db
         .updateTable('webhook_deliveries')
         .set({ status: 'failed', attempts: 3, last_status_code: 500 })
         .where('endpoint_id', '=', endpointId)
@@ -66,7 +50,7 @@ for (const dialect of DIALECTS) {
       await page.waitForURL(`**/dashboard/webhooks/${endpointId}`);
       assert.match((await page.getByRole('row').filter({ hasText: 'webhook.test' }).textContent()) ?? '', /pending/);
 
-      await page.goto(`${w.baseUrl}/dashboard/webhooks`);
+      await page.goto(`${s.world.baseUrl}/dashboard/webhooks`);
       await page.getByRole('row').filter({ hasText: URL_ }).getByRole('button', { name: 'Disable' }).click();
       await page.waitForURL('**/dashboard/webhooks');
       assert.match((await page.getByRole('row').filter({ hasText: URL_ }).textContent()) ?? '', /disabled: disabled by a user/);
@@ -78,18 +62,18 @@ for (const dialect of DIALECTS) {
       await page.getByRole('dialog').getByRole('button', { name: 'Delete' }).click();
       await page.waitForURL('**/dashboard/webhooks');
       assert.equal(await page.getByRole('row').filter({ hasText: URL_ }).count(), 0);
-      assert.equal((await w.store.db.selectFrom('webhook_endpoints').select('id').where('id', '=', endpointId).execute()).length, 0);
+      assert.equal((await s.world.store.db.selectFrom('webhook_endpoints').select('id').where('id', '=', endpointId).execute()).length, 0);
       assert.deepEqual(errors, []);
       await page.close();
     });
 
     it('refuses a private address next to the URL field and creates nothing', async () => {
-      const { page, errors } = await signedIn();
-      await page.goto(`${w.baseUrl}/dashboard/webhooks?form=create`);
+      const { page, errors } = await s.signedIn();
+      await page.goto(`${s.world.baseUrl}/dashboard/webhooks?form=create`);
       await page.getByRole('textbox', { name: 'URL' }).fill('https://169.254.169.254/latest');
       await page.getByRole('button', { name: 'Create', exact: true }).click();
       assert.match((await page.locator('.field-error').first().textContent()) ?? '', /link-local/);
-      assert.equal((await w.store.db.selectFrom('webhook_endpoints').select('id').execute()).length, 0);
+      assert.equal((await s.world.store.db.selectFrom('webhook_endpoints').select('id').execute()).length, 0);
       await checkPage(page, `${dialect}-webhooks-invalid`);
       assert.deepEqual(errors, []);
       await page.close();

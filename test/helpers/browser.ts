@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
+import { after, before } from 'node:test';
 import axe from 'axe-core';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { JobQueue } from '../../src/jobs/job-queue.ts';
@@ -96,4 +97,45 @@ export async function checkPage(page: Page, name: string): Promise<void> {
       .filter((v) => v.impact === 'serious' || v.impact === 'critical')
       .map((v) => v.impact + ' ' + v.id + ': ' + v.help + ' at ' + v.nodes.map((n) => n.target.join(' ')).join(', ')))`)) as string[];
   assert.deepEqual(violations, [], `accessibility violations on ${name}`);
+}
+
+/** What the tests of one dashboard suite share: a world and a browser, and pages signed in to the world. */
+export interface DashboardSuite {
+  readonly world: DashboardWorld;
+  readonly browser: Browser;
+  /** A new page (a browser context of its own) signed in to the world's workspace, or `workspaceId`'s; `errors`: its console errors. */
+  signedIn(workspaceId?: string): Promise<{ page: Page; errors: string[] }>;
+}
+
+/** Registers, in the calling `describe`, the start of a dashboard world and a browser before its tests and their close after. */
+export function dashboardSuite(dialect: 'sqlite' | 'postgres', options: WorldOptions = {}): DashboardSuite {
+  let world: DashboardWorld | undefined;
+  let browser: Browser | undefined;
+  before(async () => {
+    [world, browser] = await Promise.all([dashboardWorld(dialect, options), launchBrowser()]);
+  });
+  after(async () => {
+    await browser?.close();
+    await world?.close();
+  });
+  const started = <T>(value: T | undefined): T => {
+    assert.ok(value, 'the suite has not started: use it inside its tests and hooks');
+    return value;
+  };
+  return {
+    get world() {
+      return started(world);
+    },
+    get browser() {
+      return started(browser);
+    },
+    async signedIn(workspaceId?: string) {
+      const w = started(world);
+      const page = await started(browser).newPage();
+      const errors = watchConsole(page);
+      await page.goto(await w.link({ workspaceId: workspaceId ?? w.workspaceId }));
+      assert.equal(new URL(page.url()).pathname, '/dashboard/apis', 'signed in: on the first dashboard page');
+      return { page, errors };
+    },
+  };
 }
