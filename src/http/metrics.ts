@@ -44,10 +44,24 @@ export function createMetrics(withProcessMetrics: boolean) {
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
     registers: [registry],
   });
+  // Each (route, status)'s counter child and each route's histogram child, looked up once: labelling by an
+  // object hashes its labels on every call, a cost every request paid. Routes and statuses are few and fixed
+  // (the routes' paths, HTTP statuses), and neither metric is ever reset, so the children stay valid.
+  const children = new Map<string, { count: Map<number, { inc(): void }>; time: { observe(v: number): void } }>();
   /** Counts one answered request and its time to respond. */
   const observe = (route: string, status: number, seconds: number): void => {
-    requests.inc({ route, status: String(status) });
-    duration.observe({ route }, seconds);
+    let child = children.get(route);
+    if (child === undefined) {
+      child = { count: new Map(), time: duration.labels({ route }) };
+      children.set(route, child);
+    }
+    let count = child.count.get(status);
+    if (count === undefined) {
+      count = requests.labels({ route, status: String(status) });
+      child.count.set(status, count);
+    }
+    count.inc();
+    child.time.observe(seconds);
   };
   const sources: MetricSources = {};
   registerVerificationMetrics(registry, sources);

@@ -58,8 +58,11 @@ export type CachedLookup = (ref: string) => Promise<CachedNamespace | undefined>
  */
 export async function limit(ctx: RatelimitContext, caller: Caller, input: LimitInput): Promise<LimitResponse> {
   const name = input.namespace ?? DEFAULT_NAMESPACE;
-  const namespaces = await namespacesToLimit(ctx, caller, [name], (n) => ctx.namespaces.get(ctx.db, caller.workspaceId, n));
-  const { success, limit, remaining, reset } = await decide(ctx, caller, namespaces.get(name)!, input);
+  // The hot path: a namespace in memory, checked as namespacesToLimit checks a found one.
+  let ns = ctx.namespaces.peek(caller.workspaceId, name);
+  if (ns) requirePermissions(caller, `ratelimit.${ns.id}.limit`);
+  else ns = (await namespacesToLimit(ctx, caller, [name], (n) => ctx.namespaces.get(ctx.db, caller.workspaceId, n))).get(name)!;
+  const { success, limit, remaining, reset } = await decide(ctx, caller, ns, input);
   return { success, limit, remaining, reset };
 }
 
@@ -110,7 +113,8 @@ export function limitRequest(ns: CachedNamespace, input: LimitInput): { request:
 export async function decide(ctx: RatelimitContext, caller: Caller, ns: CachedNamespace, input: LimitInput): Promise<LimitDecision> {
   const { request, override } = limitRequest(ns, input);
   const now = Date.now();
-  const [r] = await ctx.limiter.check([request], now);
+  // An `async` decision is made in memory: no promise per request (the same decision check makes).
+  const r = ctx.limiter.checkInMemory(request, now) ?? (await ctx.limiter.check([request], now))[0];
   ctx.recorder.record({ workspaceId: caller.workspaceId, namespaceId: ns.id, identifier: input.identifier, passed: r.passed, time: now });
   if (!r.passed) ctx.events?.namespaceDenied(caller.workspaceId, ns.id, input.identifier, r.reset);
   return { success: r.passed, limit: r.limit, remaining: r.remaining, reset: r.reset, ...(override ? { overrideId: override.id } : {}) };

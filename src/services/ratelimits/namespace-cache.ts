@@ -44,6 +44,16 @@ export class NamespaceCache implements ChangeListener {
     const key = cacheKey(workspaceId, name);
     const hit = this.#entries.get(key);
     if (hit && hit.expiresAt > Date.now()) return Promise.resolve(hit.ns);
+    return this.#loadShared(db, key, workspaceId, name, opts);
+  }
+
+  /** The namespace `name` of the workspace when its live entry is in memory (no promise, no load), else undefined. */
+  peek(workspaceId: string, name: string): CachedNamespace | undefined {
+    const hit = this.#entries.get(cacheKey(workspaceId, name));
+    return hit && hit.expiresAt > Date.now() ? hit.ns : undefined;
+  }
+
+  #loadShared(db: Executor, key: string, workspaceId: string, name: string, opts: { fresh?: boolean }) {
     const loading = opts.fresh ? undefined : this.#loading.get(key);
     if (loading) return loading;
     const load = this.#load(db, key, workspaceId, name).finally(() => {

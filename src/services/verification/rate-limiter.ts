@@ -74,6 +74,12 @@ export interface LimitResult {
 export interface RateLimiter {
   /** Decides every request; results are in the same order as `requests`. */
   check(requests: LimitRequest[], now?: number): Promise<LimitResult[]>;
+  /**
+   * One `fast` request decided in memory at once, as `check` would decide it (no I/O, no promise: the hot
+   * path of an `async` ratelimits.limit); undefined when `check` must decide it (a `consistent` request, or
+   * a new bucket beyond the fast buckets held). Throws as `check` rejects.
+   */
+  checkInMemory(request: LimitRequest, now: number): LimitResult | undefined;
   /** Stops timers and flushes pending fast-mode counts (rejects if that last flush fails). */
   close(): Promise<void>;
 }
@@ -151,6 +157,16 @@ export function createRateLimiter(opts: RateLimiterOptions): SyncingRateLimiter 
           return { passed, limit: r.limit, remaining: Math.max(0, r.limit - count), reset };
         }),
       );
+    },
+    checkInMemory(r, now) {
+      if (closed) throw new Error('the rate limiter is closed');
+      if (r.type !== 'fast') return undefined;
+      validate(r);
+      if (!Number.isFinite(now)) throw new RangeError(`now must be a finite epoch ms, got ${now}`);
+      const window = Math.floor(now / r.duration);
+      const reset = (window + 1) * r.duration;
+      const decided = fast.decide(counterBucket(r.identifier, r.name, r.limit, r.duration, window), r.cost, r.limit, reset);
+      return decided && { passed: decided.passed, limit: r.limit, remaining: Math.max(0, r.limit - decided.count), reset };
     },
     sync: () => fast.sync(),
     get droppedFastIncrements() {

@@ -349,6 +349,10 @@ for (const dialect of DIALECTS) {
           calls.push('limit');
           return [];
         },
+        checkInMemory: () => {
+          calls.push('limit');
+          return undefined;
+        },
         close: async () => {},
       };
       const recorder = { record: () => calls.push('record') } as unknown as VerificationRecorder;

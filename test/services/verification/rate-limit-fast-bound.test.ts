@@ -57,5 +57,31 @@ for (const dialect of DIALECTS) {
         await limiter.close();
       }
     });
+
+    test('checkInMemory decides a fast request as check does, on the same counter; consistent ones and counters beyond the bound are left to check', async () => {
+      const limiter = createRateLimiter({ db: store.db, syncIntervalMs: NO_BACKGROUND_SYNC, maxFastBuckets: 1 });
+      const now = Date.now();
+      const req = (identifier: string, type: LimitRequest['type'] = 'fast'): LimitRequest => ({
+        identifier,
+        name: 'default',
+        limit: 5,
+        duration: WINDOW,
+        cost: 2,
+        type,
+      });
+      const reset = (Math.floor(now / WINDOW) + 1) * WINDOW;
+      try {
+        assert.deepEqual(limiter.checkInMemory(req('m'), now), { passed: true, limit: 5, remaining: 3, reset });
+        assert.deepEqual(await limiter.check([req('m')], now), [{ passed: true, limit: 5, remaining: 1, reset }]);
+        assert.deepEqual(limiter.checkInMemory(req('m'), now), { passed: false, limit: 5, remaining: 1, reset });
+        assert.equal(limiter.checkInMemory(req('m', 'consistent'), now), undefined);
+        assert.equal(limiter.checkInMemory(req('other'), now), undefined, 'a new counter beyond maxFastBuckets');
+        assert.throws(() => limiter.checkInMemory({ ...req('m'), cost: -1 }, now), RangeError);
+        await limiter.sync();
+        assert.equal(await shared('m', now), 4, 'both admitted decisions, one from each, reach the shared counter');
+      } finally {
+        await limiter.close();
+      }
+    });
   });
 }

@@ -117,6 +117,22 @@ for (const dialect of DIALECTS) {
       assert.equal(reads.n, 2, 'the raced read was not kept');
     });
 
+    test('concurrent requests of a key not cached share one read; one after a change does not join a read from before it', async () => {
+      const { guard, reads } = guarded();
+      const { rootKey, rootKeyId } = await insertRootKey(store.db, { workspaceId, permissions: ['*'] }, OPERATOR);
+      const callers = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => guard.authenticate(bearer(rootKey), 'req_1', '10.0.0.1', T0 + i)),
+      );
+      assert.deepEqual(new Set(callers.map((c) => c.rootKeyId)), new Set([rootKeyId]));
+      assert.equal(reads.n, 1, 'one store read for 20 concurrent requests');
+      guard.cache.clear(); // as the TTL's end: the next requests read again
+      const stale = guard.authenticate(bearer(rootKey), 'req_2', '10.0.0.1', T0 + 100); // its read is in flight
+      await revokeRootKey(store.db, rootKeyId, OPERATOR); // heard at once by the guard
+      await expectKind(guard.authenticate(bearer(rootKey), 'req_3', '10.0.0.1', T0 + 101), 'auth/revoked');
+      await stale.catch(() => {}); // either answer: it was sent before the revocation
+      assert.equal(reads.n, 3, 'the request after the revocation read for itself');
+    });
+
     test('a key remembered as unknown works at once when this process creates it (a given key, as at bootstrap)', async () => {
       const { guard } = guarded({ unknownTtlMs: 60_000 });
       const given = generateRootKey();
