@@ -1,6 +1,7 @@
 import { CompiledQuery, PostgresAdapter } from 'kysely';
 import { insertRows, insertText } from './bulk-statements.ts';
 import type { Insert } from './insert-together.ts';
+import { nameStatement } from './dialects/postgres.ts';
 import { MAX_PARAMS, type Executor } from './store.ts';
 
 /**
@@ -25,6 +26,7 @@ export async function insertTogetherUnless(db: Executor, parts: readonly Insert[
   if (params <= MAX_PARAMS && db.getExecutor().adapter instanceof PostgresAdapter) {
     const shape = present.map((p) => `${p.table}(${Object.keys(p.rows[0]).join(',')})x${p.rows.length}`).join(';');
     const text = insertText(db, `unless ${blocker.sql}: ${shape}`, () => guardedText(present, blocker));
+    nameStatement(text);
     const { rows } = await db.executeQuery<{ held: boolean }>(CompiledQuery.raw(text, [...blocker.parameters, ...rowValues(present)]));
     return !rows[0].held;
   }

@@ -2,6 +2,7 @@ import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { DIALECTS, world, type World } from '../../helpers/harness.ts';
 import { v2Data } from '../../helpers/v2.ts';
+import { openStore } from '../../../src/store/store.ts';
 import { insertOf } from '../../../src/store/insert-together.ts';
 import { insertTogetherUnless } from '../../../src/store/insert-unless.ts';
 
@@ -87,6 +88,23 @@ for (const dialect of DIALECTS) {
       const ids = (await w.store.db.selectFrom('webhook_events').select('id').where('id', 'like', 'evt_%1').execute()).map((r) => r.id);
       assert.ok(ids.includes('evt_free1') && !ids.includes('evt_held1'));
       assert.equal((await w.store.db.selectFrom('webhook_events').select('id').where('id', '=', 'evt_free2').execute()).length, 1);
+    });
+  });
+}
+
+if (DIALECTS.includes('postgres')) {
+  describe('keys.createKey on PostgreSQL without named prepared statements (?prepared_statements=off, for poolers)', () => {
+    test('keys are created and verify', async () => {
+      const w = await world('postgres', { openStore: (url) => openStore(`${url}${url.includes('?') ? '&' : '?'}prepared_statements=off`) });
+      try {
+        const apiId = await w.createApi();
+        for (let i = 0; i < 3; i++) {
+          const { key } = await w.createKey({ apiId });
+          assert.equal((await w.post('/v1/keys.verifyKey', { apiId, key })).json.valid, true);
+        }
+      } finally {
+        await w.close();
+      }
     });
   });
 }
