@@ -66,7 +66,7 @@ export async function createKey(
   };
   const readsFirst = !!(input.roles?.length || input.permissions?.length || created.externalId !== undefined || encryptor);
   // A plain key (the common case) with no endpoint receiving key.created: the key and its audit record in one
-  // statement on PostgreSQL (the check included, no BEGIN/COMMIT), one transaction on SQLite. Where an endpoint
+  // statement on PostgreSQL (the check included, no BEGIN/COMMIT); on SQLite a read, then the inserts. Where an endpoint
   // may receive the event, that writes nothing and the key is written below, with its event.
   if (!readsFirst) {
     const rows = keyInserts(caller, input, created, { links: { role: [], permission: [] }, identityId: null });
