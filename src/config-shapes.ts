@@ -29,6 +29,10 @@ export function databaseUrlProblem(url: string): string | undefined {
   if (schema !== null && !SCHEMA_NAME.test(schema)) {
     return `DATABASE_URL must name a ?schema= of 1..63 letters, digits or _ (not starting with a digit), got "${schema}"`;
   }
+  const prepared = parsed.searchParams.get('prepared_statements');
+  if (prepared !== null && prepared !== 'on' && prepared !== 'off') {
+    return `DATABASE_URL's ?prepared_statements= must be on or off, got "${prepared}"`;
+  }
   return undefined;
 }
 

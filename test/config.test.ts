@@ -76,6 +76,7 @@ describe('config: settings with a shape', () => {
       'postgresql://u:p%40ss@h:5432/db?schema=keyhold_1&sslmode=require',
       'postgres://u:p@[::1]:5432/db',
       'postgres:///db',
+      'postgres://u@h/db?schema=kh&prepared_statements=off',
     ])
       assert.equal(loadConfig({ DATABASE_URL }).databaseUrl, DATABASE_URL);
     for (const REDIS_URL of ['redis://cache', 'redis://cache:6379/', 'rediss://default:p%25w@cache:6380/3', 'redis://[::1]:6379/2'])
@@ -91,6 +92,7 @@ describe('config: settings with a shape', () => {
       [{ DATABASE_URL: 'postgres://u:pw-1@h:/db' }, /^DATABASE_URL must give the port/],
       [{ DATABASE_URL: 'postgres://u:pw-1%@h/db' }, /^DATABASE_URL must percent-encode a %/],
       [{ DATABASE_URL: 'postgres://u:pw-1@h/db?schema=1abc' }, /^DATABASE_URL must name a \?schema=/],
+      [{ DATABASE_URL: 'postgres://u:pw-1@h/db?prepared_statements=no' }, /^DATABASE_URL's \?prepared_statements= must be on or off/],
       [{ REDIS_URL: 'redis://:pw-1@h:0' }, /^REDIS_URL must give the port/],
       [{ REDIS_URL: 'redis://:pw-1@h/x' }, /^REDIS_URL must give the database after the port as a number/],
       [

@@ -91,6 +91,17 @@ const MIGRATIONS: Record<string, Migration> = {
 };
 
 /**
+ * The PostgreSQL URL without Keyhold's own parameters (`schema`, `prepared_statements`), and whether the hot
+ * paths' statements run as named prepared statements: unless `?prepared_statements=off` (for poolers).
+ */
+function connectionOf(url: URL): { connectionString: string; named: boolean } {
+  const named = url.searchParams.get('prepared_statements') !== 'off';
+  url.searchParams.delete('schema');
+  url.searchParams.delete('prepared_statements');
+  return { connectionString: url.toString(), named };
+}
+
+/**
  * Opens the store named by a DATABASE_URL: `sqlite:<path>` (or a bare path) or `postgres://…`.
  * A `schema` query parameter on a PostgreSQL URL selects the schema (default `public`).
  */
@@ -109,9 +120,8 @@ export function openStore(url: string, options: StoreOptions = {}): Store {
     const name = parsed.searchParams.get('schema') ?? 'public';
     if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(name)) throw new Error(`invalid PostgreSQL schema name "${name}"`);
     schema = name;
-    parsed.searchParams.delete('schema');
-    const connectionString = parsed.toString();
-    dialect = postgresDialect(connectionString, name, { ...POSTGRES_TIMEOUTS, ...options.postgres }).dialect;
+    const { connectionString, named } = connectionOf(parsed);
+    dialect = postgresDialect(connectionString, name, { ...POSTGRES_TIMEOUTS, ...options.postgres }, 10, named).dialect;
     openUnlimited = () => new Kysely<Database>({ dialect: postgresDialect(connectionString, name, NO_POSTGRES_TIMEOUTS, 2).dialect });
     caps = { dialect: 'postgres', skipLocked: true, writesOnEventLoop: false };
     listen = (handlers) => listenForNotifications(connectionString, name, handlers);

@@ -5,6 +5,7 @@ import { requireVault, type Vault } from '../../crypto/vault.ts';
 import type { Db, Executor } from '../../store/store.ts';
 import type { KeyRow } from '../../store/schema.ts';
 import { insertOf, insertTogether, type Insert } from '../../store/insert-together.ts';
+import { insertTogetherUnless } from '../../store/insert-unless.ts';
 import { auditRows, callerAudit, type AuditEntry } from '../audit/record-audit.ts';
 import { requirePermissions, type Caller } from '../caller.ts';
 import { ensureIdentity } from '../identities/identities.ts';
@@ -12,7 +13,7 @@ import { requireApi } from '../lookups.ts';
 import type { ApiCache } from '../apis/api-cache.ts';
 import { resolveOrCreateAll, type Named } from '../rbac/find-or-create-by-name.ts';
 import { resolveReferences } from '../rbac/resolve-references.ts';
-import { emitEvent, subscribedEndpoints } from '../webhooks/emit.ts';
+import { emitEvent, mayReceive, subscribedEndpoints } from '../webhooks/emit.ts';
 import { announceJobs } from '../../jobs/queue.ts';
 import { defaultRatelimitRow, keyAttributeProblems, namedRatelimitRow, refillColumns, type KeyAttributes } from './key-attributes.ts';
 
@@ -63,11 +64,17 @@ export async function createKey(
     await insertTogether(db, keyInserts(caller, input, created, { links, identityId: identity?.id ?? null, sealed }));
     await emitEvent(db, caller.workspaceId, 'key.created', { keyId: created.keyId, apiId: api.id }, { endpointIds, now: created.now });
   };
-  // Read before: with no endpoint receiving key.created (the common case) creating a key writes nothing more.
+  const readsFirst = !!(input.roles?.length || input.permissions?.length || created.externalId !== undefined || encryptor);
+  // A plain key (the common case) with no endpoint receiving key.created: the key and its audit record in one
+  // statement on PostgreSQL (the check included, no BEGIN/COMMIT); on SQLite a read, then the inserts. Where an endpoint
+  // may receive the event, that writes nothing and the key is written below, with its event.
+  if (!readsFirst) {
+    const rows = keyInserts(caller, input, created, { links: { role: [], permission: [] }, identityId: null });
+    if (await insertTogetherUnless(db, rows, mayReceive(caller.workspaceId, 'key.created'))) return { keyId: created.keyId, key };
+  }
   const endpointIds = await subscribedEndpoints(db, caller.workspaceId, 'key.created');
   // The inserts are atomic by themselves (insertTogether): only reads and writes before them, or an event
-  // after them, need a transaction around all (on PostgreSQL a plain key is one statement, no BEGIN/COMMIT).
-  const readsFirst = !!(input.roles?.length || input.permissions?.length || created.externalId !== undefined || encryptor);
+  // after them, need a transaction around all.
   if (readsFirst || endpointIds.length) await db.transaction().execute(write);
   else await write(db);
   if (endpointIds.length) announceJobs();

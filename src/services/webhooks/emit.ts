@@ -1,6 +1,7 @@
 import { newId } from '../../domain/ids.ts';
 import type { EventType } from '../../domain/webhook-events.ts';
 import { enqueue } from '../../jobs/queue.ts';
+import type { Condition } from '../../store/insert-unless.ts';
 import type { Executor } from '../../store/store.ts';
 import type { ChangeSet } from '../changes.ts';
 
@@ -41,6 +42,17 @@ export async function subscribedEndpoints(db: Executor, workspaceId: string, typ
     .execute();
   return rows.filter((e) => (JSON.parse(e.events) as string[]).includes(type)).map((e) => e.id);
 }
+
+/**
+ * A condition that holds when some enabled endpoint of the workspace may receive `type`: for a change that
+ * emits nothing in the common case, written with insertTogetherUnless so that the check costs no statement of
+ * its own. It holds for every endpoint subscribedEndpoints names (the events are stored as a JSON array of
+ * event names, in which each name appears quoted); where it holds, the change reads them and emits as usual.
+ */
+export const mayReceive = (workspaceId: string, type: EventType): Condition => ({
+  sql: 'select 1 from webhook_endpoints where workspace_id = ? and enabled = 1 and events like ?',
+  parameters: [workspaceId, `%${JSON.stringify(type)}%`],
+});
 
 export interface EmitOptions {
   /** The endpoints to deliver to (a test event's one, or subscribedEndpoints read before); default: those subscribed now. */

@@ -55,6 +55,7 @@ export function postgresDialect(
   schema: string,
   timeouts: PostgresTimeouts = POSTGRES_TIMEOUTS,
   poolSize = 10,
+  namedStatements = false,
 ): { dialect: Dialect; pool: pg.Pool } {
   const pool = new pg.Pool({
     connectionString,
@@ -74,12 +75,30 @@ export function postgresDialect(
       /* a checked-out client's connection broke: its statement fails with the error, and the pool drops it on release */
     });
   });
-  return { dialect: new PostgresDialect({ pool: timedPool(pool, timeouts.queryMs) }), pool };
+  return { dialect: new PostgresDialect({ pool: timedPool(pool, timeouts.queryMs, namedStatements) }), pool };
 }
 
-/** The pool as Kysely sees it, with the client-side statement deadline on every client. */
-function timedPool(pool: pg.Pool, queryMs: number): PostgresPool {
-  if (!queryMs) return pool as unknown as PostgresPool;
+/**
+ * Statements run as named prepared statements where the store allows it (see nameStatement), by text. Bounded:
+ * a name is never given to another text, and each connection keeps every statement it prepared.
+ */
+const statementNames = new Map<string, string>();
+const MAX_NAMED_STATEMENTS = 32;
+
+/**
+ * Marks `sql` (a statement run on every request of a hot path, whose text is cached) to be prepared once per
+ * connection under a name, then only bound and executed: PostgreSQL parses and plans it once per connection
+ * instead of on every request. Only on stores opened with prepared statements on (the default; a pooler in
+ * transaction mode may need them off, see docs/postgresql.md).
+ */
+export function nameStatement(sql: string): void {
+  if (statementNames.has(sql) || statementNames.size >= MAX_NAMED_STATEMENTS) return;
+  statementNames.set(sql, `keyhold_${statementNames.size + 1}`);
+}
+
+/** The pool as Kysely sees it, with the client-side statement deadline on every client and named statements if on. */
+function timedPool(pool: pg.Pool, queryMs: number, named: boolean): PostgresPool {
+  if (!queryMs && !named) return pool as unknown as PostgresPool;
   // One wrapper per client, so Kysely (which keeps a connection per client object) sees the same one each time.
   const wrappers = new WeakMap<pg.PoolClient, PostgresPoolClient>();
   return {
@@ -87,7 +106,7 @@ function timedPool(pool: pg.Pool, queryMs: number): PostgresPool {
       const client = await pool.connect();
       let wrapper = wrappers.get(client);
       if (!wrapper) {
-        wrapper = timedClient(client, queryMs);
+        wrapper = timedClient(client, queryMs, named);
         wrappers.set(client, wrapper);
       }
       return wrapper;
@@ -96,10 +115,14 @@ function timedPool(pool: pg.Pool, queryMs: number): PostgresPool {
   };
 }
 
-function timedClient(client: pg.PoolClient, queryMs: number): PostgresPoolClient {
+function timedClient(client: pg.PoolClient, queryMs: number, named: boolean): PostgresPoolClient {
   let broken = false;
+  const send = (sql: string, parameters: ReadonlyArray<unknown>): Promise<pg.QueryResult> => {
+    const name = named ? statementNames.get(sql) : undefined;
+    return name ? client.query({ name, text: sql, values: [...parameters] }) : client.query(sql, [...parameters]);
+  };
   const query = (sql: string, parameters: ReadonlyArray<unknown>) =>
-    withDeadline(client.query(sql, [...parameters]), queryMs, () => {
+    withDeadline(send(sql, parameters), queryMs, () => {
       // The connection may be dead without having said so: discard it (its statement then fails with
       // nobody waiting for it), and have the pool drop the client when it comes back instead of reusing it.
       broken = true;
