@@ -12,14 +12,20 @@ export const MAX_REMAINING = Number.MAX_SAFE_INTEGER;
  * (PostgreSQL) or the write lock (SQLite) makes it exact under any concurrency and any number of processes:
  * N calls on R credits succeed exactly min(N, R) times (for cost 1). Returns what is left, or null when refused.
  */
-export async function decrementCreditsIfEnough(db: Executor, keyId: string, cost: number): Promise<number | null> {
-  const { rows } = await db.executeQuery<{ remaining: number }>({ ...decrementQuery(db), parameters: [cost, keyId, cost] });
+export async function decrementCreditsIfEnough(
+  db: Executor,
+  keyId: string,
+  cost: number,
+  compiledBy: Executor = db,
+): Promise<number | null> {
+  const { rows } = await db.executeQuery<{ remaining: number }>({ ...decrementQuery(compiledBy), parameters: [cost, keyId, cost] });
   return rows.length ? rows[0].remaining : null;
 }
 
 /**
- * decrementCreditsIfEnough's statement, compiled once per database (or transaction): every verification of
- * a key with credits runs it, so building the same query each time is work for nothing. Its parameters
+ * decrementCreditsIfEnough's statement, compiled once per database (or transaction; a caller running it in a
+ * transaction of that database may pass the database as `compiledBy`): every verification of a key with
+ * credits runs it, so building the same query each time is work for nothing. Its parameters
  * are cost, key id, cost.
  */
 const decrementQueries = new WeakMap<Executor, CompiledQuery<{ remaining: number }>>();
