@@ -106,14 +106,7 @@ export async function deleteApi(db: Db, caller: Caller, apiId: string): Promise<
     await emitKeysDeleted(tx, caller.workspaceId, keys, false, { now, changes });
     await recordAudit(
       tx,
-      [
-        callerAudit(
-          caller,
-          'api.delete',
-          { type: 'api', id: apiId },
-          { diff: { name: api.name, deletedKeys: keys.length } },
-        ),
-      ],
+      [callerAudit(caller, 'api.delete', { type: 'api', id: apiId }, { diff: { name: api.name, deletedKeys: keys.length } })],
       now,
     );
   });
