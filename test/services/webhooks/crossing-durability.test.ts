@@ -7,6 +7,7 @@ import { createVault } from '../../../src/crypto/vault.ts';
 import { JobQueue } from '../../../src/jobs/job-queue.ts';
 import { Worker } from '../../../src/jobs/worker.ts';
 import { workerTasks } from '../../../src/services/worker-tasks.ts';
+import { refillDueKeys } from '../../../src/services/keys/credits.ts';
 import type { WebhookSettings } from '../../../src/services/webhooks/settings.ts';
 
 const SETTINGS: WebhookSettings = { allowPrivate: true, timeoutMs: 2000, retrySchedule: [0, 200] };
@@ -109,6 +110,29 @@ for (const dialect of DIALECTS) {
         eventsOf(keyId).map((p) => [p.type, p.data]),
         [['key.credits.refilled', { keyId, apiId, remaining: 50 }]],
       );
+    });
+
+    test('the refill sweep refills the keys of a subscribed workspace with their events, once; others without', async () => {
+      const mine = await w.createKey({ apiId, remaining: 3, refill: { interval: 'daily', amount: 40 } });
+      const other = await w.otherWorkspace();
+      const otherKey = await w.createKey(
+        { apiId: await w.createApi('quiet', other.root), remaining: 3, refill: { interval: 'daily', amount: 40 } },
+        other.root,
+      );
+      const longAgo = Date.now() - 3 * 86_400_000;
+      await w.store.db.updateTable('keys').set({ last_refill_at: longAgo }).where('id', 'in', [mine.keyId, otherKey.keyId]).execute();
+      const now = Date.now();
+      assert.ok((await refillDueKeys(w.store.db, now)) >= 2);
+      await refillDueKeys(w.store.db, now + 1000);
+      assert.equal((await remainingOf(mine.keyId)).remaining, 40);
+      assert.equal((await remainingOf(otherKey.keyId)).remaining, 40);
+      await until('key.credits.refilled', () => eventsOf(mine.keyId).length >= 1, 3000);
+      await new Promise((r) => setTimeout(r, 400));
+      assert.deepEqual(
+        eventsOf(mine.keyId).map((p) => [p.type, p.data]),
+        [['key.credits.refilled', { keyId: mine.keyId, apiId, remaining: 40 }]],
+      );
+      assert.equal(eventsOf(otherKey.keyId).length, 0);
     });
   });
 }
