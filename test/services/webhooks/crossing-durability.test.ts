@@ -112,6 +112,25 @@ for (const dialect of DIALECTS) {
       );
     });
 
+    test('50 concurrent verifications (spends of one key may share a statement): each threshold reported once', async () => {
+      const { key, keyId } = await w.createKey({ apiId, remaining: 55 });
+      const answers = await Promise.all(Array.from({ length: 50 }, () => w.post<{ valid: boolean }>('/v1/keys.verifyKey', { key })));
+      assert.equal(answers.filter((a) => a.json.valid).length, 50);
+      await until('key.credits.low', () => eventsOf(keyId).length >= 1, 3000);
+      const more = await Promise.all(Array.from({ length: 10 }, () => w.post<{ valid: boolean }>('/v1/keys.verifyKey', { key })));
+      assert.equal(more.filter((a) => a.json.valid).length, 5);
+      await until('key.credits.exhausted', () => eventsOf(keyId).length >= 2, 3000);
+      await new Promise((r) => setTimeout(r, 400));
+      const got = eventsOf(keyId);
+      assert.deepEqual(
+        got.map((p) => p.type),
+        ['key.credits.low', 'key.credits.exhausted'],
+      );
+      const low = got[0].data;
+      assert.equal(low.threshold, 10);
+      assert.ok(Number(low.remaining) < 10 && Number(low.remaining) >= 5, `remaining ${low.remaining}: after the statement that crossed`);
+    });
+
     test('the refill sweep refills the keys of a subscribed workspace with their events, once; others without', async () => {
       const mine = await w.createKey({ apiId, remaining: 3, refill: { interval: 'daily', amount: 40 } });
       const other = await w.otherWorkspace();
