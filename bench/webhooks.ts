@@ -8,7 +8,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadavg } from 'node:os';
 import { PLENTY, VERIFY_PATH } from './cases.ts';
-import { positiveInt, runStandalone, sleep } from './processes.ts';
+import { positiveInt, processCpuSeconds, runStandalone, sleep } from './processes.ts';
 import { autocannon, call, startServer, type Load } from './server.ts';
 import { scratchStore } from './scratch-store.ts';
 
@@ -31,6 +31,12 @@ runStandalone(async () => {
   const check = await call(server, load);
   if (check.json?.valid !== true) throw new Error(`setup: ${JSON.stringify(check.json)}`);
   const rates: Record<'without' | 'with', number[]> = { without: [], with: [] };
+  /** Server CPU µs per request of each round (user + system). */
+  const cpu: Record<'without' | 'with', number[]> = { without: [], with: [] };
+  const cpuSeconds = async () => {
+    const c = await processCpuSeconds(server.child.pid);
+    return c ? c.user + c.system : Number.NaN;
+  };
   const loads: number[] = [];
   for (let round = 0; round < ROUNDS; round++) {
     for (const mode of ['without', 'with'] as const) {
@@ -38,12 +44,16 @@ runStandalone(async () => {
       if (mode === 'with') endpointId = (await admin('/v1/webhooks.createEndpoint', { url: hook })).json.endpointId;
       await sleep(SUBSCRIPTIONS_TTL_MS + 500);
       await call(server, load); // the subscriptions are read again here, before the measured seconds
+      const cpuBefore = await cpuSeconds();
       const r = await autocannon(server, load, SECONDS, { connections: 50, pipelining: 1 });
       if (r.non2xx || r.errors) throw new Error(`${mode}: ${r.non2xx} non-2xx, ${r.errors} errors`);
       rates[mode].push(r.requests.average);
+      cpu[mode].push((((await cpuSeconds()) - cpuBefore) * 1e6) / (r.requests.average * SECONDS));
       loads.push(loadavg()[0]);
       if (endpointId) await admin('/v1/webhooks.deleteEndpoint', { endpointId });
-      console.log(`round ${round + 1} ${mode} endpoint: ${Math.round(r.requests.average)} req/s (p99 ${r.latency.p99} ms)`);
+      console.log(
+        `round ${round + 1} ${mode} endpoint: ${Math.round(r.requests.average)} req/s (p99 ${r.latency.p99} ms, server CPU ${Math.round(cpu[mode].at(-1)!)} µs/request)`,
+      );
     }
   }
   const ratios = rates.with.map((w, i) => w / rates.without[i]);
@@ -51,6 +61,7 @@ runStandalone(async () => {
     `verifyKey with credits, endpoint subscribed to every type / none: ${(median(rates.with) / median(rates.without)).toFixed(3)} ` +
       `(ratio of the medians); median of the rounds' ratios ${median(ratios).toFixed(3)} ` +
       `(rounds ${ratios.map((r) => r.toFixed(3)).join(', ')}; median ${Math.round(median(rates.with))} vs ${Math.round(median(rates.without))} req/s; ` +
+      `server CPU median ${Math.round(median(cpu.with))} vs ${Math.round(median(cpu.without))} µs/request; ` +
       `load average ${Math.min(...loads).toFixed(1)}..${Math.max(...loads).toFixed(1)})`,
   );
   receiver.close();

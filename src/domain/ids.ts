@@ -24,6 +24,7 @@ export type IdPrefix =
   | 'whep'
   | 'evt'
   | 'whdl'
+  | 'wcc'
   | 'dsu';
 
 // Random bytes are drawn from the OS in blocks, not one call per id (ids are made for every key imported).

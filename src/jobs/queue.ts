@@ -84,26 +84,28 @@ export async function enqueue<K extends TaskName>(
   payload: TaskPayloads[K],
   opts: EnqueueOptions = {},
 ): Promise<string> {
+  const row = jobRow(task, payload, opts);
+  await db.insertInto('jobs').values(row).execute();
+  return row.id;
+}
+
+/** The row of a new pending job (enqueue's), for a caller that inserts many together. */
+export function jobRow<K extends TaskName>(task: K, payload: TaskPayloads[K], opts: EnqueueOptions = {}): JobRow {
   const now = opts.now ?? Date.now();
-  const id = newId('job');
-  await db
-    .insertInto('jobs')
-    .values({
-      id,
-      task,
-      payload: JSON.stringify(payload),
-      status: 'pending',
-      attempts: 0,
-      max_attempts: opts.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
-      run_at: opts.runAt ?? now,
-      locked_at: null,
-      locked_by: null,
-      last_error: null,
-      created_at: now,
-      updated_at: now,
-    })
-    .execute();
-  return id;
+  return {
+    id: newId('job'),
+    task,
+    payload: JSON.stringify(payload),
+    status: 'pending',
+    attempts: 0,
+    max_attempts: opts.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
+    run_at: opts.runAt ?? now,
+    locked_at: null,
+    locked_by: null,
+    last_error: null,
+    created_at: now,
+    updated_at: now,
+  };
 }
 
 /** Process-wide: `enqueued` is emitted after a commit that enqueued jobs, so this process' workers poll at once. */

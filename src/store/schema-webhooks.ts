@@ -1,4 +1,4 @@
-/** Row types of the webhook tables (schema migration 0008), as Kysely sees them. Times are epoch ms. */
+/** Row types of the webhook tables (schema migrations 0008 and 0010), as Kysely sees them. Times are epoch ms. */
 export interface WebhookEndpointRow {
   id: string;
   workspace_id: string;
@@ -43,4 +43,14 @@ export interface WebhookDeliveryRow {
   created_at: number;
   updated_at: number;
   delivered_at: number | null;
+}
+/** A spend's crossing of credit thresholds, written with the spend (PostgreSQL) and turned into events in the background. */
+export interface WebhookCreditCrossingRow {
+  id: string;
+  workspace_id: string;
+  key_id: string;
+  api_id: string;
+  remaining_before: number;
+  remaining_after: number;
+  created_at: number;
 }

@@ -1,4 +1,4 @@
-import type { WebhookDeliveryRow, WebhookEndpointRow, WebhookEventRow } from './schema-webhooks.ts';
+import type { WebhookCreditCrossingRow, WebhookDeliveryRow, WebhookEndpointRow, WebhookEventRow } from './schema-webhooks.ts';
 import type { DashboardMemberRow, DashboardUserRow } from './schema-dashboard.ts';
 
 /** Row types of the store, as Kysely sees them. Times are epoch ms, flags 0/1, JSON documents text. */
@@ -283,6 +283,7 @@ export interface Database {
   webhook_endpoints: WebhookEndpointRow;
   webhook_events: WebhookEventRow;
   webhook_deliveries: WebhookDeliveryRow;
+  webhook_credit_crossings: WebhookCreditCrossingRow;
   dashboard_users: DashboardUserRow;
   dashboard_members: DashboardMemberRow;
 }

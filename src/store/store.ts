@@ -17,6 +17,7 @@ import * as retentionIndexes from './schema-migrations/0006-retention-indexes.ts
 import * as verificationExportIndex from './schema-migrations/0007-verification-export-index.ts';
 import * as webhooks from './schema-migrations/0008-webhooks.ts';
 import * as dashboardMembers from './schema-migrations/0009-dashboard-members.ts';
+import * as webhookCreditCrossings from './schema-migrations/0010-webhook-credit-crossings.ts';
 
 export type Db = Kysely<Database>;
 export type Tx = Transaction<Database>;
@@ -33,6 +34,8 @@ export interface Capabilities {
    * every request: background work keeps each of its statements short and pauses between them.
    */
   writesOnEventLoop: boolean;
+  /** Data-modifying statements inside WITH (`WITH a AS (UPDATE … RETURNING …) INSERT … SELECT … FROM a`): two writes, one statement. */
+  writableCtes: boolean;
 }
 
 export interface Store {
@@ -88,6 +91,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0007-verification-export-index': verificationExportIndex,
   '0008-webhooks': webhooks,
   '0009-dashboard-members': dashboardMembers,
+  '0010-webhook-credit-crossings': webhookCreditCrossings,
 };
 
 /**
@@ -123,14 +127,14 @@ export function openStore(url: string, options: StoreOptions = {}): Store {
     const { connectionString, named } = connectionOf(parsed);
     dialect = postgresDialect(connectionString, name, { ...POSTGRES_TIMEOUTS, ...options.postgres }, 10, named).dialect;
     openUnlimited = () => new Kysely<Database>({ dialect: postgresDialect(connectionString, name, NO_POSTGRES_TIMEOUTS, 2).dialect });
-    caps = { dialect: 'postgres', skipLocked: true, writesOnEventLoop: false };
+    caps = { dialect: 'postgres', skipLocked: true, writesOnEventLoop: false, writableCtes: true };
     listen = (handlers) => listenForNotifications(connectionString, name, handlers);
     parsed.password = '';
     describe = `${parsed.toString()} (schema ${schema})`;
   } else {
     const path = url.replace(/^sqlite:/, '');
     dialect = sqliteDialect(path, options.sqliteBusyTimeoutMs ?? SQLITE_BUSY_TIMEOUT_MS);
-    caps = { dialect: 'sqlite', skipLocked: false, writesOnEventLoop: true };
+    caps = { dialect: 'sqlite', skipLocked: false, writesOnEventLoop: true, writableCtes: false };
     describe = `sqlite:${path}`;
     backup = (targetPath) => backupSqliteFile(path, targetPath);
   }

@@ -34,6 +34,7 @@ export const ALL_TABLES = [
   'webhook_endpoints',
   'webhook_events',
   'webhook_deliveries',
+  'webhook_credit_crossings',
   'dashboard_users',
   'dashboard_members',
 ] as const satisfies ReadonlyArray<keyof Database>;

@@ -1,15 +1,20 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { sql } from 'kysely';
 import { DIALECTS, freshStore } from '../helpers/harness.ts';
 import { until, verifiedPayloads, webhookReceiver } from '../helpers/webhook-receiver.ts';
 import { newRootKey, SpawnedServer } from './spawned-server.ts';
+import { openStore } from '../../src/store/store.ts';
 
 /**
  * An event committed is delivered across kill -9 (the outbox). (1) A server whose worker is off commits a test
  * event and is killed with SIGKILL before anything delivers it; a server started on the same database
  * delivers it. (2) A server is killed while its attempt waits for the receiver's answer (after the commit,
  * before the outcome is recorded); the next server takes the job over once its lock is older than the
- * visibility timeout (30 s) and delivers it again, with the same webhook-id.
+ * visibility timeout (30 s) and delivers it again, with the same webhook-id. (3) A verification takes a key's
+ * credits below the endpoint's threshold and the server is killed before the event is delivered — on
+ * PostgreSQL before the crossing the spend recorded is even turned into an event (webhook_events is held
+ * locked meanwhile) —; a server started on the same database delivers key.credits.low, once.
  */
 
 const MASTER = `test:${Buffer.alloc(32, 9).toString('base64')}`;
@@ -56,6 +61,54 @@ for (const dialect of DIALECTS) {
       await until('the delivery after the restart', () => rx.got.length === 1, 10_000);
       assert.equal(verifiedPayloads(rx.got, secret)[0].type, 'webhook.test');
       assert.equal(rx.got[0].headers['webhook-id'], eventId);
+      await second.stop();
+      await rx.close();
+    });
+
+    test('a credit crossing committed, killed before its event was written or delivered: delivered after the restart', {
+      timeout: 60_000,
+    }, async () => {
+      const rx = await webhookReceiver();
+      const first = await start(0);
+      const created = await first.post<{ secret: string }>(
+        '/v1/webhooks.createEndpoint',
+        { url: rx.url, events: ['key.credits.low'], creditsLowBelow: 5 },
+        root,
+      );
+      const api = await first.post<{ apiId: string }>('/v1/apis.createApi', { name: 'crossing-crash' }, root);
+      const key = await first.post<{ keyId: string; key: string }>('/v1/keys.createKey', { apiId: api.json.apiId, remaining: 5 }, root);
+      // PostgreSQL: the spend's own statement records the crossing; the step that turns it into an event waits on this lock.
+      const holder = dialect === 'postgres' ? openStore(db.url) : undefined;
+      let release = () => {};
+      const held = new Promise<void>((r) => (release = r));
+      let locked = () => {};
+      const lockTaken = new Promise<void>((r) => (locked = r));
+      const holding = holder?.db.transaction().execute(async (tx) => {
+        await sql`lock table webhook_events in access exclusive mode`.execute(tx);
+        locked();
+        await held;
+      });
+      if (!holder) locked();
+      await lockTaken;
+      const verified = await first.post<{ valid: boolean; remaining: number }>('/v1/keys.verifyKey', { key: key.json.key }, root);
+      assert.deepEqual([verified.json.valid, verified.json.remaining], [true, 4]);
+      if (holder) {
+        await new Promise((r) => setTimeout(r, 300));
+        assert.equal((await db.store.db.selectFrom('webhook_credit_crossings').select('key_id').execute()).length, 1);
+      }
+      await first.kill();
+      release();
+      await holding;
+      await holder?.close();
+      assert.equal(rx.got.length, 0);
+      const second = await start(1);
+      await until('key.credits.low after the restart', () => rx.got.length === 1, 15_000);
+      await new Promise((r) => setTimeout(r, 500));
+      const got = verifiedPayloads(rx.got, created.json.secret);
+      assert.deepEqual(
+        got.map((p) => [p.type, p.data]),
+        [['key.credits.low', { keyId: key.json.keyId, apiId: api.json.apiId, remaining: 4, threshold: 5 }]],
+      );
       await second.stop();
       await rx.close();
     });

@@ -4,7 +4,7 @@ import type { Db } from '../../store/store.ts';
 import { recordAudit, callerAudit } from '../audit/record-audit.ts';
 import { requirePermissions, type Caller } from '../caller.ts';
 import { attachPlaintexts, loadKeyViews, type KeyView } from '../keys/key-view.ts';
-import { removeKeys } from '../keys/keys.ts';
+import { emitKeysDeleted, removeKeys } from '../keys/keys.ts';
 import { requireVault, type Vault } from '../../crypto/vault.ts';
 import { requireApi } from '../lookups.ts';
 import { splitPage } from '../pagination.ts';
@@ -79,7 +79,7 @@ export async function listApis(
   return { apis: page.map((r) => ({ id: r.id, name: r.name, createdAt: r.created_at, keys: Number(r.keys ?? 0) })), cursor };
 }
 
-/** Soft-deletes the API and every live key of it in one transaction. */
+/** Soft-deletes the API and every live key of it in one transaction (key.deleted for each key). */
 export async function deleteApi(db: Db, caller: Caller, apiId: string): Promise<void> {
   await transact(db, async (tx, changes) => {
     const api = await requireApi(tx, caller.workspaceId, apiId);
@@ -101,17 +101,12 @@ export async function deleteApi(db: Db, caller: Caller, apiId: string): Promise<
       .set({ deleted_at: now, updated_at: now })
       .where('api_id', '=', apiId)
       .where('deleted_at', 'is', null)
-      .executeTakeFirst();
+      .returning(['id', 'api_id'])
+      .execute();
+    await emitKeysDeleted(tx, caller.workspaceId, keys, false, { now, changes });
     await recordAudit(
       tx,
-      [
-        callerAudit(
-          caller,
-          'api.delete',
-          { type: 'api', id: apiId },
-          { diff: { name: api.name, deletedKeys: Number(keys.numUpdatedRows) } },
-        ),
-      ],
+      [callerAudit(caller, 'api.delete', { type: 'api', id: apiId }, { diff: { name: api.name, deletedKeys: keys.length } })],
       now,
     );
   });
@@ -128,7 +123,7 @@ export async function deleteKeys(db: Db, caller: Caller, apiId: string, permanen
   return transact(db, async (tx, changes) => {
     await requireApi(tx, caller.workspaceId, apiId);
     requirePermissions(caller, `api.${apiId}.delete_key`);
-    const deleted = await removeKeys(tx, caller, { apiId }, { permanent, alsoSoftDeleted: permanent });
+    const deleted = await removeKeys(tx, caller, { apiId }, { permanent, alsoSoftDeleted: permanent, changes });
     if (deleted.length > 0) changes.api(apiId);
     return { deletedKeys: deleted.length };
   });

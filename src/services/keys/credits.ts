@@ -1,6 +1,8 @@
 import { lastRefillDue } from '../../domain/refill.ts';
 import type { CompiledQuery, ExpressionBuilder } from 'kysely';
-import type { Executor } from '../../store/store.ts';
+import type { Db, Executor } from '../../store/store.ts';
+import { announceJobs } from '../../jobs/queue.ts';
+import { emitEvents } from '../webhooks/emit.ts';
 import type { Database } from '../../store/schema.ts';
 
 /** The largest credit count a key can hold. */
@@ -12,14 +14,20 @@ export const MAX_REMAINING = Number.MAX_SAFE_INTEGER;
  * (PostgreSQL) or the write lock (SQLite) makes it exact under any concurrency and any number of processes:
  * N calls on R credits succeed exactly min(N, R) times (for cost 1). Returns what is left, or null when refused.
  */
-export async function decrementCreditsIfEnough(db: Executor, keyId: string, cost: number): Promise<number | null> {
-  const { rows } = await db.executeQuery<{ remaining: number }>({ ...decrementQuery(db), parameters: [cost, keyId, cost] });
+export async function decrementCreditsIfEnough(
+  db: Executor,
+  keyId: string,
+  cost: number,
+  compiledBy: Executor = db,
+): Promise<number | null> {
+  const { rows } = await db.executeQuery<{ remaining: number }>({ ...decrementQuery(compiledBy), parameters: [cost, keyId, cost] });
   return rows.length ? rows[0].remaining : null;
 }
 
 /**
- * decrementCreditsIfEnough's statement, compiled once per database (or transaction): every verification of
- * a key with credits runs it, so building the same query each time is work for nothing. Its parameters
+ * decrementCreditsIfEnough's statement, compiled once per database (or transaction; a caller running it in a
+ * transaction of that database may pass the database as `compiledBy`): every verification of a key with
+ * credits runs it, so building the same query each time is work for nothing. Its parameters
  * are cost, key id, cost.
  */
 const decrementQueries = new WeakMap<Executor, CompiledQuery<{ remaining: number }>>();
@@ -70,26 +78,56 @@ export async function refillIfDue(db: Executor, keyId: string, amount: number, d
 /**
  * Refills every key whose refill is due (the sweep behind getKey/listKeys showing refilled credits even
  * before a verification touches the key). Same guard as refillIfDue, so sweeps on several nodes and
- * verifications never refill a key twice in one period. Returns how many keys were refilled.
+ * verifications never refill a key twice in one period. The keys of workspaces with an endpoint receiving
+ * key.credits.refilled are refilled in a transaction with their events (one per key); the others by one
+ * plain statement per schedule. Returns how many keys were refilled.
  */
-export async function refillDueKeys(db: Executor, now: number): Promise<number> {
+export async function refillDueKeys(db: Db, now: number): Promise<number> {
   const schedules: Array<{ interval: 'daily' | 'monthly'; refillDay: number | null }> = [
     { interval: 'daily', refillDay: null },
     ...Array.from({ length: 31 }, (_, i) => ({ interval: 'monthly' as const, refillDay: i + 1 })),
   ];
+  // `events` is a JSON array of type names: the quoted name matches exactly that element.
+  const subscribed = db
+    .selectFrom('webhook_endpoints')
+    .select('workspace_id')
+    .where('enabled', '=', 1)
+    .where('events', 'like', '%"key.credits.refilled"%');
+  const anySubscribed = (await subscribed.limit(1).executeTakeFirst()) !== undefined;
   let refilled = 0;
+  let emitted = false;
   for (const s of schedules) {
     const due = lastRefillDue(s, now);
-    let q = db
-      .updateTable('keys')
-      .set((eb) => ({ remaining: eb.ref('refill_amount'), last_refill_at: now }))
-      .where('refill_interval', '=', s.interval)
-      .where('refill_amount', 'is not', null)
-      .where('deleted_at', 'is', null)
-      .where(notRefilledSince(due));
-    if (s.refillDay !== null) q = q.where('refill_day', '=', s.refillDay);
-    refilled += Number((await q.executeTakeFirst()).numUpdatedRows);
+    const dueKeys = (tx: Executor) => {
+      let q = tx
+        .updateTable('keys')
+        .set((eb) => ({ remaining: eb.ref('refill_amount'), last_refill_at: now }))
+        .where('refill_interval', '=', s.interval)
+        .where('refill_amount', 'is not', null)
+        .where('deleted_at', 'is', null)
+        .where(notRefilledSince(due));
+      if (s.refillDay !== null) q = q.where('refill_day', '=', s.refillDay);
+      return q;
+    };
+    if (!anySubscribed) {
+      refilled += Number((await dueKeys(db).executeTakeFirst()).numUpdatedRows);
+      continue;
+    }
+    const withEvents = await db.transaction().execute(async (tx) => {
+      const rows = await dueKeys(tx)
+        .where('workspace_id', 'in', subscribed)
+        .returning(['id', 'workspace_id', 'api_id', 'remaining'])
+        .execute();
+      const byWorkspace = Map.groupBy(rows, (r) => r.workspace_id);
+      for (const [workspaceId, keys] of byWorkspace) {
+        const datas = keys.map((k) => ({ keyId: k.id, apiId: k.api_id, remaining: k.remaining }));
+        emitted = (await emitEvents(tx, workspaceId, 'key.credits.refilled', datas, { now })) > 0 || emitted;
+      }
+      return rows.length;
+    });
+    refilled += withEvents + Number((await dueKeys(db).where('workspace_id', 'not in', subscribed).executeTakeFirst()).numUpdatedRows);
   }
+  if (emitted) announceJobs();
   return refilled;
 }
 

@@ -8,8 +8,8 @@ import { recordAudit, callerAudit } from '../audit/record-audit.ts';
 import { requirePermissions, type Caller } from '../caller.ts';
 import { attachPlaintexts, loadKeyViews, type KeyView } from './key-view.ts';
 import { liveKeys, requireKey } from '../lookups.ts';
-import { emitEvent } from '../webhooks/emit.ts';
-import { transact } from '../changes.ts';
+import { emitEvents } from '../webhooks/emit.ts';
+import { transact, type ChangeSet } from '../changes.ts';
 
 /** With `decrypt`, a recoverable key carries its `plaintext` (a 412 when there is no vault). */
 export async function getKey(db: Db, caller: Caller, keyId: string, decrypt: boolean, vault?: Vault): Promise<KeyView> {
@@ -29,9 +29,8 @@ export async function deleteKey(db: Db, caller: Caller, keyId: string, permanent
     changes.key(keyId);
     // Only a live key is deleted: when a concurrent delete committed first (its row lock makes this one wait),
     // nothing is left to change and this call is a 404, not a second deletion with a second audit record.
-    const deleted = await removeKeys(tx, caller, { keyId }, { permanent });
+    const deleted = await removeKeys(tx, caller, { keyId }, { permanent, changes });
     if (deleted.length === 0) throw notFound('key', keyId);
-    await emitEvent(tx, caller.workspaceId, 'key.deleted', { keyId, apiId: row.api_id, permanent }, { changes });
   });
 }
 
@@ -39,32 +38,33 @@ export async function deleteKey(db: Db, caller: Caller, keyId: string, permanent
 export type KeySelection = { keyId: string } | { apiId: string };
 
 /**
- * Deletes the selected keys inside `tx`, records one `key.delete` audit entry per key deleted, and returns
- * their ids. The caller has checked permissions and records the change for the caches. Soft (the default)
- * marks the live keys deleted; `permanent` removes their rows and everything attached to them (roles,
- * permissions, rate limits, encrypted copies: foreign-key cascade), and with `alsoSoftDeleted` the rows of
- * keys soft-deleted earlier too. A key deleted meanwhile by a transaction that committed first is not
- * matched any more (its row lock makes this statement wait), so no key is deleted or audited twice.
+ * Deletes the selected keys inside `tx`, records one `key.delete` audit entry and one `key.deleted` event per
+ * key deleted, and returns their ids. The caller has checked permissions and records the change for the
+ * caches (`changes`: also told of the events' delivery jobs). Soft (the default) marks the live keys deleted;
+ * `permanent` removes their rows and everything attached to them (roles, permissions, rate limits, encrypted
+ * copies: foreign-key cascade), and with `alsoSoftDeleted` the rows of keys soft-deleted earlier too. A key
+ * deleted meanwhile by a transaction that committed first is not matched any more (its row lock makes this
+ * statement wait), so no key is deleted, audited or reported twice.
  */
 export async function removeKeys(
   tx: Tx,
   caller: Caller,
   selection: KeySelection,
-  opts: { permanent: boolean; alsoSoftDeleted?: boolean },
+  opts: { permanent: boolean; alsoSoftDeleted?: boolean; changes?: ChangeSet },
 ): Promise<string[]> {
   const [column, value] = 'keyId' in selection ? (['id', selection.keyId] as const) : (['api_id', selection.apiId] as const);
   const now = Date.now();
-  let rows: Array<{ id: string }>;
+  let rows: Array<{ id: string; api_id: string }>;
   if (opts.permanent) {
     const matched = tx.deleteFrom('keys').where(column, '=', value);
-    rows = await (opts.alsoSoftDeleted ? matched : matched.where('deleted_at', 'is', null)).returning('id').execute();
+    rows = await (opts.alsoSoftDeleted ? matched : matched.where('deleted_at', 'is', null)).returning(['id', 'api_id']).execute();
   } else {
     rows = await tx
       .updateTable('keys')
       .set({ deleted_at: now, updated_at: now })
       .where(column, '=', value)
       .where('deleted_at', 'is', null)
-      .returning('id')
+      .returning(['id', 'api_id'])
       .execute();
   }
   const diff = { permanent: opts.permanent };
@@ -73,7 +73,20 @@ export async function removeKeys(
     rows.map((r) => callerAudit(caller, 'key.delete', { type: 'key', id: r.id }, { diff })),
     now,
   );
+  await emitKeysDeleted(tx, caller.workspaceId, rows, opts.permanent, { now, changes: opts.changes });
   return rows.map((r) => r.id);
+}
+
+/** `key.deleted`, one event per deleted key (`{keyId, apiId, permanent}`), with the deletion's transaction. */
+export async function emitKeysDeleted(
+  tx: Tx,
+  workspaceId: string,
+  keys: ReadonlyArray<{ id: string; api_id: string }>,
+  permanent: boolean,
+  opts: { now?: number; changes?: ChangeSet },
+): Promise<void> {
+  const datas = keys.map((k) => ({ keyId: k.id, apiId: k.api_id, permanent }));
+  await emitEvents(tx, workspaceId, 'key.deleted', datas, opts);
 }
 
 export interface WhoamiView {

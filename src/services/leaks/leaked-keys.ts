@@ -56,7 +56,7 @@ export async function markKeyLeaked(
     if (action === 'disable' && locked.enabled) {
       await tx.updateTable('keys').set({ enabled: 0, updated_at: now }).where('id', '=', target.id).execute();
     }
-    if (action === 'delete') await removeKeys(tx, caller, { keyId: target.id }, { permanent: false });
+    if (action === 'delete') await removeKeys(tx, caller, { keyId: target.id }, { permanent: false, changes });
     if (action !== 'notify') changes.key(target.id);
     await recordAudit(tx, [leakAudit(target, KEY_LEAKED, sighting, action, actor, requestId)], now);
     const data = { keyId: target.id, apiId: locked.api_id, url: sighting.url, source: sighting.source, action };

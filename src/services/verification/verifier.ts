@@ -165,19 +165,22 @@ export class Verifier {
     if (!record.hasCredits) return out('VALID', limited);
     const { db } = this.#deps;
     if (record.refill && refillIsDue(record.refill, record.lastRefillAt, now)) {
-      if (await refillIfDue(db, record.id, record.refill.amount, lastRefillDue(record.refill, now), now))
-        this.events?.creditsRefilled(record, record.refill.amount);
+      const due = lastRefillDue(record.refill, now);
+      // With webhooks, the refill and its key.credits.refilled event commit together.
+      if (this.events) await this.events.refill(record, record.refill.amount, due, now);
+      else await refillIfDue(db, record.id, record.refill.amount, due, now);
       record.lastRefillAt = now; // done here or by another node: either way this period's refill happened
     }
     const cost = req.remaining?.cost ?? 1;
     if (cost === 0) return out('VALID', { ...limited, remaining: (await currentRemaining(db, record.id)) ?? undefined });
+    // With webhooks, a spend that crosses a credit threshold records the crossing with itself (one statement
+    // on PostgreSQL): a coalesced spend is one statement, whose crossings are reported once each.
     const spend = async (amount: number): Promise<GuardedOutcome<undefined>> => {
-      const left = await decrementCreditsIfEnough(db, record.id, amount);
+      const left = this.events ? await this.events.spend(record, amount, now) : await decrementCreditsIfEnough(db, record.id, amount);
       return left === null ? { applied: false, value: undefined } : { applied: true, value: left };
     };
     const spent = await this.#credits.change(record.id, cost, spend);
     if (!spent.applied) return withCredits('USAGE_EXCEEDED', limited);
-    this.events?.creditsSpent(record, cost, spent.value);
     return out('VALID', { ...limited, remaining: spent.value });
   }
 }

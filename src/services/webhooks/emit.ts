@@ -1,7 +1,9 @@
 import { newId } from '../../domain/ids.ts';
 import type { EventType } from '../../domain/webhook-events.ts';
-import { enqueue } from '../../jobs/queue.ts';
+import { enqueue, jobRow } from '../../jobs/queue.ts';
+import { insertOf, insertTogether } from '../../store/insert-together.ts';
 import type { Condition } from '../../store/insert-unless.ts';
+import type { WebhookDeliveryRow } from '../../store/schema-webhooks.ts';
 import type { Executor } from '../../store/store.ts';
 import type { ChangeSet } from '../changes.ts';
 
@@ -90,27 +92,67 @@ export async function emitEvent(
     .executeTakeFirst();
   if (!written) return undefined;
   for (const endpointId of endpoints) {
-    const deliveryId = newId('whdl');
-    await tx
-      .insertInto('webhook_deliveries')
-      .values({
-        id: deliveryId,
-        workspace_id: workspaceId,
-        endpoint_id: endpointId,
-        event_id: eventId,
-        type,
-        status: 'pending',
-        attempts: 0,
-        last_status_code: null,
-        last_error: null,
-        next_attempt_at: now,
-        created_at: now,
-        updated_at: now,
-        delivered_at: null,
-      })
-      .execute();
-    await scheduleAttempt(tx, deliveryId, now);
+    const delivery = deliveryRow(workspaceId, endpointId, eventId, type, now);
+    await tx.insertInto('webhook_deliveries').values(delivery).execute();
+    await scheduleAttempt(tx, delivery.id, now);
   }
   if (opts.changes) opts.changes.jobsEnqueued = true;
   return eventId;
+}
+
+/** Events written per statement group by emitEvents. */
+const EMIT_CHUNK = 200;
+
+/**
+ * emitEvent for many events of one type at once (a batch deletion's key.deleted, one per key): the same rows
+ * (an event, and a delivery with its first attempt per endpoint subscribed now), inserted together
+ * EMIT_CHUNK events at a time. Events of a batch have no dedupe key. Returns how many events were written.
+ */
+export async function emitEvents(
+  tx: Executor,
+  workspaceId: string,
+  type: EventType,
+  datas: ReadonlyArray<Record<string, unknown>>,
+  opts: Pick<EmitOptions, 'now' | 'changes'> = {},
+): Promise<number> {
+  if (datas.length === 0) return 0;
+  const now = opts.now ?? Date.now();
+  const endpoints = await subscribedEndpoints(tx, workspaceId, type);
+  if (endpoints.length === 0) return 0;
+  for (let i = 0; i < datas.length; i += EMIT_CHUNK) {
+    const events = datas.slice(i, i + EMIT_CHUNK).map((data) => ({
+      id: newId('evt'),
+      workspace_id: workspaceId,
+      type,
+      body: JSON.stringify({ type, timestamp: new Date(now).toISOString(), data }),
+      dedupe_key: null,
+      created_at: now,
+    }));
+    const deliveries = events.flatMap((e) => endpoints.map((endpointId) => deliveryRow(workspaceId, endpointId, e.id, type, now)));
+    const jobs = deliveries.map((d) =>
+      jobRow('webhook.deliver', { deliveryId: d.id, at: now }, { runAt: now, maxAttempts: DELIVERY_JOB_ATTEMPTS, now }),
+    );
+    await insertTogether(tx, [insertOf('webhook_events', events), insertOf('webhook_deliveries', deliveries), insertOf('jobs', jobs)]);
+  }
+  if (opts.changes) opts.changes.jobsEnqueued = true;
+  return datas.length;
+}
+
+/** A new pending delivery of an event to one endpoint, its first attempt due at `now`. */
+function deliveryRow(workspaceId: string, endpointId: string, eventId: string, type: EventType, now: number): WebhookDeliveryRow {
+  return {
+    id: newId('whdl'),
+    workspace_id: workspaceId,
+    endpoint_id: endpointId,
+    event_id: eventId,
+    type,
+    status: 'pending',
+    attempts: 0,
+    last_status_code: null,
+    last_error: null,
+    next_attempt_at: now,
+    created_at: now,
+    updated_at: now,
+    delivered_at: null,
+  };
 }

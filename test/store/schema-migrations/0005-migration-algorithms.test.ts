@@ -61,6 +61,7 @@ for (const dialect of DIALECTS) {
               '0007-verification-export-index': await import('../../../src/store/schema-migrations/0007-verification-export-index.ts'),
               '0008-webhooks': await import('../../../src/store/schema-migrations/0008-webhooks.ts'),
               '0009-dashboard-members': await import('../../../src/store/schema-migrations/0009-dashboard-members.ts'),
+              '0010-webhook-credit-crossings': await import('../../../src/store/schema-migrations/0010-webhook-credit-crossings.ts'),
             }),
           },
           ...(schema ? { migrationTableSchema: schema } : {}),
