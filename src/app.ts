@@ -156,7 +156,7 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
  */
 function crossingEvents(app: App, store: Store, options: AppOptions): CrossingEvents {
   const onError = (err: unknown) => options.logger?.error({ err }, 'could not record a webhook event');
-  const events = new CrossingEvents(store.db, store.caps, onError);
+  const events = new CrossingEvents(store.db, store.caps, onError, options.webhooks?.subscriptionsTtlMs);
   // A sweep that failed is covered by the next one (every second): nothing to log while the store is away, an
   // outage the availability tracking logs once.
   const stopSweeps = startExpirySweeps(store.db, (err) => {

@@ -1,3 +1,4 @@
+import { DEFAULT_WEBHOOK_SETTINGS } from '../../src/services/webhooks/settings.ts';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import {
   Kysely,
@@ -190,6 +191,8 @@ export function faultyStore(url: string, faults: StatementFaults): Store {
 /** A test world (harness.ts) whose store — used by its app, its helpers and the test — fails on demand through `faults`. */
 export async function faultyWorld(dialect: 'sqlite' | 'postgres'): Promise<{ w: World; faults: StatementFaults }> {
   const faults = new StatementFaults();
-  const w = await world(dialect, { openStore: (url) => faultyStore(url, faults) });
+  // Subscriptions read on every verification that spends (not cached for 5 s): every attempt takes one path.
+  const app = { webhooks: { ...DEFAULT_WEBHOOK_SETTINGS, subscriptionsTtlMs: 0 } };
+  const w = await world(dialect, { openStore: (url) => faultyStore(url, faults), app });
   return { w, faults };
 }

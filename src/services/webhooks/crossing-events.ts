@@ -44,6 +44,8 @@ const MAX_REPORTED = 100_000;
  * lets one of them write it.
  */
 export class CrossingEvents {
+  /** How long a workspace's subscriptions are used before they are read again (SUBSCRIPTIONS_TTL_MS; 0: read on every use). */
+  readonly #subscriptionsTtlMs: number;
   readonly #db: Db;
   readonly #caps: Capabilities;
   readonly #subs = new Map<string, Subscriptions>();
@@ -57,7 +59,8 @@ export class CrossingEvents {
   readonly #drainTimer: NodeJS.Timeout;
   readonly #onError: (err: unknown) => void;
 
-  constructor(db: Db, caps: Capabilities, onError: (err: unknown) => void = () => {}) {
+  constructor(db: Db, caps: Capabilities, onError: (err: unknown) => void = () => {}, subscriptionsTtlMs = SUBSCRIPTIONS_TTL_MS) {
+    this.#subscriptionsTtlMs = subscriptionsTtlMs;
     this.#db = db;
     this.#caps = caps;
     this.#onError = onError;
@@ -145,7 +148,7 @@ export class CrossingEvents {
   /** The workspace's subscriptions when read less than SUBSCRIPTIONS_TTL_MS ago. */
   #cached(workspaceId: string): Subscriptions | undefined {
     const cached = this.#subs.get(workspaceId);
-    return cached && Date.now() - cached.loadedAt < SUBSCRIPTIONS_TTL_MS ? cached : undefined;
+    return cached && Date.now() - cached.loadedAt < this.#subscriptionsTtlMs ? cached : undefined;
   }
 
   #fresh(workspaceId: string): Promise<Subscriptions> {

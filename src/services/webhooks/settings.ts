@@ -6,6 +6,12 @@ export interface WebhookSettings {
   timeoutMs: number;
   /** KEYHOLD_WEBHOOK_RETRY_SCHEDULE: delay before each attempt (ms), the first one's included; its length is the number of attempts. */
   retrySchedule: number[];
+  /**
+   * How long the verification path uses a workspace's endpoint subscriptions before reading them again (ms;
+   * default SUBSCRIPTIONS_TTL_MS, 5 s; 0: on every verification that spends or refills credits). Not a setting of
+   * its own: tests that count a request's statements read them every time, so every attempt takes one path.
+   */
+  subscriptionsTtlMs?: number;
 }
 
 const SECOND = 1000;
