@@ -155,13 +155,14 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
  * for key.expiring and key.expired (every second; expiry-sweep.ts).
  */
 function crossingEvents(app: App, store: Store, options: AppOptions): CrossingEvents {
-  const onError = (err: unknown) => options.logger?.error({ err }, 'could not record a webhook event');
+  // While the store is away nothing is logged per failure: the availability tracking logs the outage once, a
+  // failed sweep or crossing drain is covered by the next one (every second; every 5 s), and a spend whose
+  // crossing could not be recorded failed as a whole.
+  const onError = (err: unknown) => {
+    if (!isStoreUnavailable(err)) options.logger?.error({ err }, 'could not record a webhook event');
+  };
   const events = new CrossingEvents(store.db, store.caps, onError, options.webhooks?.subscriptionsTtlMs);
-  // A sweep that failed is covered by the next one (every second): nothing to log while the store is away, an
-  // outage the availability tracking logs once.
-  const stopSweeps = startExpirySweeps(store.db, (err) => {
-    if (!isStoreUnavailable(err)) onError(err);
-  });
+  const stopSweeps = startExpirySweeps(store.db, onError);
   app.addHook('onClose', async () => {
     stopSweeps();
     await events.close();

@@ -1,16 +1,10 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { sql } from 'kysely';
-import { DIALECTS, world, type World } from '../../helpers/harness.ts';
-import { until, verifiedPayloads, webhookReceiver } from '../../helpers/webhook-receiver.ts';
-import { createVault } from '../../../src/crypto/vault.ts';
-import { JobQueue } from '../../../src/jobs/job-queue.ts';
-import { Worker } from '../../../src/jobs/worker.ts';
-import { workerTasks } from '../../../src/services/worker-tasks.ts';
+import { DIALECTS, type World } from '../../helpers/harness.ts';
+import { until, verifiedPayloads, type webhookReceiver } from '../../helpers/webhook-receiver.ts';
+import { deliveringWorld } from '../../helpers/webhook-world.ts';
 import { refillDueKeys } from '../../../src/services/keys/credits.ts';
-import type { WebhookSettings } from '../../../src/services/webhooks/settings.ts';
-
-const SETTINGS: WebhookSettings = { allowPrivate: true, timeoutMs: 2000, retrySchedule: [0, 200] };
 
 /**
  * A credit crossing and a refill commit with their event or not at all: when recording the crossing (or
@@ -22,25 +16,16 @@ const SETTINGS: WebhookSettings = { allowPrivate: true, timeoutMs: 2000, retrySc
 for (const dialect of DIALECTS) {
   describe(`credit events commit with their cause (${dialect})`, () => {
     let w: World;
-    let worker: Worker;
+    let close: () => Promise<void>;
     let rx: Awaited<ReturnType<typeof webhookReceiver>>;
     let secret: string;
     let apiId: string;
     before(async () => {
-      w = await world(dialect, { app: { webhooks: SETTINGS } });
-      const vault = createVault([{ id: 'test', key: Buffer.alloc(32, 7) }]);
-      worker = new Worker(new JobQueue(w.store, workerTasks(w.store.db, vault, SETTINGS)), { pollMs: 50 });
-      worker.start();
-      rx = await webhookReceiver();
-      apiId = await w.createApi('durability');
       const events = ['key.credits.low', 'key.credits.exhausted', 'key.credits.refilled'];
-      ({ secret } = (await w.post<{ secret: string }>('/v1/webhooks.createEndpoint', { url: rx.url, events, creditsLowBelow: 10 })).json);
+      ({ w, rx, secret, close } = await deliveringWorld(dialect, { events, creditsLowBelow: 10 }));
+      apiId = await w.createApi('durability');
     });
-    after(async () => {
-      await worker.stop();
-      await rx.close();
-      await w.close();
-    });
+    after(() => close?.());
 
     /** Makes every insert into `table` fail until the returned function is called. */
     async function refuseInserts(table: 'webhook_events' | 'webhook_credit_crossings'): Promise<() => Promise<void>> {

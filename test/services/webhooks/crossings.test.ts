@@ -1,14 +1,9 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { DIALECTS, world, type World } from '../../helpers/harness.ts';
-import { until, verifiedPayloads, webhookReceiver } from '../../helpers/webhook-receiver.ts';
-import { createVault } from '../../../src/crypto/vault.ts';
-import { JobQueue } from '../../../src/jobs/job-queue.ts';
-import { Worker } from '../../../src/jobs/worker.ts';
-import { workerTasks } from '../../../src/services/worker-tasks.ts';
-import type { WebhookSettings } from '../../../src/services/webhooks/settings.ts';
+import { DIALECTS, type World } from '../../helpers/harness.ts';
+import { until, verifiedPayloads, type webhookReceiver } from '../../helpers/webhook-receiver.ts';
+import { deliveringWorld } from '../../helpers/webhook-world.ts';
 
-const SETTINGS: WebhookSettings = { allowPrivate: true, timeoutMs: 2000, retrySchedule: [0, 200] };
 const CONCURRENT = 50;
 
 /**
@@ -19,25 +14,16 @@ const CONCURRENT = 50;
 for (const dialect of DIALECTS) {
   describe(`verification crossings, once each under ${CONCURRENT} concurrent verifications (${dialect})`, () => {
     let w: World;
-    let worker: Worker;
+    let close: () => Promise<void>;
     let rx: Awaited<ReturnType<typeof webhookReceiver>>;
     let secret: string;
     let apiId: string;
     before(async () => {
-      w = await world(dialect, { app: { webhooks: SETTINGS } });
-      const vault = createVault([{ id: 'test', key: Buffer.alloc(32, 7) }]);
-      worker = new Worker(new JobQueue(w.store, workerTasks(w.store.db, vault, SETTINGS)), { pollMs: 50 });
-      worker.start();
-      rx = await webhookReceiver();
-      apiId = await w.createApi('crossings');
       const events = ['key.credits.low', 'key.credits.exhausted', 'key.credits.refilled', 'key.ratelimited', 'ratelimit.exceeded'];
-      ({ secret } = (await w.post<{ secret: string }>('/v1/webhooks.createEndpoint', { url: rx.url, events, creditsLowBelow: 10 })).json);
+      ({ w, rx, secret, close } = await deliveringWorld(dialect, { events, creditsLowBelow: 10 }));
+      apiId = await w.createApi('crossings');
     });
-    after(async () => {
-      await worker.stop();
-      await rx.close();
-      await w.close();
-    });
+    after(() => close?.());
 
     /** The payloads received of `type` about `id` (after a pause in which late duplicates would arrive). */
     const received = async (type: string, match: (data: Record<string, unknown>) => boolean, wanted: number) => {

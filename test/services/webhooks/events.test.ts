@@ -1,20 +1,14 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { DIALECTS, OPERATOR, world, type World } from '../../helpers/harness.ts';
+import { DIALECTS, OPERATOR, type World } from '../../helpers/harness.ts';
 import { hashOf, newPlain } from '../../helpers/migrations.ts';
-import { until, verifiedPayloads, webhookReceiver } from '../../helpers/webhook-receiver.ts';
-import { createVault } from '../../../src/crypto/vault.ts';
-import { JobQueue } from '../../../src/jobs/job-queue.ts';
-import { Worker } from '../../../src/jobs/worker.ts';
-import { workerTasks } from '../../../src/services/worker-tasks.ts';
-import type { WebhookSettings } from '../../../src/services/webhooks/settings.ts';
+import { until, verifiedPayloads, type webhookReceiver } from '../../helpers/webhook-receiver.ts';
+import { deliveringWorld } from '../../helpers/webhook-world.ts';
 import { insertRootKey } from '../../../src/services/workspaces/root-keys.ts';
 import { revokeRootKey } from '../../../src/services/workspaces/root-key-changes.ts';
 import { markKeyLeaked } from '../../../src/services/leaks/leaked-keys.ts';
 import { EVENT_TYPES } from '../../../src/domain/webhook-events.ts';
 import { createMigration } from '../../../src/services/migrations/migration-records.ts';
-
-const SETTINGS: WebhookSettings = { allowPrivate: true, timeoutMs: 2000, retrySchedule: [0, 200] };
 
 /**
  * Each event caused by a change arrives at a real receiver, signed (verified with standardwebhooks), within
@@ -24,27 +18,18 @@ const SETTINGS: WebhookSettings = { allowPrivate: true, timeoutMs: 2000, retrySc
 for (const dialect of DIALECTS) {
   describe(`events of changes, delivered (${dialect})`, () => {
     let w: World;
-    let worker: Worker;
+    let close: () => Promise<void>;
     let rx: Awaited<ReturnType<typeof webhookReceiver>>;
     let secret: string;
     let apiId: string;
     before(async () => {
-      w = await world(dialect, { app: { webhooks: SETTINGS } });
-      const vault = createVault([{ id: 'test', key: Buffer.alloc(32, 7) }]);
-      worker = new Worker(new JobQueue(w.store, workerTasks(w.store.db, vault, SETTINGS)), { pollMs: 50 });
-      worker.start();
-      rx = await webhookReceiver();
-      apiId = await w.createApi('events');
       // Every type but the expiry sweep's (its own tests): a rerolled key's old key expires at once, and the
       // sweep's key.expired of it, a second later, must not land among the events a test here counts.
       const events = EVENT_TYPES.filter((t) => t !== 'key.expiring' && t !== 'key.expired');
-      ({ secret } = (await w.post<{ secret: string }>('/v1/webhooks.createEndpoint', { url: rx.url, events })).json);
+      ({ w, rx, secret, close } = await deliveringWorld(dialect, { events }));
+      apiId = await w.createApi('events');
     });
-    after(async () => {
-      await worker.stop();
-      await rx.close();
-      await w.close();
-    });
+    after(() => close?.());
 
     /** Runs `cause`, then waits (≤ 2 s) for exactly the events of `types` it causes, and returns their payloads. */
     async function expectEvents(types: string[], cause: () => Promise<unknown>) {

@@ -1,15 +1,9 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { DIALECTS, world, type World } from '../../helpers/harness.ts';
+import { DIALECTS, type World } from '../../helpers/harness.ts';
 import { hashOf, newPlain } from '../../helpers/migrations.ts';
-import { until, verifiedPayloads, webhookReceiver } from '../../helpers/webhook-receiver.ts';
-import { createVault } from '../../../src/crypto/vault.ts';
-import { JobQueue } from '../../../src/jobs/job-queue.ts';
-import { Worker } from '../../../src/jobs/worker.ts';
-import { workerTasks } from '../../../src/services/worker-tasks.ts';
-import type { WebhookSettings } from '../../../src/services/webhooks/settings.ts';
-
-const SETTINGS: WebhookSettings = { allowPrivate: true, timeoutMs: 2000, retrySchedule: [0, 200] };
+import { until, verifiedPayloads, type webhookReceiver } from '../../helpers/webhook-receiver.ts';
+import { deliveringWorld } from '../../helpers/webhook-world.ts';
 
 /**
  * key.deleted arrives for every key deleted through an API's operations too (apis.deleteKeys, soft and
@@ -18,22 +12,13 @@ const SETTINGS: WebhookSettings = { allowPrivate: true, timeoutMs: 2000, retrySc
 for (const dialect of DIALECTS) {
   describe(`key.deleted of keys deleted with their API (${dialect})`, () => {
     let w: World;
-    let worker: Worker;
+    let close: () => Promise<void>;
     let rx: Awaited<ReturnType<typeof webhookReceiver>>;
     let secret: string;
     before(async () => {
-      w = await world(dialect, { app: { webhooks: SETTINGS } });
-      const vault = createVault([{ id: 'test', key: Buffer.alloc(32, 7) }]);
-      worker = new Worker(new JobQueue(w.store, workerTasks(w.store.db, vault, SETTINGS)), { pollMs: 50 });
-      worker.start();
-      rx = await webhookReceiver();
-      ({ secret } = (await w.post<{ secret: string }>('/v1/webhooks.createEndpoint', { url: rx.url, events: ['key.deleted'] })).json);
+      ({ w, rx, secret, close } = await deliveringWorld(dialect, { events: ['key.deleted'] }));
     });
-    after(async () => {
-      await worker.stop();
-      await rx.close();
-      await w.close();
-    });
+    after(() => close?.());
 
     /** An API with `n` keys; their ids. */
     const apiWithKeys = async (name: string, n: number) => {
