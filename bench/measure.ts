@@ -1,5 +1,5 @@
-// The measured runs of `npm run bench` (bench/run.ts) under autocannon's repeated request: each case in rounds
-// interleaved with runs of the Fastify baseline (B C B C … B), the server's CPU time over each run, and a
+// The measured runs of `npm run bench` (bench/run.ts) under autocannon's repeated request: every case once per round,
+// each run followed by a run of the Fastify baseline (B C₁ B C₂ B … per round), the server's CPU time over each run, and a
 // check after each run that the case still answers correctly.
 
 import { loadavg } from 'node:os';
@@ -97,7 +97,11 @@ function runLine(label: string, r: RunResult): string {
   );
 }
 
-/** Each case in rounds interleaved with baseline runs (B C B C … B): a round is compared with the mean of the two around it. */
+/**
+ * Round by round, every case once per round, each run followed by a baseline run (B C₁ B C₂ B … per round): a run is
+ * compared with the mean of the two baseline runs around it. Cases compared with each other (v2 with v1) sit next to
+ * each other in every round, so a drift of the machine over the run touches both alike.
+ */
 export async function measureCases(
   server: Server,
   store: StoreKind,
@@ -105,24 +109,23 @@ export async function measureCases(
   settings: MeasureSettings,
 ): Promise<{ runs: RunResult[]; summaries: CaseSummary[] }> {
   const runs: RunResult[] = [];
-  const summaries: CaseSummary[] = [];
   const [baseline, ...measured] = prepared;
+  const rounds = new Map<Prepared, RunResult[]>(measured.map((p) => [p, []]));
   let before = await measure(server, store, baseline, BASELINE.label, true, settings);
   runs.push(before);
-  for (const p of measured) {
-    const rounds: RunResult[] = [];
-    for (let round = 1; round <= settings.rounds; round++) {
+  for (let round = 1; round <= settings.rounds; round++) {
+    for (const p of measured) {
       const r = await measure(server, store, p, `${p.kase.label} #${round}`, round === 1, settings);
       const after = await measure(server, store, baseline, BASELINE.label, false, settings);
       r.round = round;
       r.baselineRequestsPerSec = (before.requestsPerSec + after.requestsPerSec) / 2;
       r.ratio = r.requestsPerSec / r.baselineRequestsPerSec;
-      rounds.push(r);
+      rounds.get(p)!.push(r);
       runs.push(r, after);
       before = after;
     }
-    summaries.push(summarize(store, p.kase, rounds));
   }
+  const summaries = measured.map((p) => summarize(store, p.kase, rounds.get(p)!));
   summaries.unshift(summarizeBaseline(store, runs));
   return { runs, summaries };
 }

@@ -58,6 +58,8 @@ export interface CaseSummary {
   /** The median of the rounds' ratios (to the baseline). */
   ratio: number;
   ratios: number[];
+  /** Each round's server CPU µs per request, in round order (absent when not measured). */
+  cpus?: number[];
   /** ratio over the limit's ratio (relateToLimit). */
   ratioToLimit?: number;
   /** serverCpuUsPerRequest over the limit's (relateToLimit). */
@@ -107,6 +109,7 @@ export function summarize(store: StoreKind, kase: Case, rounds: RunResult[]): Ca
     baselineRequestsPerSec: of((r) => r.baselineRequestsPerSec),
     ratio: median(ratios),
     ratios,
+    cpus: cpu === undefined ? undefined : rounds.map((r) => r.serverCpuUsPerRequest!),
     target: kase.target?.[store],
     non2xx: rounds.reduce((n, r) => n + r.non2xx + r.errors + r.timeouts, 0),
   };
@@ -159,12 +162,14 @@ export function laneVsRoute(summaries: CaseSummary[]): LaneVsRoute[] {
 }
 
 /**
- * Per store and V2_PAIRS pair where both were measured: v2's keys.verifyKey over v1's of the same kind of key
- * (throughput and server CPU ratios, from the same run), and whether the throughput ratio meets the pair's least.
+ * Per store and V2_PAIRS pair where both were measured: v2's keys.verifyKey over v1's of the same kind of key, as
+ * the median over the rounds of the two runs of one round (next to each other in time), for throughput (each run's
+ * ratio to its baseline) and server CPU; and whether the throughput ratio meets the pair's least.
  */
 export function v2VsV1(
   summaries: CaseSummary[],
 ): Array<{ store: StoreKind; v2: string; v1: string; throughput: number; cpu?: number; v2Cpu?: number; v1Cpu?: number; min: number }> {
+  const perRound = (a: number[], b: number[]) => median(a.slice(0, b.length).map((x, i) => x / b[i]));
   return V2_PAIRS.flatMap((pair) =>
     summaries
       .filter((s) => s.case === pair.v2)
@@ -172,8 +177,10 @@ export function v2VsV1(
         const v1 = summaries.find((s) => s.case === pair.v1 && s.store === v2.store);
         if (!v1) return [];
         const [v2Cpu, v1Cpu] = [v2.serverCpuUsPerRequest, v1.serverCpuUsPerRequest];
-        const cpu = v2Cpu !== undefined && v1Cpu ? v2Cpu / v1Cpu : undefined;
-        return [{ store: v2.store, v2: pair.v2, v1: pair.v1, throughput: v2.ratio / v1.ratio, cpu, v2Cpu, v1Cpu, min: pair.min }];
+        const cpu = v2.cpus && v1.cpus ? perRound(v2.cpus, v1.cpus) : undefined;
+        return [
+          { store: v2.store, v2: pair.v2, v1: pair.v1, throughput: perRound(v2.ratios, v1.ratios), cpu, v2Cpu, v1Cpu, min: pair.min },
+        ];
       }),
   );
 }

@@ -24,9 +24,10 @@
 //   - ratelimits.limit (root key, a limit that never refuses, namespace random per run): async and sync on one
 //     identifier, sync with a new identifier per request (the only cases on sqlite+redis);
 //   - keys.createKey, one key per request (SQLite ≥ 0.25 of the limit, PostgreSQL ≥ 0.12).
-// A case is measured in rounds interleaved with baseline runs (B C B C … B); a round's ratio to the baseline
-// is its req/s over the mean of the baseline runs around it, the case's is the median of its rounds', and
-// its ratio to the limit is that over the limit's own (so both references share the drift correction).
+// Cases are measured round by round, every case once per round, each run followed by a baseline run (B C₁ B C₂ B …);
+// a run's ratio to the baseline is its req/s over the mean of the baseline runs around it, the case's is the median
+// of its rounds', and its ratio to the limit is that over the limit's own (so both references share the drift
+// correction). v2 over v1 is the median over the rounds of the two cases' runs in one round (adjacent in time).
 //
 // Then, on SQLite only (the whole default run must take under 10 minutes), the many-key cases (bench/many-keys.ts, bench/cold-start.ts): 100,000 keys
 // imported as hashes, verified once each (all cache misses: target CPU/req ≤ 2.0× the hits') and again (all
@@ -45,7 +46,7 @@
 //
 // Settings (environment):
 //   BENCH_DURATION     seconds of each measured autocannon run (default 2)
-//   BENCH_ROUNDS       measured rounds per case, each followed by a baseline run (default 3)
+//   BENCH_ROUNDS       measured rounds, each running every case once, each run followed by a baseline run (default 3)
 //   BENCH_WARMUP       seconds of load before the first baseline run and before each case's first round (default 1)
 //   BENCH_CONNECTIONS  concurrent connections, every case (default 50)
 //   BENCH_PIPELINING   pipelined requests per connection, autocannon cases (default 1)

@@ -64,17 +64,11 @@ function checkedLimits(
   record: KeyRecord,
   req: VerifyRequest,
 ): CheckedLimit[] {
-  // As the verifier decides: the last request of a name wins, and is inline when it gives limit and duration.
-  const inline = new Map<string, boolean>();
-  for (const r of req.ratelimits ?? []) inline.set(r.name, r.limit !== undefined && r.duration !== undefined);
-  // The key's own limit of a name replaces its identity's (identity's set first, key's last).
-  const rows = record.configuredLimits;
-  const idOf = new Map<string, string>();
-  for (const row of [...rows.filter((l) => l.ofIdentity), ...rows.filter((l) => !l.ofIdentity)]) idOf.set(row.name, row.id);
   return requests.map((l, i) => {
-    const configured = inline.get(l.name) ? undefined : record.limits.get(l.name);
+    // The effective configured limit of the name (the key's own, else its identity's), unless the request gave it inline.
+    const configured = inlineIn(req, l.name) ? undefined : record.limits.get(l.name);
     return {
-      id: configured ? (idOf.get(l.name) ?? '') : '',
+      id: configured?.id ?? '',
       name: l.name,
       limit: l.limit,
       duration: l.duration,
@@ -84,4 +78,10 @@ function checkedLimits(
       autoApply: configured?.autoApply ?? false,
     };
   });
+}
+
+/** As the verifier decides: the last request of a name wins, and is inline when it gives limit and duration. */
+function inlineIn(req: VerifyRequest, name: string): boolean {
+  const requested = req.ratelimits?.findLast((r) => r.name === name);
+  return requested !== undefined && requested.limit !== undefined && requested.duration !== undefined;
 }
