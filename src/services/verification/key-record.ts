@@ -5,8 +5,6 @@ import { RecordParts } from './record-parts.ts';
 import type { ConfiguredLimitRow } from './configured-limits.ts';
 
 export interface ConfiguredLimit {
-  /** The stored limit's id (the key's own of the name, else its identity's): what v2 shows for it. */
-  id: string;
   name: string;
   limit: number;
   duration: number;
@@ -158,9 +156,8 @@ export class KeyRecordLoader {
 function overlaid(tuples: LimitTuple[]): ConfiguredLimit[] {
   const byName = new Map<string, ConfiguredLimit>();
   const ordered = [...tuples.filter((t) => !t[0]), ...tuples.filter((t) => t[0])];
-  for (const [, name, limit, duration, type, autoApply, id] of ordered) {
+  for (const [, name, limit, duration, type, autoApply] of ordered) {
     byName.set(name, {
-      id,
       name,
       limit: Number(limit),
       duration: Number(duration),

@@ -65,10 +65,9 @@ function checkedLimits(
   req: VerifyRequest,
 ): CheckedLimit[] {
   return requests.map((l, i) => {
-    // The effective configured limit of the name (the key's own, else its identity's), unless the request gave it inline.
     const configured = inlineIn(req, l.name) ? undefined : record.limits.get(l.name);
     return {
-      id: configured?.id ?? '',
+      id: configured ? idOf(record.configuredLimits, l.name) : '',
       name: l.name,
       limit: l.limit,
       duration: l.duration,
@@ -78,6 +77,20 @@ function checkedLimits(
       autoApply: configured?.autoApply ?? false,
     };
   });
+}
+
+/**
+ * The id of the stored limit of this name that applies: the key's own, else its identity's. A scan of the few rows
+ * instead of a map per record, so that records with the same limits keep sharing them (record-parts.ts).
+ */
+function idOf(rows: KeyRecord['configuredLimits'], name: string): string {
+  let id = '';
+  for (const row of rows) {
+    if (row.name !== name) continue;
+    if (!row.ofIdentity) return row.id;
+    id = row.id;
+  }
+  return id;
 }
 
 /** As the verifier decides: the last request of a name wins, and is inline when it gives limit and duration. */

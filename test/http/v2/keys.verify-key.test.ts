@@ -225,6 +225,13 @@ for (const dialect of DIALECTS) {
         { id: emailsId, name: 'emails', limit: 2, duration: 60_000, remaining: 1, exceeded: false, autoApply: false },
       ]);
       assert.equal((await verify({ key })).ratelimits!.length, 1, 'only the auto-applied limit when none is named');
+      // A key's own limit of a name replaces its identity's, and the answer names the key's own.
+      const sibling = await w.createKey({ apiId, externalId: 'rl_user' });
+      const ownGlobalId = await addLimit({ keyId: sibling.keyId }, 'global', 9, true);
+      assert.deepEqual(
+        (await verify({ key: sibling.key })).ratelimits!.map((l) => [l.id, l.name, l.limit, l.autoApply]),
+        [[ownGlobalId, 'global', 9, true]],
+      );
       assert.equal((await verify({ key, ratelimits: [{ name: 'emails', cost: 1 }] })).code, 'VALID');
       const limited = await verify({ key, ratelimits: [{ name: 'emails' }] });
       assert.equal(limited.code, 'RATE_LIMITED');

@@ -66,9 +66,7 @@ for (const dialect of DIALECTS) {
         {
           ...r,
           permissionSet: [...r.permissionSet],
-          limits: Object.fromEntries(
-            [...r.limits].map(([name, l]) => [name, { ...l, id: l.id === 'rl_rec_calls' ? l.id : l.id.slice(0, 3) }]),
-          ),
+          limits: Object.fromEntries(r.limits),
           identity: { ...r.identity, id: undefined },
           configuredLimits: r.configuredLimits.map((l) => ({ ...l, id: l.id === 'rl_rec_calls' ? l.id : l.id.slice(0, 3) })),
         },
@@ -90,10 +88,9 @@ for (const dialect of DIALECTS) {
           permissions: ['billing.read', 'docs.read', 'docs.write'],
           permissionSet: ['billing.read', 'docs.read', 'docs.write'],
           limits: {
-            // The key's own limit of a name with its id, else its identity's.
-            calls: { id: 'rl_rec_calls', name: 'calls', limit: 99, duration: 9_000, type: 'consistent', autoApply: false },
-            shared: { id: 'rl_', name: 'shared', limit: 5, duration: 60_000, type: 'consistent', autoApply: false },
-            default: { id: 'rl_', name: 'default', limit: 7, duration: 2_000, type: 'fast', autoApply: true },
+            calls: { name: 'calls', limit: 99, duration: 9_000, type: 'consistent', autoApply: false },
+            shared: { name: 'shared', limit: 5, duration: 60_000, type: 'consistent', autoApply: false },
+            default: { name: 'default', limit: 7, duration: 2_000, type: 'fast', autoApply: true },
           },
           // Every stored limit with its id (what v2 shows), by name: the identity's and the key's of the same name both.
           configuredLimits: [
