@@ -9,7 +9,7 @@ import type { VerificationRecorder } from './verification-recorder.ts';
 import { VERIFY_CODES, type VerifyCode } from '../../domain/verify-codes.ts';
 import type { KeyCache } from './key-cache.ts';
 import { CoalescedCounter, type GuardedOutcome } from './coalesced-counter.ts';
-import type { KeyRecord, KeyRecordLoader } from './key-record.ts';
+import type { ConfiguredLimit, KeyRecord, KeyRecordLoader } from './key-record.ts';
 import type { CrossingEvents } from '../webhooks/crossing-events.ts';
 import { findApi } from '../lookups.ts';
 
@@ -41,7 +41,7 @@ export interface VerifyResponse {
    * Every limit this verification checked, with its decision (same order): v1 answers with one of them
    * (`ratelimit`), v2 with all. Not serialized by v1 (its response schema does not declare it).
    */
-  limits?: { requests: LimitRequest[]; results: LimitResult[] };
+  limits?: { requests: AppliedLimit[]; results: LimitResult[] };
 }
 
 /**
@@ -202,17 +202,23 @@ function describe(r: KeyRecord): Omit<VerifyResponse, 'valid' | 'code'> {
   };
 }
 
+/** A limit one verification applies, with the key's configured limit it came from (none for an inline limit). */
+export interface AppliedLimit extends LimitRequest {
+  configured?: ConfiguredLimit;
+}
+
 /**
  * The limits one verification applies: every auto-applied configured limit at cost 1, then each requested
  * one — inline when it gives limit and duration (replacing a configured limit of that name), else the
  * configured limit of that name at the requested cost. A name that is neither → 400. Counters are per
  * identity when the key has one (its keys share them), else per key.
  */
-function limitRequests(record: KeyRecord, requested: NonNullable<VerifyRequest['ratelimits']>): LimitRequest[] {
+function limitRequests(record: KeyRecord, requested: NonNullable<VerifyRequest['ratelimits']>): AppliedLimit[] {
   const identifier = record.identity?.id ?? record.id;
-  const byName = new Map<string, LimitRequest>();
+  const byName = new Map<string, AppliedLimit>();
   for (const l of record.limits.values()) {
-    if (l.autoApply) byName.set(l.name, { identifier, name: l.name, limit: l.limit, duration: l.duration, cost: 1, type: l.type });
+    if (l.autoApply)
+      byName.set(l.name, { identifier, name: l.name, limit: l.limit, duration: l.duration, cost: 1, type: l.type, configured: l });
   }
   const problems: FieldProblem[] = [];
   requested.forEach((r, i) => {
@@ -229,7 +235,15 @@ function limitRequests(record: KeyRecord, requested: NonNullable<VerifyRequest['
       });
       return;
     }
-    byName.set(r.name, { identifier, name: r.name, limit: configured.limit, duration: configured.duration, cost, type: configured.type });
+    byName.set(r.name, {
+      identifier,
+      name: r.name,
+      limit: configured.limit,
+      duration: configured.duration,
+      cost,
+      type: configured.type,
+      configured,
+    });
   });
   if (problems.length) throw invalid(problems);
   return [...byName.values()];

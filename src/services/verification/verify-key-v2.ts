@@ -54,18 +54,14 @@ export async function verifyKeyV2(
   return {
     response,
     identityLimits: rows.some((l) => l.ofIdentity) ? rows.filter((l) => l.ofIdentity).map(({ ofIdentity: _, ...l }) => l) : [],
-    checkedLimits: response.limits && checkedLimits(response.limits, record, req),
+    checkedLimits: response.limits && checkedLimits(response.limits, record),
   };
 }
 
 /** Each checked limit with its decision: a configured one with its id and autoApply, an inline one with id "". */
-function checkedLimits(
-  { requests, results }: NonNullable<VerifyResponse['limits']>,
-  record: KeyRecord,
-  req: VerifyRequest,
-): CheckedLimit[] {
+function checkedLimits({ requests, results }: NonNullable<VerifyResponse['limits']>, record: KeyRecord): CheckedLimit[] {
   return requests.map((l, i) => {
-    const configured = inlineIn(req, l.name) ? undefined : record.limits.get(l.name);
+    const { configured } = l; // as the verifier applied it: none for an inline limit
     return {
       id: configured ? idOf(record.configuredLimits, l.name) : '',
       name: l.name,
@@ -91,10 +87,4 @@ function idOf(rows: KeyRecord['configuredLimits'], name: string): string {
     id = row.id;
   }
   return id;
-}
-
-/** As the verifier decides: the last request of a name wins, and is inline when it gives limit and duration. */
-function inlineIn(req: VerifyRequest, name: string): boolean {
-  const requested = req.ratelimits?.findLast((r) => r.name === name);
-  return requested !== undefined && requested.limit !== undefined && requested.duration !== undefined;
 }
