@@ -99,6 +99,12 @@ export async function processCpuSeconds(pid: number | undefined): Promise<{ user
     return undefined;
   }
 }
+/** User + system CPU seconds of a process so far; NaN where they cannot be read. */
+export async function processCpuTotalSeconds(pid: number | undefined): Promise<number> {
+  const c = await processCpuSeconds(pid);
+  return c ? c.user + c.system : Number.NaN;
+}
+
 /** USER_HZ: 100 on every mainstream Linux. */
 const CLOCK_TICKS = 100;
 

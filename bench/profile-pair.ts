@@ -15,7 +15,7 @@ import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PLENTY, VERIFY_PATH } from './cases.ts';
-import { exited, positiveInt, processCpuSeconds, runStandalone } from './processes.ts';
+import { exited, positiveInt, processCpuTotalSeconds as cpuOf, runStandalone } from './processes.ts';
 import { autocannon, call, OUT_DIR, startServer, type Load, type Server } from './server.ts';
 import { scratchStore } from './scratch-store.ts';
 
@@ -60,12 +60,6 @@ async function loadsOf(server: Server): Promise<Record<string, Load>> {
   return { v1: v1(plain), v2: v2(plain), 'v1-limit': v1(limited), 'v2-limit': v2(limited), 'v1-auth-limit': v1(limited, server.rootKey) };
 }
 
-/** CPU seconds (user + system) of a process so far. */
-async function cpuOf(pid: number | undefined): Promise<number> {
-  const c = await processCpuSeconds(pid);
-  return c ? c.user + c.system : Number.NaN;
-}
-
 /** The load generator's process (bench/load-worker.ts, started by the first autocannon run). */
 const loadWorkerPid = (): number =>
   Number(
@@ -79,9 +73,10 @@ const loadWorkerPid = (): number =>
 async function alternate(server: Server, a: Load, b: Load): Promise<Window[]> {
   const nowUs = () => Number(process.hrtime.bigint() / 1000n);
   const windows: Window[] = [];
+  const generator = loadWorkerPid();
   for (let round = 0; round < ROUNDS; round++) {
     for (const load of round % 2 ? (['B', 'A'] as const) : (['A', 'B'] as const)) {
-      const [generator, cpuBefore, fromUs] = [loadWorkerPid(), await cpuOf(server.child.pid), nowUs()];
+      const [cpuBefore, fromUs] = [await cpuOf(server.child.pid), nowUs()];
       const generatorBefore = await cpuOf(generator);
       const r = await autocannon(server, load === 'A' ? a : b, SECONDS, OPTS);
       windows.push({ load, fromUs, toUs: nowUs(), requests: r.requests.total });

@@ -8,7 +8,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadavg } from 'node:os';
 import { PLENTY, VERIFY_PATH } from './cases.ts';
-import { positiveInt, processCpuSeconds, runStandalone, sleep } from './processes.ts';
+import { positiveInt, processCpuTotalSeconds, runStandalone, sleep } from './processes.ts';
 import { autocannon, call, startServer, type Load } from './server.ts';
 import { scratchStore } from './scratch-store.ts';
 
@@ -33,10 +33,7 @@ runStandalone(async () => {
   const rates: Record<'without' | 'with', number[]> = { without: [], with: [] };
   /** Server CPU µs per request of each round (user + system). */
   const cpu: Record<'without' | 'with', number[]> = { without: [], with: [] };
-  const cpuSeconds = async () => {
-    const c = await processCpuSeconds(server.child.pid);
-    return c ? c.user + c.system : Number.NaN;
-  };
+  const cpuSeconds = () => processCpuTotalSeconds(server.child.pid);
   const loads: number[] = [];
   for (let round = 0; round < ROUNDS; round++) {
     for (const mode of ['without', 'with'] as const) {
