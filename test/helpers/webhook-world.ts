@@ -18,12 +18,18 @@ export interface DeliveringWorld {
   close(): Promise<void>;
 }
 
+/** A started job worker making the webhook deliveries of `w` under `settings` (stop it before closing `w`). */
+export function startWebhookWorker(w: World, settings: WebhookSettings, concurrency?: number): Worker {
+  const vault = createVault([{ id: 'test', key: Buffer.alloc(32, 7) }]);
+  const worker = new Worker(new JobQueue(w.store, workerTasks(w.store.db, vault, settings)), { concurrency, pollMs: 50 });
+  worker.start();
+  return worker;
+}
+
 /** Starts a DeliveringWorld; `endpoint` is the rest of the webhooks.createEndpoint body (events, creditsLowBelow…). */
 export async function deliveringWorld(dialect: 'sqlite' | 'postgres', endpoint: Record<string, unknown> = {}): Promise<DeliveringWorld> {
   const w = await world(dialect, { app: { webhooks: TEST_WEBHOOK_SETTINGS } });
-  const vault = createVault([{ id: 'test', key: Buffer.alloc(32, 7) }]);
-  const worker = new Worker(new JobQueue(w.store, workerTasks(w.store.db, vault, TEST_WEBHOOK_SETTINGS)), { pollMs: 50 });
-  worker.start();
+  const worker = startWebhookWorker(w, TEST_WEBHOOK_SETTINGS);
   const rx = await webhookReceiver();
   const created = await w.post<{ secret: string }>('/v1/webhooks.createEndpoint', { url: rx.url, ...endpoint });
   if (created.status !== 200) throw new Error(`createEndpoint: ${created.status} ${created.body}`);

@@ -3,11 +3,9 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { DIALECTS, world, type World } from '../../helpers/harness.ts';
+import { startWebhookWorker } from '../../helpers/webhook-world.ts';
 import { until } from '../../helpers/webhook-receiver.ts';
-import { createVault } from '../../../src/crypto/vault.ts';
-import { JobQueue } from '../../../src/jobs/job-queue.ts';
-import { Worker } from '../../../src/jobs/worker.ts';
-import { workerTasks } from '../../../src/services/worker-tasks.ts';
+import type { Worker } from '../../../src/jobs/worker.ts';
 import { attempt } from '../../../src/services/webhooks/attempt.ts';
 import { DEFAULT_RETRY_SCHEDULE, nextDelay, parseRetrySchedule, type WebhookSettings } from '../../../src/services/webhooks/settings.ts';
 import { isBlockedAddress } from '../../../src/services/webhooks/url-safety.ts';
@@ -112,9 +110,7 @@ for (const dialect of DIALECTS) {
     let worker: Worker;
     before(async () => {
       w = await world(dialect, { app: { webhooks: SETTINGS } });
-      const vault = createVault([{ id: 'test', key: Buffer.alloc(32, 7) }]);
-      worker = new Worker(new JobQueue(w.store, workerTasks(w.store.db, vault, SETTINGS)), { pollMs: 50 });
-      worker.start();
+      worker = startWebhookWorker(w, SETTINGS);
     });
     after(async () => {
       await worker.stop();

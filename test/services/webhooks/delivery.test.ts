@@ -1,10 +1,8 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { DIALECTS, world, type World } from '../../helpers/harness.ts';
-import { createVault } from '../../../src/crypto/vault.ts';
-import { JobQueue } from '../../../src/jobs/job-queue.ts';
-import { Worker } from '../../../src/jobs/worker.ts';
-import { workerTasks } from '../../../src/services/worker-tasks.ts';
+import { startWebhookWorker } from '../../helpers/webhook-world.ts';
+import type { Worker } from '../../../src/jobs/worker.ts';
 import type { WebhookSettings } from '../../../src/services/webhooks/settings.ts';
 import { until, verifiedPayloads as verified, webhookReceiver as receiver } from '../../helpers/webhook-receiver.ts';
 
@@ -13,9 +11,7 @@ function suite(dialect: 'sqlite' | 'postgres', settings: WebhookSettings, body: 
   let worker: Worker;
   before(async () => {
     w = await world(dialect, { app: { webhooks: settings } });
-    const vault = createVault([{ id: 'test', key: Buffer.alloc(32, 7) }]);
-    worker = new Worker(new JobQueue(w.store, workerTasks(w.store.db, vault, settings)), { concurrency: 4, pollMs: 50 });
-    worker.start();
+    worker = startWebhookWorker(w, settings, 4);
   });
   after(async () => {
     await worker.stop();

@@ -1,13 +1,9 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { DIALECTS, world, type World } from '../../helpers/harness.ts';
+import { deliveringWorld, type DeliveringWorld } from '../../helpers/webhook-world.ts';
 import { sweepExpiries } from '../../../src/services/webhooks/expiry-sweep.ts';
-import { until, verifiedPayloads, webhookReceiver } from '../../helpers/webhook-receiver.ts';
-import { createVault } from '../../../src/crypto/vault.ts';
-import { JobQueue } from '../../../src/jobs/job-queue.ts';
-import { Worker } from '../../../src/jobs/worker.ts';
-import { workerTasks } from '../../../src/services/worker-tasks.ts';
-import type { WebhookSettings } from '../../../src/services/webhooks/settings.ts';
+import { until, verifiedPayloads } from '../../helpers/webhook-receiver.ts';
 
 const DAY = 86_400_000;
 
@@ -99,25 +95,14 @@ for (const dialect of DIALECTS) {
 /** Through a server: its own sweeps (every second) deliver key.expired within 2 s of the expiry. */
 for (const dialect of DIALECTS) {
   describe(`key.expired through a server (${dialect})`, () => {
-    const settings: WebhookSettings = { allowPrivate: true, timeoutMs: 2000, retrySchedule: [0, 200] };
-    let w: World;
-    let worker: Worker;
-    let rx: Awaited<ReturnType<typeof webhookReceiver>>;
+    let delivering: DeliveringWorld;
     before(async () => {
-      w = await world(dialect, { app: { webhooks: settings } });
-      const vault = createVault([{ id: 'test', key: Buffer.alloc(32, 7) }]);
-      worker = new Worker(new JobQueue(w.store, workerTasks(w.store.db, vault, settings)), { pollMs: 50 });
-      worker.start();
-      rx = await webhookReceiver();
+      delivering = await deliveringWorld(dialect, { events: ['key.expired'] });
     });
-    after(async () => {
-      await worker.stop();
-      await rx.close();
-      await w.close();
-    });
+    after(() => delivering?.close());
 
     test('a key expiring in 1 s is reported within 2 s of its expiry', async () => {
-      const { secret } = (await w.post<{ secret: string }>('/v1/webhooks.createEndpoint', { url: rx.url, events: ['key.expired'] })).json;
+      const { w, rx, secret } = delivering;
       const apiId = await w.createApi('expires');
       const expires = Date.now() + 1000;
       const { keyId } = await w.createKey({ apiId, expires });
