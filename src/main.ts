@@ -2,7 +2,7 @@ import { enableCompileCache } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
-import { exitOnStopSignalsWhileStarting } from './start-signals.ts';
+import { exitOnStopSignalsWhileStarting } from './start/signals.ts';
 import { makeDirectory } from './store/make-directory.ts';
 
 // A stop requested during the start ends it at once, as PID 1 too (start-signals.ts).

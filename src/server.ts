@@ -7,7 +7,7 @@ import {
   settingSecrets,
   sqliteDataDirectory,
   type Config,
-} from './config.ts';
+} from './config/config.ts';
 import { createVault, type Vault, VaultError } from './crypto/vault.ts';
 import { openStore, type Store } from './store/store.ts';
 import { bootstrap } from './services/workspaces/workspaces.ts';
@@ -24,9 +24,9 @@ import {
   oneLine,
   StartError,
   storeProblem,
-} from './start-checks.ts';
-import { handOverBootstrapKey } from './bootstrap-key.ts';
-import { stopExitingOnStopSignals } from './start-signals.ts';
+} from './start/checks.ts';
+import { handOverBootstrapKey } from './start/bootstrap-key.ts';
+import { stopExitingOnStopSignals } from './start/signals.ts';
 
 /** How long the store may take to answer its first statement at start. */
 const STORE_START_TIMEOUT_MS = 5_000;

@@ -79,9 +79,9 @@ describe('the docs/ tables match the code', () => {
     assert.ok(commands.length >= 5);
     const cliPage = page('docs/cli.md');
     for (const command of commands) assert.ok(cliPage.includes(`| \`${command}`), `docs/cli.md does not document "keyhold ${command}"`);
-    // config.ts and the settings it delegates to src/config-<topic>.ts files.
-    const configFiles = readdirSync(repoUrl('src/')).filter((f) => /^config.*\.ts$/.test(f));
-    const config = configFiles.map((f) => readFileSync(repoUrl(`src/${f}`), 'utf8')).join('\n');
+    // Every setting is read in src/config/, one file per area.
+    const configFiles = readdirSync(repoUrl('src/config/')).filter((f) => f.endsWith('.ts'));
+    const config = configFiles.map((f) => readFileSync(repoUrl(`src/config/${f}`), 'utf8')).join('\n');
     // Settings are read as env.NAME or by their name as a string ('KEYHOLD_…') through a shared parser.
     const variables = new Set([...config.matchAll(/env\.([A-Z][A-Z0-9_]+)|'(KEYHOLD_[A-Z0-9_]+)'/g)].map((m) => m[1] ?? m[2]));
     assert.ok(variables.has('DATABASE_URL'));

@@ -16,7 +16,7 @@ import {
   parseMasterKeys,
   type MasterKey,
 } from '../../src/crypto/master-keys.ts';
-import { ConfigError, loadConfig, MasterKeyFileError, masterKeysFromConfig } from '../../src/config.ts';
+import { ConfigError, loadConfig, MasterKeyFileError, masterKeysFromConfig } from '../../src/config/config.ts';
 import { createWorkspace } from '../../src/services/workspaces/workspaces.ts';
 import { openStore, type Store } from '../../src/store/store.ts';
 

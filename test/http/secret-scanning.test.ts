@@ -4,7 +4,7 @@ import { createHash, generateKeyPairSync } from 'node:crypto';
 import { buildApp } from '../../src/app.ts';
 import { openStore } from '../../src/store/store.ts';
 import type { App } from '../../src/http/types.ts';
-import type { LeakConfig } from '../../src/config-leaks.ts';
+import type { LeakConfig } from '../../src/config/leaks.ts';
 import { SECRET_SCANNING_REQUESTS_PER_MINUTE } from '../../src/http/secret-scanning/github.ts';
 import { capturedErrorLog, DIALECTS, world, type World } from '../helpers/harness.ts';
 import { githubSigner, keysServer } from '../helpers/github-scanning.ts';

@@ -1,4 +1,4 @@
-import { ConfigError, publicUrlFrom } from '../../config.ts';
+import { ConfigError, publicUrlFrom } from '../../config/config.ts';
 import { createSignInLink } from '../../services/dashboard/sessions.ts';
 import { type CommandGroup, stringOption, UsageError } from '../command.ts';
 

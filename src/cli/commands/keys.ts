@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { loadLeakedKeyAction } from '../../config-leaks.ts';
+import { loadLeakedKeyAction } from '../../config/leaks.ts';
 import { newId } from '../../domain/ids.ts';
 import { scanPaths, type KeySighting } from '../../services/leaks/key-scanner.ts';
 import { applyLeak } from '../../services/leaks/report-leaks.ts';

@@ -1,9 +1,9 @@
 import { AppError } from '../../domain/errors.ts';
-import { ConfigError, loadRetentionConfig, loadVaultConfig, masterKeysFromConfig } from '../../config.ts';
+import { ConfigError, loadRetentionConfig, loadVaultConfig, masterKeysFromConfig } from '../../config/config.ts';
 import { runPrunePass } from '../../services/maintenance/prune.ts';
 import { createVault, VaultError } from '../../crypto/vault.ts';
 import { workerTasks } from '../../services/worker-tasks.ts';
-import { loadConfig } from '../../config.ts';
+import { loadConfig } from '../../config/config.ts';
 import { runWorkerUntilSignal } from '../../jobs/worker.ts';
 import { type CommandGroup, integerOption } from '../command.ts';
 

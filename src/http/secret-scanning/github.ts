@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyBodyParser } from 'fastify';
-import type { LeakConfig } from '../../config-leaks.ts';
+import type { LeakConfig } from '../../config/leaks.ts';
 import { MAX_LEAK_REPORT_BYTES, MAX_LEAK_REPORT_ITEMS } from '../../domain/bounds.ts';
 import { AppError } from '../../domain/errors.ts';
 import { GithubPublicKeys } from '../../services/leaks/github-public-keys.ts';

@@ -1,5 +1,5 @@
 import * as client from 'openid-client';
-import { OIDC_CALLBACK_PATH, type OidcConfig } from '../../config-oidc.ts';
+import { OIDC_CALLBACK_PATH, type OidcConfig } from '../../config/oidc.ts';
 import type { ReadinessReport } from '../readiness.ts';
 
 /** How long discovery and each request to the provider may take before the sign-in is refused as unavailable. */

@@ -1,4 +1,4 @@
-import type { OidcConfig } from '../../config-oidc.ts';
+import type { OidcConfig } from '../../config/oidc.ts';
 import type { Db } from '../../store/store.ts';
 import { membershipsOf } from './members.ts';
 import type { SignedInIdentity } from './oidc-client.ts';

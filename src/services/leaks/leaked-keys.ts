@@ -1,4 +1,4 @@
-import type { LeakedKeyAction } from '../../config-leaks.ts';
+import type { LeakedKeyAction } from '../../config/leaks.ts';
 import type { Db, Executor } from '../../store/store.ts';
 import { recordAudit } from '../audit/record-audit.ts';
 import { operatorCaller, type Actor } from '../caller.ts';

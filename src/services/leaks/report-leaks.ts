@@ -1,5 +1,5 @@
 import { hash } from 'node:crypto';
-import type { LeakedKeyAction } from '../../config-leaks.ts';
+import type { LeakedKeyAction } from '../../config/leaks.ts';
 import type { Db } from '../../store/store.ts';
 import type { Actor } from '../caller.ts';
 import { markKeyLeaked, markRootKeyLeaked, type LeakSighting } from './leaked-keys.ts';

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { OIDC_CALLBACK_PATH } from '../../../config-oidc.ts';
+import { OIDC_CALLBACK_PATH } from '../../../config/oidc.ts';
 import {
   type OidcClient,
   type PendingSignIn,

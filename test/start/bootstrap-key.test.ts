@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { handOverBootstrapKey } from '../src/bootstrap-key.ts';
+import { handOverBootstrapKey } from '../../src/start/bootstrap-key.ts';
 
 const KEY = 'kh_root_2Sz1ivgX1UftqPCnW5iTV8BoEpqkWCNeQ';
 

@@ -1,13 +1,13 @@
 import { dirname, join, resolve } from 'node:path';
-import { databaseUrlProblem, hostProblem, publicUrlProblem, redisUrlProblem, secretsIn, wholeNumberFrom } from './config-shapes.ts';
-import { isWellFormedRootKey } from './crypto/keys.ts';
-import { leakConfigFrom, type LeakConfig } from './config-leaks.ts';
-import { webhooksFrom } from './config-webhooks.ts';
-import { retentionFrom, type RetentionConfig } from './config-retention.ts';
-import { oidcFrom, oidcSecrets, type OidcConfig } from './config-oidc.ts';
-import { loadOrCreateMasterKeyFile, MASTER_KEY_FILE, MasterKeyFormatError, parseMasterKeys, type MasterKey } from './crypto/master-keys.ts';
+import { databaseUrlProblem, hostProblem, publicUrlProblem, redisUrlProblem, secretsIn, wholeNumberFrom } from './shapes.ts';
+import { isWellFormedRootKey } from '../crypto/keys.ts';
+import { leakConfigFrom, type LeakConfig } from './leaks.ts';
+import { webhooksFrom } from './webhooks.ts';
+import { retentionFrom, type RetentionConfig } from './retention.ts';
+import { oidcFrom, oidcSecrets, type OidcConfig } from './oidc.ts';
+import { loadOrCreateMasterKeyFile, MASTER_KEY_FILE, MasterKeyFormatError, parseMasterKeys, type MasterKey } from '../crypto/master-keys.ts';
 
-export type { RetentionConfig } from './config-retention.ts';
+export type { RetentionConfig } from './retention.ts';
 
 /** The only reader of process.env: every setting, validated and typed, failing fast with a clear message. */
 export interface Config {

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { checkDataDirectory, listenProblem, oneLine, StartError, storeProblem } from '../src/start-checks.ts';
+import { checkDataDirectory, listenProblem, oneLine, StartError, storeProblem } from '../../src/start/checks.ts';
 
 // The one-line messages of start failures; test/system/start.test.ts starts real processes with each bad setting.
 

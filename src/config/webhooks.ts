@@ -1,5 +1,5 @@
-import { wholeNumberFrom } from './config-shapes.ts';
-import { DEFAULT_WEBHOOK_SETTINGS, parseRetrySchedule, type WebhookSettings } from './services/webhooks/settings.ts';
+import { wholeNumberFrom } from './shapes.ts';
+import { DEFAULT_WEBHOOK_SETTINGS, parseRetrySchedule, type WebhookSettings } from '../services/webhooks/delivery-rules.ts';
 
 /** The KEYHOLD_WEBHOOK_* settings (part of loadConfig); each invalid one adds a line to `problems`. */
 export function webhooksFrom(env: NodeJS.ProcessEnv, problems: string[]): WebhookSettings {

@@ -1,12 +1,12 @@
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { openRedis } from './store/redis.ts';
-import { isStoreUnavailable } from './store/errors.ts';
-import { withDeadline } from './store/deadline.ts';
-import { SchemaTooNewError } from './store/schema-version.ts';
-import { makeDirectory } from './store/make-directory.ts';
-import { parseKeysDocument } from './services/leaks/github-public-keys.ts';
+import { openRedis } from '../store/redis.ts';
+import { isStoreUnavailable } from '../store/errors.ts';
+import { withDeadline } from '../store/deadline.ts';
+import { SchemaTooNewError } from '../store/schema-version.ts';
+import { makeDirectory } from '../store/make-directory.ts';
+import { parseKeysDocument } from '../services/leaks/github-public-keys.ts';
 
 /*
  * What the server checks before it bootstraps anything (main.ts): that it can listen where it was told to,

@@ -1,5 +1,5 @@
 /** The retention settings (part of loadConfig, and alone for `keyhold maintenance prune`). */
-import { wholeNumberFrom } from './config-shapes.ts';
+import { wholeNumberFrom } from './shapes.ts';
 
 /** Days each kind of data is kept (0: forever) and the background prune pass's interval (0: no background pass). */
 export interface RetentionConfig {

@@ -1,6 +1,6 @@
 import { rmSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { makeDirectory } from './store/make-directory.ts';
+import { makeDirectory } from '../store/make-directory.ts';
 
 /** Where the server's standard output goes: a terminal (`isTTY`) or a pipe, a file, journald. */
 export interface Terminal {

@@ -1,7 +1,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join, resolve } from 'node:path';
-import { ConfigError, DEFAULT_AUTH_FAILURE_LIMIT, loadConfig, settingSecrets } from '../src/config.ts';
+import { ConfigError, DEFAULT_AUTH_FAILURE_LIMIT, loadConfig, settingSecrets } from '../../src/config/config.ts';
 
 describe('config: operations settings', () => {
   test('the access log is off by default, on at LOG_LEVEL debug or trace, and KEYHOLD_ACCESS_LOG decides when set', () => {
