@@ -26,7 +26,7 @@ import { OidcClient, withOidcReadiness } from './services/dashboard/oidc-client.
 import type { OidcConfig } from './config/oidc.ts';
 import { createRuntime, type BufferCapacities } from './services/verification/runtime.ts';
 import type { Vault } from './crypto/vault.ts';
-import type { RetentionConfig } from './config/config.ts';
+import type { RetentionConfig } from './config/retention.ts';
 import { Pruner, type PrunerStats } from './services/maintenance/pruner.ts';
 import type { LeakConfig } from './config/leaks.ts';
 import { registerGithubSecretScanning } from './http/secret-scanning/github.ts';
@@ -35,7 +35,7 @@ import { CrossingEvents } from './services/webhooks/crossing-events.ts';
 import { isStoreUnavailable } from './store/errors.ts';
 import { startExpirySweeps } from './services/webhooks/expiry-sweep.ts';
 import { deliveryOutcomes, oldestPendingDelivery } from './services/webhooks/delivery-task.ts';
-import { DEFAULT_WEBHOOK_SETTINGS as WEBHOOKS, type WebhookSettings } from './services/webhooks/delivery-rules.ts';
+import { DEFAULT_WEBHOOK_SETTINGS as WEBHOOKS, type WebhookSettings } from './config/webhooks.ts';
 
 export interface AppOptions {
   /** Redis for cluster-wide rate limits and cache invalidation (REDIS_URL). */

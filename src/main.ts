@@ -5,7 +5,7 @@ import { setFlagsFromString } from 'node:v8';
 import { exitOnStopSignalsWhileStarting } from './start/signals.ts';
 import { makeDirectory } from './store/make-directory.ts';
 
-// A stop requested during the start ends it at once, as PID 1 too (start-signals.ts).
+// A stop requested during the start ends it at once, as PID 1 too (start/signals.ts).
 exitOnStopSignalsWhileStarting();
 
 /*

@@ -1,13 +1,8 @@
 import pino from 'pino';
-import {
-  loadConfig,
-  ConfigError,
-  MasterKeyFileError,
-  masterKeysFromConfig,
-  settingSecrets,
-  sqliteDataDirectory,
-  type Config,
-} from './config/config.ts';
+import { loadConfig, settingSecrets, type Config } from './config/config.ts';
+import { ConfigError } from './config/shapes.ts';
+import { sqliteDataDirectory } from './config/store.ts';
+import { MasterKeyFileError, masterKeysFromConfig } from './crypto/master-keys.ts';
 import { createVault, type Vault, VaultError } from './crypto/vault.ts';
 import { openStore, type Store } from './store/store.ts';
 import { bootstrap } from './services/workspaces/workspaces.ts';

@@ -16,7 +16,13 @@ const sourceFiles = (dir: string): string[] =>
     return statSync(path).isDirectory() ? sourceFiles(path) : path.endsWith('.ts') ? [path] : [];
   });
 
-const FILES = sourceFiles(SRC).map((path) => ({ path, rel: relative(ROOT, path), text: readFileSync(path, 'utf8') }));
+interface SourceFile {
+  path: string;
+  rel: string;
+  text: string;
+}
+
+const FILES: SourceFile[] = sourceFiles(SRC).map((path) => ({ path, rel: relative(ROOT, path), text: readFileSync(path, 'utf8') }));
 
 /** Every module specifier a file imports (static, type-only and dynamic). */
 const importsOf = (text: string): string[] => [...text.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|^import\s+)'([^']+)'/gm)].map((m) => m[1]);
@@ -24,13 +30,47 @@ const importsOf = (text: string): string[] => [...text.matchAll(/(?:\bfrom\s*|\b
 /** Where an import leads: `src/…` for a relative import, else the package name. */
 const target = (file: string, spec: string): string => (spec.startsWith('.') ? relative(ROOT, resolve(dirname(file), spec)) : spec);
 
-const violations = (where: (rel: string) => boolean, forbidden: (to: string) => boolean): string[] =>
-  FILES.filter((f) => where(f.rel)).flatMap((f) =>
-    importsOf(f.text)
-      .map((spec) => target(f.path, spec))
-      .filter(forbidden)
-      .map((to) => `${f.rel} → ${to}`),
-  );
+interface Rule {
+  /** The files the rule applies to (by path from the repository root). */
+  where: (rel: string) => boolean;
+  /** The imports it forbids them (`src/…` or a package name). */
+  forbidden: (to: string) => boolean;
+}
+
+const violations = (where: Rule['where'], forbidden: Rule['forbidden'], files: SourceFile[] = FILES): string[] =>
+  files
+    .filter((f) => where(f.rel))
+    .flatMap((f) =>
+      importsOf(f.text)
+        .map((spec) => target(f.path, spec))
+        .filter(forbidden)
+        .map((to) => `${f.rel} → ${to}`),
+    );
+
+/**
+ * src/config/ is the bottom of the house: every layer may read settings from it, and it imports nothing of the
+ * project but other config modules and domain/'s pure rules (the root key's shape), and Node's built-ins.
+ */
+const CONFIG_AT_THE_BOTTOM: Rule = {
+  where: (rel) => rel.startsWith('src/config/'),
+  forbidden: (to) => !to.startsWith('src/config/') && !to.startsWith('src/domain/') && !to.startsWith('node:'),
+};
+
+/** src/start/ (what runs once at start) is used only by the entry points: src/main.ts, src/server.ts and the CLI. */
+const START_ONLY_FROM_ENTRY_POINTS: Rule = {
+  where: (rel) => !['src/main.ts', 'src/server.ts'].includes(rel) && !rel.startsWith('src/start/') && !rel.startsWith('src/cli/'),
+  forbidden: (to) => to.startsWith('src/start/'),
+};
+
+/** src/start/ may use config, store, services, crypto and domain, never a caller's layer or the composition root. */
+const START_BELOW_CALLERS: Rule = {
+  where: (rel) => rel.startsWith('src/start/'),
+  forbidden: (to) =>
+    to.startsWith('src/http/') || to.startsWith('src/cli/') || ['src/app.ts', 'src/server.ts', 'src/main.ts', 'fastify'].includes(to),
+};
+
+/** A file as the rules see it, for checking that a rule catches what it must. */
+const fakeFile = (rel: string, text: string): SourceFile => ({ path: join(ROOT, rel), rel, text });
 
 describe('architecture', () => {
   test('http and cli reach the store only through services: no Kysely, no driver, no dialect', () => {
@@ -54,13 +94,57 @@ describe('architecture', () => {
     );
   });
 
-  test('services, store, jobs and crypto never import the HTTP layer or the CLI', () => {
+  test('services, store, jobs, crypto and config never import the HTTP layer or the CLI', () => {
     const inner = (rel: string) =>
-      ['src/services/', 'src/store/', 'src/jobs/', 'src/crypto/', 'src/domain/'].some((p) => rel.startsWith(p));
+      ['src/services/', 'src/store/', 'src/jobs/', 'src/crypto/', 'src/domain/', 'src/config/'].some((p) => rel.startsWith(p));
     assert.deepEqual(
       violations(inner, (to) => to.startsWith('src/http/') || to.startsWith('src/cli/') || to === 'fastify'),
       [],
     );
+  });
+
+  test('config imports nothing of the project but config and domain: services, store, http, cli, jobs, crypto import it', () => {
+    assert.deepEqual(violations(CONFIG_AT_THE_BOTTOM.where, CONFIG_AT_THE_BOTTOM.forbidden), []);
+  });
+
+  test('the config rule catches config importing a service, the store, the HTTP layer or start-up, and lets services import config', () => {
+    const files = [
+      fakeFile(
+        'src/config/webhooks.ts',
+        [
+          "import { nextDelay } from '../services/webhooks/delivery-rules.ts';",
+          "import type { Store } from '../store/store.ts';",
+          "import type { AppOptions } from '../http/types.ts';",
+          "import { StartError } from '../start/checks.ts';",
+          "import { wholeNumberFrom } from './shapes.ts';",
+          "import { isWellFormedRootKey } from '../domain/root-key-format.ts';",
+          "import { resolve } from 'node:path';",
+        ].join('\n'),
+      ),
+      fakeFile('src/services/webhooks/attempt.ts', "import type { WebhookSettings } from '../../config/webhooks.ts';"),
+    ];
+    assert.deepEqual(violations(CONFIG_AT_THE_BOTTOM.where, CONFIG_AT_THE_BOTTOM.forbidden, files), [
+      'src/config/webhooks.ts → src/services/webhooks/delivery-rules.ts',
+      'src/config/webhooks.ts → src/store/store.ts',
+      'src/config/webhooks.ts → src/http/types.ts',
+      'src/config/webhooks.ts → src/start/checks.ts',
+    ]);
+  });
+
+  test('start-up code is imported only by the entry points (main.ts, server.ts, the CLI), and imports no caller layer', () => {
+    assert.deepEqual(violations(START_ONLY_FROM_ENTRY_POINTS.where, START_ONLY_FROM_ENTRY_POINTS.forbidden), []);
+    assert.deepEqual(violations(START_BELOW_CALLERS.where, START_BELOW_CALLERS.forbidden), []);
+    const files = [
+      fakeFile('src/services/readiness.ts', "import { checkRedis } from '../start/checks.ts';"),
+      fakeFile('src/server.ts', "import { checkRedis } from './start/checks.ts';"),
+      fakeFile('src/start/checks.ts', "import { openRedis } from '../store/redis.ts';\nimport { sendError } from '../http/errors.ts';"),
+    ];
+    assert.deepEqual(violations(START_ONLY_FROM_ENTRY_POINTS.where, START_ONLY_FROM_ENTRY_POINTS.forbidden, files), [
+      'src/services/readiness.ts → src/start/checks.ts',
+    ]);
+    assert.deepEqual(violations(START_BELOW_CALLERS.where, START_BELOW_CALLERS.forbidden, files), [
+      'src/start/checks.ts → src/http/errors.ts',
+    ]);
   });
 
   test('a route file imports schemas and services, never another route file', () => {

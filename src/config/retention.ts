@@ -1,5 +1,5 @@
 /** The retention settings (part of loadConfig, and alone for `keyhold maintenance prune`). */
-import { wholeNumberFrom } from './shapes.ts';
+import { ConfigError, wholeNumberFrom } from './shapes.ts';
 
 /** Days each kind of data is kept (0: forever) and the background prune pass's interval (0: no background pass). */
 export interface RetentionConfig {
@@ -35,4 +35,12 @@ export function retentionFrom(env: NodeJS.ProcessEnv, problems: string[]): Reten
       problems,
     ),
   };
+}
+
+/** The retention settings alone, for the CLI (`keyhold maintenance prune`). */
+export function loadRetentionConfig(env: NodeJS.ProcessEnv = process.env): RetentionConfig {
+  const problems: string[] = [];
+  const retention = retentionFrom(env, problems);
+  if (problems.length) throw new ConfigError(problems);
+  return retention;
 }

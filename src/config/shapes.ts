@@ -1,8 +1,8 @@
 import { isIP } from 'node:net';
 
 /*
- * The checks of the settings that have a shape (HOST and the URLs: DATABASE_URL, REDIS_URL, KEYHOLD_PUBLIC_URL),
- * for config.ts. Each problem names the setting and the fix; a URL that may hold a password is never quoted
+ * The parsers every area of src/config/ shares (whole numbers, booleans), the error they all report, and the
+ * checks of the settings that have a shape (HOST and the URLs: DATABASE_URL, REDIS_URL, KEYHOLD_PUBLIC_URL). Each problem names the setting and the fix; a URL that may hold a password is never quoted
  * (KEYHOLD_PUBLIC_URL only without its credentials). What the drivers would choke on later (a port that is not
  * a number, a % that is not an escape, a schema name no SQL may carry) is refused here, so that it is a
  * configuration error (exit 2) instead of a stack trace from inside the driver, with the password in it.
@@ -12,6 +12,16 @@ import { isIP } from 'node:net';
 export function hostProblem(host: string): string | undefined {
   if (isIP(host) || /^[A-Za-z0-9]([A-Za-z0-9_-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9_-]*[A-Za-z0-9])?)*\.?$/.test(host)) return undefined;
   return `HOST must be an IP address or a host name, without scheme or port (the port is PORT), e.g. 127.0.0.1 or 0.0.0.0, got "${host}"`;
+}
+
+/** Settings that are invalid: `problems` holds one line per problem, each naming its setting and the fix. */
+export class ConfigError extends Error {
+  readonly problems: string[];
+  constructor(problems: string | string[]) {
+    const list = typeof problems === 'string' ? [problems] : problems;
+    super(list.join('\n'));
+    this.problems = list;
+  }
 }
 
 const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
@@ -133,4 +143,14 @@ export function wholeNumberFrom(
     return fallback;
   }
   return Number(value);
+}
+
+/** `true`/`false` (any case, also `1`/`0`); unset or empty: `fallback`. */
+export function booleanFrom(env: NodeJS.ProcessEnv, name: string, fallback: boolean, problems: string[]): boolean {
+  const value = (env[name] ?? '').trim().toLowerCase();
+  if (value === '') return fallback;
+  if (value === 'true' || value === '1') return true;
+  if (value === 'false' || value === '0') return false;
+  problems.push(`${name} must be true or false, got "${env[name]}"`);
+  return fallback;
 }

@@ -1,6 +1,7 @@
 import { hash, randomBytes, randomFillSync } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 import { base58 } from '../domain/base58.ts';
+import { ROOT_KEY_PREFIX } from '../domain/root-key-format.ts';
 
 /** `sha256_base64`: standard base64 of SHA-256 over the whole key string. */
 export const hashKey = (key: string): string => hash('sha256', key, 'base64');
@@ -56,9 +57,5 @@ export function generateKey(prefix: string | undefined, byteLength: number): { k
 export const keyStart = (key: string, prefix?: string): string =>
   prefix && key.startsWith(`${prefix}_`) ? key.slice(0, prefix.length + 5) : key.slice(0, 4);
 
-export const ROOT_KEY_PREFIX = 'kh_root_';
-const ROOT_KEY_RE = /^kh_root_[1-9A-HJ-NP-Za-km-z]{22,64}$/;
-
 /** A new root key (`kh_root_` + base58 of 24 random bytes, 192 bits, + checksum). */
 export const generateRootKey = (): string => withChecksum(ROOT_KEY_PREFIX + base58(randomKeyBytes(24), 33));
-export const isWellFormedRootKey = (key: string): boolean => ROOT_KEY_RE.test(key);

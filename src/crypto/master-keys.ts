@@ -3,83 +3,18 @@ import { chmodSync, linkSync, readFileSync, rmSync, statSync, writeFileSync } fr
 import { join } from 'node:path';
 import { base58 } from '../domain/base58.ts';
 import { KEY_BYTES } from './aead.ts';
+import { MasterKeyFormatError, parseMasterKeys, type MasterKey } from '../config/master-keys.ts';
+import { sqliteDataDirectory, type StoreConfig } from '../config/store.ts';
 import { makeDirectory } from '../store/make-directory.ts';
 
 /**
- * the vault's master keys (docs/secrets-at-rest.md): parsed from KEYHOLD_MASTER_KEYS, or kept by the embedded default in a
- * file in its data directory. A master key never touches the store, and no error here ever echoes key
- * material.
+ * The vault's master keys (docs/secrets-at-rest.md): given in KEYHOLD_MASTER_KEYS (parsed in src/config/master-keys.ts),
+ * or kept by the embedded default in a file in its data directory, in the same format. A master key never touches
+ * the store, and no error here ever echoes key material.
  */
-
-/** A master key: `id` is stored next to every data key it wraps, so it must never be reused for other key material. */
-export interface MasterKey {
-  id: string;
-  key: Buffer /* 32 bytes */;
-}
-
-/** A KEYHOLD_MASTER_KEYS value (or master key file) that cannot be used; `problems` lists each one. */
-export class MasterKeyFormatError extends Error {
-  readonly problems: string[];
-  constructor(problems: string[]) {
-    super(problems.join('; '));
-    this.name = 'MasterKeyFormatError';
-    this.problems = problems;
-  }
-}
-
-const MASTER_KEY_ID_RE = /^[A-Za-z0-9_.-]{1,64}$/;
-const BASE64_RE = /^[A-Za-z0-9+/]+={0,2}$/;
 
 /** The file the embedded default keeps its master key in, inside the data directory. */
 export const MASTER_KEY_FILE = 'master.key';
-
-/**
- * Parses KEYHOLD_MASTER_KEYS: comma-separated `<id>:<key>` entries, newest first. `<id>` is 1..64 characters
- * of `A-Z a-z 0-9 _ . -` and unique; `<key>` is standard base64 of exactly 32 bytes (`openssl rand -base64 32`).
- * Whitespace around entries is ignored. Every problem is reported; key material is never echoed.
- */
-export function parseMasterKeys(value: string): MasterKey[] {
-  const problems: string[] = [];
-  const keys: MasterKey[] = [];
-  const entries = value.split(',').map((e) => e.trim());
-  if (entries.length === 1 && entries[0] === '')
-    throw new MasterKeyFormatError(['no master key given: expected <id>:<base64 of 32 bytes>[,<id>:<base64>…]']);
-  const seen = new Set<string>();
-  entries.forEach((entry, i) => {
-    const where = `entry ${i + 1}`;
-    if (entry === '') {
-      problems.push(`${where} is empty`);
-      return;
-    }
-    const colon = entry.indexOf(':');
-    if (colon === -1) {
-      problems.push(`${where} must be <id>:<base64 of 32 bytes>`);
-      return;
-    }
-    const id = entry.slice(0, colon).trim();
-    const material = entry.slice(colon + 1).trim();
-    let ok = true;
-    if (!MASTER_KEY_ID_RE.test(id)) {
-      problems.push(`${where}: the id must be 1..64 characters of A-Z a-z 0-9 _ . -`);
-      ok = false;
-    } else if (seen.has(id)) {
-      problems.push(`${where}: id "${id}" is listed more than once`);
-      ok = false;
-    }
-    seen.add(id);
-    const key = Buffer.from(material, 'base64');
-    const canonical = BASE64_RE.test(material) && key.toString('base64').replace(/=+$/, '') === material.replace(/=+$/, '');
-    if (!canonical || key.length !== KEY_BYTES) {
-      problems.push(
-        `${where}${MASTER_KEY_ID_RE.test(id) ? ` (id "${id}")` : ''}: the key must be standard base64 of exactly ${KEY_BYTES} bytes (e.g. \`openssl rand -base64 32\`)`,
-      );
-      ok = false;
-    }
-    if (ok) keys.push({ id, key });
-  });
-  if (problems.length) throw new MasterKeyFormatError(problems);
-  return keys;
-}
 
 /** `<id>:<base64>`, the KEYHOLD_MASTER_KEYS form of one master key. */
 export const formatMasterKey = (mk: MasterKey): string => `${mk.id}:${mk.key.toString('base64')}`;
@@ -146,3 +81,33 @@ function readIfExists(path: string): string | undefined {
     throw err;
   }
 }
+
+/**
+ * The master keys of the vault, the same for the server and the CLI: KEYHOLD_MASTER_KEYS when it is set; else,
+ * on SQLite (the embedded default), the master key file next to the database file (`<data dir>/master.key`,
+ * created with mode 0600 on first use; `warn` says so, never with the key); else (PostgreSQL without
+ * KEYHOLD_MASTER_KEYS) none: a key generated on one node would leave every other node unable to decrypt, so
+ * there is no vault and what needs one (recoverable keys, plaintext imports, decrypt) is refused with 412.
+ */
+export function masterKeysFromConfig(
+  config: Pick<StoreConfig, 'databaseUrl' | 'masterKeys'>,
+  warn: (msg: string) => void,
+): MasterKey[] | undefined {
+  if (config.masterKeys) return config.masterKeys;
+  const dataDir = sqliteDataDirectory(config.databaseUrl);
+  if (!dataDir) return undefined;
+  try {
+    return loadOrCreateMasterKeyFile(dataDir, warn);
+  } catch (err) {
+    // Valid settings (none) but an unusable file: the server's exit 1, never an echo of the file's content.
+    const why = err instanceof MasterKeyFormatError ? err.problems.join('; ') : `${join(dataDir, MASTER_KEY_FILE)}: ${codeOf(err)}`;
+    throw new MasterKeyFileError(
+      `KEYHOLD_MASTER_KEYS is unset and the master key file cannot be used (${why}): restore the file from the backup taken with the database, or set KEYHOLD_MASTER_KEYS`,
+    );
+  }
+}
+
+/** The master key file the embedded default relies on is unreadable or corrupt: `message` is one line, without key material. */
+export class MasterKeyFileError extends Error {}
+
+const codeOf = (err: unknown) => (err as NodeJS.ErrnoException)?.code ?? (err as Error)?.message ?? String(err);

@@ -3,7 +3,7 @@ import { base58 } from '../domain/base58.ts';
 import { AppError } from '../domain/errors.ts';
 import type { Db, Executor } from '../store/store.ts';
 import { KEY_BYTES, open, seal, sealAad, wrapAad } from './aead.ts';
-import type { MasterKey } from './master-keys.ts';
+import type { MasterKey } from '../config/master-keys.ts';
 
 /**
  * Envelope encryption of recoverable keys (docs/secrets-at-rest.md).

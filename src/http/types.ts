@@ -10,7 +10,7 @@ import type { ReadinessReport } from '../services/readiness.ts';
 import type { RatelimitContext } from '../services/ratelimits/limit.ts';
 import type { Vault } from '../crypto/vault.ts';
 import type { BodyRules } from './validation.ts';
-import type { WebhookSettings } from '../services/webhooks/delivery-rules.ts';
+import type { WebhookSettings } from '../config/webhooks.ts';
 
 /** The Fastify instance routes are registered on, typed by their TypeBox schemas. */
 export type App = FastifyInstance<

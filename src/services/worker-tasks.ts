@@ -3,7 +3,7 @@ import type { TaskRegistry } from '../jobs/queue.ts';
 import type { Db } from '../store/store.ts';
 import { migrationImportTask } from './migrations/migration-import-task.ts';
 import { deliveryTask } from './webhooks/delivery-task.ts';
-import type { WebhookSettings } from './webhooks/delivery-rules.ts';
+import type { WebhookSettings } from '../config/webhooks.ts';
 
 /** The tasks a Keyhold worker runs (the server's and `keyhold worker`): key imports and webhook deliveries. */
 export const workerTasks = (db: Db, vault: Vault | undefined, webhooks: WebhookSettings): TaskRegistry => ({

@@ -9,7 +9,7 @@ import { makeDirectory } from '../store/make-directory.ts';
 import { parseKeysDocument } from '../services/leaks/github-public-keys.ts';
 
 /*
- * What the server checks before it bootstraps anything (main.ts): that it can listen where it was told to,
+ * What the server checks before it bootstraps anything (src/server.ts): that it can listen where it was told to,
  * write its SQLite data directory, reach its database and Redis. Each failure is a StartError: one line that
  * names the setting and says how to fix it, never a stack trace and never a password.
  */

@@ -9,7 +9,7 @@ import { operatorCaller } from '../../src/services/caller.ts';
 import { createVault } from '../../src/crypto/vault.ts';
 import { createEndpoint } from '../../src/services/webhooks/endpoints.ts';
 import { sendTestEvent } from '../../src/services/webhooks/deliveries.ts';
-import { DEFAULT_WEBHOOK_SETTINGS } from '../../src/services/webhooks/delivery-rules.ts';
+import { DEFAULT_WEBHOOK_SETTINGS } from '../../src/config/webhooks.ts';
 
 type Endpoints = { endpoints: Array<{ endpointId: string; url: string; enabled: boolean }> };
 type Deliveries = {

@@ -1,7 +1,11 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join, resolve } from 'node:path';
-import { ConfigError, DEFAULT_AUTH_FAILURE_LIMIT, loadConfig, settingSecrets } from '../../src/config/config.ts';
+import { loadConfig, settingSecrets } from '../../src/config/config.ts';
+import { DEFAULT_AUTH_FAILURE_LIMIT } from '../../src/config/server.ts';
+import { ConfigError } from '../../src/config/shapes.ts';
+import { MASTER_KEY_BYTES } from '../../src/config/master-keys.ts';
+import { KEY_BYTES } from '../../src/crypto/aead.ts';
 
 describe('config: operations settings', () => {
   test('the access log is off by default, on at LOG_LEVEL debug or trace, and KEYHOLD_ACCESS_LOG decides when set', () => {
@@ -151,5 +155,11 @@ describe('config: single sign-on settings', () => {
       );
     }
     assert.ok(settingSecrets(oidc).includes('top-secret-value'));
+  });
+});
+
+describe('config: KEYHOLD_MASTER_KEYS', () => {
+  test("the master key length the setting asks for is the vault's key length", () => {
+    assert.equal(MASTER_KEY_BYTES, KEY_BYTES);
   });
 });

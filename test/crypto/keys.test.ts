@@ -1,7 +1,8 @@
 import { describe, test } from 'node:test';
 import { readFileSync } from 'node:fs';
 import assert from 'node:assert/strict';
-import { generateKey, generateRootKey, hasValidChecksum, hashKey, isWellFormedRootKey, keyStart } from '../../src/crypto/keys.ts';
+import { generateKey, generateRootKey, hasValidChecksum, hashKey, keyStart } from '../../src/crypto/keys.ts';
+import { isWellFormedRootKey } from '../../src/domain/root-key-format.ts';
 import { B58, expectedChecksum } from '../helpers/formats.ts';
 
 describe('key material (crypto/keys)', () => {

@@ -9,14 +9,10 @@ import { DIALECTS, freshStore, OPERATOR } from '../helpers/harness.ts';
 import { runCli } from '../helpers/cli.ts';
 import { repoUrl } from '../helpers/repo.ts';
 import { createVault, VaultError, type Sealed, type Vault } from '../../src/crypto/vault.ts';
-import {
-  formatMasterKey,
-  loadOrCreateMasterKeyFile,
-  MasterKeyFormatError,
-  parseMasterKeys,
-  type MasterKey,
-} from '../../src/crypto/master-keys.ts';
-import { ConfigError, loadConfig, MasterKeyFileError, masterKeysFromConfig } from '../../src/config/config.ts';
+import { formatMasterKey, loadOrCreateMasterKeyFile, MasterKeyFileError, masterKeysFromConfig } from '../../src/crypto/master-keys.ts';
+import { MasterKeyFormatError, parseMasterKeys, type MasterKey } from '../../src/config/master-keys.ts';
+import { loadConfig } from '../../src/config/config.ts';
+import { ConfigError } from '../../src/config/shapes.ts';
 import { createWorkspace } from '../../src/services/workspaces/workspaces.ts';
 import { openStore, type Store } from '../../src/store/store.ts';
 

@@ -1,4 +1,4 @@
-import { DEFAULT_WEBHOOK_SETTINGS } from '../../src/services/webhooks/delivery-rules.ts';
+import { DEFAULT_WEBHOOK_SETTINGS } from '../../src/config/webhooks.ts';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import {
   Kysely,

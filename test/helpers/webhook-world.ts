@@ -4,7 +4,7 @@ import { createVault } from '../../src/crypto/vault.ts';
 import { JobQueue } from '../../src/jobs/job-queue.ts';
 import { Worker } from '../../src/jobs/worker.ts';
 import { workerTasks } from '../../src/services/worker-tasks.ts';
-import type { WebhookSettings } from '../../src/services/webhooks/delivery-rules.ts';
+import type { WebhookSettings } from '../../src/config/webhooks.ts';
 
 /** Deliveries to the loopback receiver, at once and once more 200 ms later, each given 2 s. */
 export const TEST_WEBHOOK_SETTINGS: WebhookSettings = { allowPrivate: true, timeoutMs: 2000, retrySchedule: [0, 200] };

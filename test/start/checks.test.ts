@@ -62,7 +62,7 @@ describe('start checks', () => {
   test('an unforeseen error is one line: its name, its first message line and where it was thrown, no stack', () => {
     const err = new TypeError('cannot read things\nsecond line');
     const line = oneLine(err);
-    assert.match(line, /^unexpected error \(please report it\): TypeError: cannot read things \(at .*start-checks\.test\.ts:\d+:\d+\)$/);
+    assert.match(line, /^unexpected error \(please report it\): TypeError: cannot read things \(at .*start\/checks\.test\.ts:\d+:\d+\)$/);
     assert.equal(line.includes('\n'), false);
     assert.match(oneLine('a string'), /^unexpected error \(please report it\): Error: a string$/);
   });

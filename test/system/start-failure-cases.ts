@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { openStore } from '../../src/store/store.ts';
 import { bootstrap } from '../../src/services/workspaces/workspaces.ts';
 import { createVault } from '../../src/crypto/vault.ts';
-import { parseMasterKeys } from '../../src/crypto/master-keys.ts';
+import { parseMasterKeys } from '../../src/config/master-keys.ts';
 
 /**
  * Bad values for every setting of the configuration table (docs/configuration.md), each started as a real server by

@@ -56,7 +56,7 @@ describe('a start that cannot go on: one line naming the setting, exit 1, nothin
     }
   });
 
-  test('HOST that is not an address of this machine (a name that does not resolve: test/start-checks.test.ts)', async (t) => {
+  test('HOST that is not an address of this machine (a name that does not resolve: test/start/checks.test.ts)', async (t) => {
     const s = scratch(t);
     await failedStart({ HOST: '192.0.2.1', DATABASE_URL: s.db }, /HOST 192\.0\.2\.1 is not an address of this machine/);
     assert.equal(existsSync(s.dataDir), false);

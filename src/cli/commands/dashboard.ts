@@ -1,4 +1,5 @@
-import { ConfigError, publicUrlFrom } from '../../config/config.ts';
+import { publicUrlFrom } from '../../config/server.ts';
+import { ConfigError } from '../../config/shapes.ts';
 import { createSignInLink } from '../../services/dashboard/sessions.ts';
 import { type CommandGroup, stringOption, UsageError } from '../command.ts';
 

@@ -1,5 +1,8 @@
 import { AppError } from '../../domain/errors.ts';
-import { ConfigError, loadRetentionConfig, loadVaultConfig, masterKeysFromConfig } from '../../config/config.ts';
+import { loadRetentionConfig } from '../../config/retention.ts';
+import { ConfigError } from '../../config/shapes.ts';
+import { loadVaultConfig } from '../../config/store.ts';
+import { masterKeysFromConfig } from '../../crypto/master-keys.ts';
 import { runPrunePass } from '../../services/maintenance/prune.ts';
 import { createVault, VaultError } from '../../crypto/vault.ts';
 import { workerTasks } from '../../services/worker-tasks.ts';

@@ -1,4 +1,4 @@
-import type { RetentionConfig } from '../../config/config.ts';
+import type { RetentionConfig } from '../../config/retention.ts';
 import type { Store } from '../../store/store.ts';
 import { deleteBatch } from '../../store/batched-delete.ts';
 import { reclaimFreePages } from '../../store/free-pages.ts';

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { RetentionConfig } from '../../config/config.ts';
+import type { RetentionConfig } from '../../config/retention.ts';
 import type { Store } from '../../store/store.ts';
 import { isStoreUnavailable } from '../../store/errors.ts';
 import { PruneLease } from './prune-lease.ts';

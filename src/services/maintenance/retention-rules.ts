@@ -1,5 +1,5 @@
 import { sql, type RawBuilder } from 'kysely';
-import type { RetentionConfig } from '../../config/config.ts';
+import type { RetentionConfig } from '../../config/retention.ts';
 import type { Database } from '../../store/schema.ts';
 
 /** What the retention pass removes, one name per kind of row (`keyhold maintenance prune` prints these). */

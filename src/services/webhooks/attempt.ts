@@ -1,7 +1,8 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { LookupFunction } from 'node:net';
-import { MAX_RESPONSE_BYTES, type WebhookSettings } from './delivery-rules.ts';
+import type { WebhookSettings } from '../../config/webhooks.ts';
+import { MAX_RESPONSE_BYTES } from './delivery-rules.ts';
 import { checkedAddresses, hostOf, urlFormProblem } from './url-safety.ts';
 
 /** What one attempt came to: the status the endpoint answered, or why there was none. */

@@ -4,7 +4,8 @@ import type { Db, Tx } from '../../store/store.ts';
 import type { WebhookDeliveryRow, WebhookEndpointRow } from '../../store/schema-webhooks.ts';
 import { attempt, type AttemptResult } from './attempt.ts';
 import { scheduleAttempt, type DeliverPayload } from './emit.ts';
-import { FAILING_DISABLE_MS, nextDelay, type WebhookSettings } from './delivery-rules.ts';
+import type { WebhookSettings } from '../../config/webhooks.ts';
+import { FAILING_DISABLE_MS, nextDelay } from './delivery-rules.ts';
 import { signatureHeader } from './signing.ts';
 
 /** Attempts recorded by this process, by outcome (for /metrics): delivered, retried later, failed for good. */

@@ -14,7 +14,7 @@ import type { WebhookEndpointRow } from '../../store/schema-webhooks.ts';
 import { callerAudit, recordAudit } from '../audit/record-audit.ts';
 import { can, requirePermissions, type Caller } from '../caller.ts';
 import { auditedUrl, endpointView, requireEndpointFor, requireSomeRead, type EndpointView } from './endpoint-records.ts';
-import type { WebhookSettings } from './delivery-rules.ts';
+import type { WebhookSettings } from '../../config/webhooks.ts';
 import { newSigningSecret } from './signing.ts';
 import { checkedAddresses, hostOf, UnsafeAddressError, urlFormProblem } from './url-safety.ts';
 

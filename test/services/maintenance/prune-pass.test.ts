@@ -5,7 +5,7 @@ import { DIALECTS, freshStore } from '../../helpers/harness.ts';
 import type { Store } from '../../../src/store/store.ts';
 import { runPrunePass } from '../../../src/services/maintenance/prune.ts';
 import { PruneLease } from '../../../src/services/maintenance/prune-lease.ts';
-import { loadRetentionConfig } from '../../../src/config/config.ts';
+import { loadRetentionConfig } from '../../../src/config/retention.ts';
 import { BatchPace, EVENT_LOOP_PACE } from '../../../src/store/batch-pace.ts';
 
 const DAY = 86_400_000;

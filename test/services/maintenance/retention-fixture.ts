@@ -1,7 +1,7 @@
 import type { World } from '../../helpers/harness.ts';
 import { ALL_TABLES } from '../../helpers/rows.ts';
 import type { Database } from '../../../src/store/schema.ts';
-import type { RetentionConfig } from '../../../src/config/config.ts';
+import type { RetentionConfig } from '../../../src/config/retention.ts';
 
 export const DAY = 86_400_000;
 export const OLD = 400 * DAY;

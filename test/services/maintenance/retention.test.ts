@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { DIALECTS, world, type World } from '../../helpers/harness.ts';
 import { runCli } from '../../helpers/cli.ts';
 import { buildApp } from '../../../src/app.ts';
-import { loadRetentionConfig } from '../../../src/config/config.ts';
+import { loadRetentionConfig } from '../../../src/config/retention.ts';
 import { agedFixture, expectedAfterPrune, snapshot } from './retention-fixture.ts';
 
 /*

@@ -7,9 +7,9 @@ import { startWebhookWorker } from '../../helpers/webhook-world.ts';
 import { until } from '../../helpers/webhook-receiver.ts';
 import type { Worker } from '../../../src/jobs/worker.ts';
 import { attempt } from '../../../src/services/webhooks/attempt.ts';
-import { DEFAULT_RETRY_SCHEDULE, nextDelay, parseRetrySchedule, type WebhookSettings } from '../../../src/services/webhooks/delivery-rules.ts';
+import { nextDelay } from '../../../src/services/webhooks/delivery-rules.ts';
 import { isBlockedAddress } from '../../../src/services/webhooks/url-safety.ts';
-import { webhooksFrom } from '../../../src/config/webhooks.ts';
+import { DEFAULT_RETRY_SCHEDULE, parseRetrySchedule, type WebhookSettings, webhooksFrom } from '../../../src/config/webhooks.ts';
 
 const SETTINGS: WebhookSettings = { allowPrivate: true, timeoutMs: 300, retrySchedule: [0] };
 

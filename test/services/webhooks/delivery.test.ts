@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { DIALECTS, world, type World } from '../../helpers/harness.ts';
 import { startWebhookWorker } from '../../helpers/webhook-world.ts';
 import type { Worker } from '../../../src/jobs/worker.ts';
-import type { WebhookSettings } from '../../../src/services/webhooks/delivery-rules.ts';
+import type { WebhookSettings } from '../../../src/config/webhooks.ts';
 import { until, verifiedPayloads as verified, webhookReceiver as receiver } from '../../helpers/webhook-receiver.ts';
 
 function suite(dialect: 'sqlite' | 'postgres', settings: WebhookSettings, body: (get: () => World) => void) {

@@ -4,7 +4,8 @@ import { DIALECTS, freshStore, OPERATOR } from '../../helpers/harness.ts';
 import { count } from '../../helpers/rows.ts';
 import { expectKind } from '../../helpers/errors.ts';
 import { openStore } from '../../../src/store/store.ts';
-import { generateRootKey, hashKey, isWellFormedRootKey } from '../../../src/crypto/keys.ts';
+import { generateRootKey, hashKey } from '../../../src/crypto/keys.ts';
+import { isWellFormedRootKey } from '../../../src/domain/root-key-format.ts';
 import { authenticateRootKey } from '../../../src/services/workspaces/root-keys.ts';
 import { bootstrap, createWorkspace } from '../../../src/services/workspaces/workspaces.ts';
 
