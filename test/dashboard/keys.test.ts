@@ -1,7 +1,7 @@
 import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { DIALECTS } from '../helpers/harness.ts';
-import { checkPage, watchConsole, dashboardSuite } from '../helpers/browser.ts';
+import { checkPage, dashboardSuite } from '../helpers/browser.ts';
 
 interface Verdict {
   valid: boolean;
