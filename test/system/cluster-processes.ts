@@ -3,7 +3,6 @@ import { freshStore } from '../helpers/harness.ts';
 import { runCli } from '../helpers/cli.ts';
 import type { CliAnswer, Loose } from '../helpers/json.ts';
 import type { Store } from '../../src/store/store.ts';
-import { bootstrap } from '../../src/services/workspaces/workspaces.ts';
 import { freePort } from '../helpers/processes.ts';
 import { newRootKey, ServerProcess, storeServerEnv } from '../helpers/server-process.ts';
 
@@ -51,18 +50,28 @@ export class Cluster {
     return `${this.dialect}, ${this.size} processes, ${this.redis ? 'Redis' : 'no Redis'}`;
   }
 
-  /** A fresh store, bootstrapped here with `root` (as a first start would), then every process started at once. */
+  /**
+   * A fresh store; the first process bootstraps the workspace with `root` (and makes the master key), the others
+   * start once it is up. Every process is in `servers` as soon as it is spawned: close() stops it even when it
+   * never gets ready.
+   */
   async start(): Promise<void> {
     const fresh = await freshStore(this.dialect);
     this.store = fresh.store;
     this.url = fresh.url;
     this.#closeStore = fresh.close;
-    await bootstrap(fresh.store.db, this.root);
     // Every server runs its background workers, as a deployed node does (storeServerEnv's default is none).
     const env: Record<string, string> = { KEYHOLD_WORKERS: 'true', ...this.env };
     if (this.redis && REDIS_URL) env.REDIS_URL = REDIS_URL;
-    for (let i = 0; i < this.size; i++) this.servers.push(new Server(`server ${i + 1}`, await freePort(), this.url, this.root, env));
-    await Promise.all(this.servers.map((s) => s.ready())); // close() stops them even when one never gets ready
+    const spawnOne = async (i: number) => {
+      const server = new Server(`server ${i + 1}`, await freePort(), this.url, this.root, env);
+      this.servers.push(server);
+      return server;
+    };
+    await (await spawnOne(0)).ready();
+    const rest = [];
+    for (let i = 1; i < this.size; i++) rest.push(await spawnOne(i));
+    await Promise.all(rest.map((s) => s.ready()));
   }
 
   async close(): Promise<void> {
