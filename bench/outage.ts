@@ -30,7 +30,7 @@ import pg from 'pg';
 import { scratchStore } from './scratch-store.ts';
 import { randomKeys } from './keyset.ts';
 import { positiveInt, sleep } from './processes.ts';
-import { newRootKey, SpawnedServer } from '../test/system/spawned-server.ts';
+import { newRootKey, ServerProcess } from '../test/helpers/server-process.ts';
 import { TcpProxy, viaPort } from '../test/helpers/outages.ts';
 
 const SECONDS = positiveInt('OUTAGE_SECONDS', 600);
@@ -50,7 +50,7 @@ const answered = (tally: Tally) => Object.entries(tally).reduce((k, [tag, m]) =>
 type Sample = { at: number; bytes: number | undefined; valid: number; unavailable: number; heap?: number };
 
 /** A value of `name{what="verifications"}` (or unlabelled `name`) in the server's /metrics. */
-async function metric(s: SpawnedServer, name: string, labels = '{what="verifications"}'): Promise<number> {
+async function metric(s: ServerProcess, name: string, labels = '{what="verifications"}'): Promise<number> {
   const res = await s.request<string>('GET', '/metrics');
   const line = String(res.json)
     .split('\n')
@@ -59,7 +59,7 @@ async function metric(s: SpawnedServer, name: string, labels = '{what="verificat
 }
 
 /** Imports the keys as hashes, 1,000 a request, two requests in flight. */
-async function importKeys(s: SpawnedServer, root: string, apiId: string, keys: string[]): Promise<void> {
+async function importKeys(s: ServerProcess, root: string, apiId: string, keys: string[]): Promise<void> {
   let next = 0;
   const worker = async () => {
     while (next < keys.length) {
@@ -140,7 +140,7 @@ async function storedCount(schemaUrl: string): Promise<number> {
   }
 }
 
-async function setup(s: SpawnedServer, root: string, keys: string[]): Promise<{ apiId: string; credits: string[] }> {
+async function setup(s: ServerProcess, root: string, keys: string[]): Promise<{ apiId: string; credits: string[] }> {
   const api = await s.post<{ apiId: string }>('/v1/apis.createApi', { name: 'outage' }, root);
   const apiId = api.json.apiId;
   await importKeys(s, root, apiId, keys);
@@ -151,7 +151,7 @@ async function setup(s: SpawnedServer, root: string, keys: string[]): Promise<{ 
 }
 
 /** The cut: `bodies` for SECONDS with the proxy cut; RSS and answers sampled every 10 s. */
-async function cut(server: SpawnedServer, proxy: TcpProxy, bodies: Array<() => string>) {
+async function cut(server: ServerProcess, proxy: TcpProxy, bodies: Array<() => string>) {
   const rss: Sample[] = [];
   const sample = (at: number): Sample => {
     const taken: Sample = { at, bytes: server.rss(), valid: answered(during), unavailable: during['503'] ?? 0 };
@@ -182,11 +182,11 @@ async function main(): Promise<void> {
   const { url, cleanup } = scratchStore('postgres');
   const proxy = await TcpProxy.start('127.0.0.1', Number(new URL(url).port || 5432));
   const root = newRootKey();
-  let s: SpawnedServer | undefined;
+  let s: ServerProcess | undefined;
   try {
     // The young generation `npm start` gives V8 (docs/running-the-server.md, "Starting and stopping").
     const env = { KEYHOLD_KEY_CACHE_SIZE: String(KEYS + 1000), NODE_OPTIONS: '--max-semi-space-size=8' };
-    s = await SpawnedServer.start(viaPort(url, proxy.port), root, env);
+    s = await ServerProcess.start(viaPort(url, proxy.port), root, env);
     const server = s;
     const keys = randomKeys(KEYS, 'out');
     console.log(`outage bench: PostgreSQL through a proxy, ${KEYS} keys, ${CONNECTIONS} connections, ${SECONDS} s cut`);

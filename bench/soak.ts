@@ -22,7 +22,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { randomBytes, randomInt } from 'node:crypto';
 import { scratchStore } from './scratch-store.ts';
-import { newRootKey, SpawnedServer } from '../test/system/spawned-server.ts';
+import { newRootKey, ServerProcess } from '../test/helpers/server-process.ts';
 
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 180);
 const CONCURRENCY = Number(process.env.SOAK_CONCURRENCY ?? 16);
@@ -36,7 +36,7 @@ interface Key {
   key: string;
 }
 interface Ctx {
-  s: SpawnedServer;
+  s: ServerProcess;
   root: string;
   apiId: string;
   hot: Key;
@@ -124,7 +124,7 @@ const MIX: Array<{ name: string; weight: number; run: (c: Ctx) => Promise<Outcom
   },
 ];
 
-async function setup(s: SpawnedServer, root: string): Promise<Ctx> {
+async function setup(s: ServerProcess, root: string): Promise<Ctx> {
   const ok = async (path: string, body: object) => {
     const r = await s.post<any>(path, body, root);
     if (r.status !== 200) throw new Error(`setup: ${path} answered ${r.status} ${JSON.stringify(r.json)}`);
@@ -181,9 +181,9 @@ const mib = (b: number | undefined) => (b === undefined ? '?' : `${(b / MiB).toF
 async function main(): Promise<void> {
   const { url, cleanup } = scratchStore(STORE);
   const root = newRootKey();
-  let server: SpawnedServer | undefined;
+  let server: ServerProcess | undefined;
   try {
-    server = await SpawnedServer.start(url, root, REDIS_URL ? { REDIS_URL } : {});
+    server = await ServerProcess.start(url, root, REDIS_URL ? { REDIS_URL } : {});
     const s = server;
     console.log(`soak: ${STORE}${REDIS_URL ? ' + Redis' : ''}, ${SECONDS} s, ${CONCURRENCY} loops; setting up ${POOL} keys…`);
     const ctx = await setup(s, root);

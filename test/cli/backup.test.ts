@@ -11,7 +11,7 @@ import pg from 'pg';
 import { freshStore } from '../helpers/harness.ts';
 import { runCli } from '../helpers/cli.ts';
 import { openStore } from '../../src/store/store.ts';
-import { newRootKey, SpawnedServer } from '../system/spawned-server.ts';
+import { newRootKey, ServerProcess } from '../helpers/server-process.ts';
 
 const run = promisify(execFile);
 const PG_URL = process.env.KEYHOLD_TEST_POSTGRES_URL;
@@ -25,7 +25,7 @@ interface Made {
 }
 
 /** Creates `n` keys with credits on the server, every third recoverable. */
-async function makeKeys(server: SpawnedServer, root: string, apiId: string, n: number, into: Made[]): Promise<void> {
+async function makeKeys(server: ServerProcess, root: string, apiId: string, n: number, into: Made[]): Promise<void> {
   for (let i = 0; i < n; i++) {
     const recoverable = i % 3 === 0;
     const r = await server.post<{ keyId: string; key: string }>('/v1/keys.createKey', { apiId, remaining: CREDITS, recoverable }, root);
@@ -35,7 +35,7 @@ async function makeKeys(server: SpawnedServer, root: string, apiId: string, n: n
 }
 
 /** Every key verifies VALID on `server`, and each recoverable one decrypts to its plaintext (so the master keys apply). */
-async function assertServes(server: SpawnedServer, root: string, keys: Made[]): Promise<void> {
+async function assertServes(server: ServerProcess, root: string, keys: Made[]): Promise<void> {
   for (const k of keys) {
     const v = await server.post<{ valid: boolean; code: string }>('/v1/keys.verifyKey', { key: k.key });
     assert.equal(v.status, 200, JSON.stringify(v.json));
@@ -61,7 +61,7 @@ async function creditsOf(url: string): Promise<Map<string, number>> {
 
 describe('keyhold backup (sqlite)', () => {
   let db: Awaited<ReturnType<typeof freshStore>>;
-  const servers: SpawnedServer[] = [];
+  const servers: ServerProcess[] = [];
   const dir = mkdtempSync(join(tmpdir(), 'keyhold-backup-'));
   before(async () => {
     db = await freshStore('sqlite');
@@ -76,7 +76,7 @@ describe('keyhold backup (sqlite)', () => {
     timeout: 120_000,
   }, async () => {
     const root = newRootKey();
-    const server = await SpawnedServer.start(db.url, root, { KEYHOLD_MASTER_KEYS: MASTER_KEYS });
+    const server = await ServerProcess.start(db.url, root, { KEYHOLD_MASTER_KEYS: MASTER_KEYS });
     servers.push(server);
     const api = await server.post<{ apiId: string }>('/v1/apis.createApi', { name: 'backup' }, root);
     const keys: Made[] = [];
@@ -143,7 +143,7 @@ describe('keyhold backup (sqlite)', () => {
       await copy.close();
     }
 
-    const restored = await SpawnedServer.start(`sqlite:${target}`, root, { KEYHOLD_MASTER_KEYS: MASTER_KEYS });
+    const restored = await ServerProcess.start(`sqlite:${target}`, root, { KEYHOLD_MASTER_KEYS: MASTER_KEYS });
     servers.push(restored);
     await assertServes(restored, root, before);
   });
@@ -180,7 +180,7 @@ describe('keyhold backup (sqlite)', () => {
 
 describe('keyhold backup (postgres)', { skip: PG_URL ? false : 'KEYHOLD_TEST_POSTGRES_URL is not set' }, () => {
   let db: Awaited<ReturnType<typeof freshStore>>;
-  const servers: SpawnedServer[] = [];
+  const servers: ServerProcess[] = [];
   const dir = mkdtempSync(join(tmpdir(), 'keyhold-pgdump-'));
   const restoredDb = `kh_restore_${randomBytes(6).toString('hex')}`;
   const admin = () => {
@@ -212,7 +212,7 @@ describe('keyhold backup (postgres)', { skip: PG_URL ? false : 'KEYHOLD_TEST_POS
 
   test('pg_dump of the schema, pg_restore into a new database: a server there serves the same keys', { timeout: 120_000 }, async () => {
     const root = newRootKey();
-    const server = await SpawnedServer.start(db.url, root, { KEYHOLD_MASTER_KEYS: MASTER_KEYS });
+    const server = await ServerProcess.start(db.url, root, { KEYHOLD_MASTER_KEYS: MASTER_KEYS });
     servers.push(server);
     const api = await server.post<{ apiId: string }>('/v1/apis.createApi', { name: 'pgdump' }, root);
     const keys: Made[] = [];
@@ -234,7 +234,7 @@ describe('keyhold backup (postgres)', { skip: PG_URL ? false : 'KEYHOLD_TEST_POS
 
     target.searchParams.set('schema', schema);
     assert.deepEqual(await creditsOf(target.toString()), credits);
-    const restored = await SpawnedServer.start(target.toString(), root, { KEYHOLD_MASTER_KEYS: MASTER_KEYS });
+    const restored = await ServerProcess.start(target.toString(), root, { KEYHOLD_MASTER_KEYS: MASTER_KEYS });
     servers.push(restored);
     await assertServes(restored, root, keys);
   });

@@ -1,9 +1,8 @@
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Browser } from 'playwright-core';
 import { DIALECTS } from '../helpers/harness.ts';
 import { runCli } from '../helpers/cli.ts';
-import { checkPage, dashboardWorld, launchBrowser, watchConsole, type DashboardWorld } from '../helpers/browser.ts';
+import { checkPage, dashboardSuite, watchConsole } from '../helpers/browser.ts';
 
 const SECTIONS = [
   'APIs',
@@ -20,18 +19,11 @@ const SECTIONS = [
 
 for (const dialect of DIALECTS) {
   describe(`dashboard sign-in, audit log and operator (${dialect})`, () => {
-    let w: DashboardWorld;
-    let browser: Browser;
-    before(async () => {
-      [w, browser] = await Promise.all([dashboardWorld(dialect), launchBrowser()]);
-    });
-    after(async () => {
-      await browser?.close();
-      await w?.close();
-    });
+    const s = dashboardSuite(dialect);
 
     /** A link from the CLI, as an operator gets one. */
     const cliLink = async (...args: string[]): Promise<string> => {
+      const w = s.world;
       const r = await runCli<{ url: string }>({ DATABASE_URL: w.url, KEYHOLD_PUBLIC_URL: w.baseUrl }, [
         'dashboard',
         'link',
@@ -43,6 +35,7 @@ for (const dialect of DIALECTS) {
     };
 
     it('a link from `keyhold dashboard link` signs in once; the nav names every section; Sign out ends the session', async () => {
+      const [w, browser] = [s.world, s.browser];
       const url = await cliLink('--workspace', w.workspaceId);
       const context = await browser.newContext();
       const page = await context.newPage();
@@ -76,9 +69,8 @@ for (const dialect of DIALECTS) {
     });
 
     it('a revocation made in the UI is found in the audit log, filtered by event', async () => {
-      const page = await browser.newPage();
-      const errors = watchConsole(page);
-      await page.goto(await w.link());
+      const w = s.world;
+      const { page, errors } = await s.signedIn();
       const key = await w.rootKey(['api.*.read_api']);
       await page.goto(`${w.baseUrl}/dashboard/root-keys`);
       const row = page.getByRole('row').filter({ hasText: key.slice(0, 12) });
@@ -101,7 +93,8 @@ for (const dialect of DIALECTS) {
     });
 
     it('an operator link lists workspaces; the operator creates one and acts in it', async () => {
-      const page = await browser.newPage();
+      const w = s.world;
+      const page = await s.browser.newPage();
       const errors = watchConsole(page);
       await page.goto(await cliLink('--operator'));
       assert.equal(page.url(), `${w.baseUrl}/dashboard/workspaces`);

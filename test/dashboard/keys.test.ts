@@ -1,7 +1,7 @@
 import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { DIALECTS } from '../helpers/harness.ts';
-import { checkPage, watchConsole, dashboardSuite } from '../helpers/browser.ts';
+import { checkPage, dashboardSuite } from '../helpers/browser.ts';
 
 interface Verdict {
   valid: boolean;
@@ -235,11 +235,7 @@ for (const dialect of DIALECTS) {
     it("gives another workspace's session a 404 for this workspace's API and key, and no way to change them", async () => {
       const { keyId, key } = await s.world.createKey({ apiId, name: 'guarded' });
       const other = await s.world.otherWorkspace();
-      const context = await s.browser.newContext();
-      const page = await context.newPage();
-      const errors = watchConsole(page);
-      await page.goto(await s.world.link({ workspaceId: other.workspaceId }));
-      assert.equal(new URL(page.url()).pathname, '/dashboard/apis');
+      const { page, errors } = await s.signedIn(other.workspaceId);
       const csrf = await page.locator('input[name="_csrf"]').first().inputValue();
 
       for (const path of [`/dashboard/apis/${apiId}`, `/dashboard/keys/${keyId}`, `/dashboard/keys/${keyId}?range=30d`]) {
@@ -267,7 +263,7 @@ for (const dialect of DIALECTS) {
       assert.equal(await liveKeysOf(apiId), keysBefore);
       assert.equal((await verify(key)).valid, true);
       assert.deepEqual(errors, []);
-      await context.close();
+      await page.close();
     });
   });
 }

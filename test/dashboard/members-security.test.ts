@@ -1,23 +1,15 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { createSignInLink } from '../../src/services/dashboard/sessions.ts';
 import { setMember } from '../../src/services/dashboard/members.ts';
 import { openUserSession, recordUser } from '../../src/services/dashboard/sso-sessions.ts';
 import { isOperator } from '../../src/services/dashboard/sso-sign-in.ts';
 import { DIALECTS, OPERATOR, world, type World } from '../helpers/harness.ts';
 import { count } from '../helpers/rows.ts';
 import { ssoSettings } from '../helpers/oidc-provider.ts';
+import { sessionPage, signInWithLink } from '../helpers/browser.ts';
 
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
 const form = (fields: Record<string, string>) => new URLSearchParams(fields).toString();
-
-/** The cookie and CSRF token of a session with this token. */
-async function pageOf(w: World, token: string, path = '/dashboard/members'): Promise<{ cookie: string; csrf: string; body: string }> {
-  const cookie = `keyhold_session=${token}`;
-  const page = await w.app.inject({ method: 'GET', url: path, headers: { cookie } });
-  const csrf = /name="_csrf" value="([^"]+)"/.exec(page.body)?.[1] ?? '';
-  return { cookie, csrf, body: page.body };
-}
 
 for (const dialect of DIALECTS) {
   describe(`dashboard members and sessions pages: security (${dialect})`, () => {
@@ -27,11 +19,6 @@ for (const dialect of DIALECTS) {
     });
     after(() => w.close());
 
-    const linkSession = async (workspaceId = w.workspaceId) => {
-      const { token } = await createSignInLink(w.store.db, { workspaceId }, OPERATOR);
-      const res = await w.app.inject({ method: 'GET', url: `/dashboard/sign-in?token=${token}` });
-      return String(res.headers['set-cookie']).split(';')[0].slice('keyhold_session='.length);
-    };
     const viewerSession = async (email: string) => {
       await setMember(w.store.db, { workspaceId: w.workspaceId, email, role: 'viewer' }, OPERATOR);
       const user = await recordUser(w.store.db, { issuer: 'https://idp.example', subject: email, email });
@@ -39,7 +26,7 @@ for (const dialect of DIALECTS) {
     };
 
     it('an admin adds, changes and removes members of their own workspace only; bad input is a 400 that writes nothing', async () => {
-      const { cookie, csrf } = await pageOf(w, await linkSession());
+      const { cookie, csrf } = await signInWithLink(w, undefined, '/dashboard/members');
       const post = (url: string, fields: Record<string, string>) =>
         w.app.inject({ method: 'POST', url, headers: { ...FORM, cookie }, payload: form({ _csrf: csrf, ...fields }) });
       assert.equal((await post('/dashboard/members', { email: 'a@example.com', role: 'viewer' })).statusCode, 303);
@@ -59,7 +46,7 @@ for (const dialect of DIALECTS) {
       await setMember(w.store.db, { workspaceId: other.workspaceId, email: 'theirs@example.com', role: 'admin' }, OPERATOR);
       assert.equal((await post('/dashboard/members/remove?email=theirs%40example.com', {})).statusCode, 400);
       assert.equal(await count(w.store.db, 'dashboard_members', ['workspace_id', other.workspaceId]), 1);
-      const page = await pageOf(w, await linkSession());
+      const page = await signInWithLink(w, undefined, '/dashboard/members');
       assert.doesNotMatch(page.body, /theirs@example\.com/);
       // Without the CSRF token: 403, nothing changes.
       const forged = await w.app.inject({
@@ -73,7 +60,7 @@ for (const dialect of DIALECTS) {
     });
 
     it('a viewer sees the Members page without a form and every change request of theirs is a 403 that changes nothing', async () => {
-      const { cookie, csrf, body } = await pageOf(w, await viewerSession('viewer@example.com'));
+      const { cookie, csrf, body } = await sessionPage(w, await viewerSession('viewer@example.com'), '/dashboard/members');
       assert.doesNotMatch(body, /<form method="post" action="\/dashboard\/members/);
       assert.match(body, /viewer@example\.com/);
       const before = await count(w.store.db, 'dashboard_members');
@@ -102,9 +89,9 @@ for (const dialect of DIALECTS) {
     });
 
     it('only an operator sees the open sessions and ends one (audited with the operator)', async () => {
-      const { cookie, csrf } = await pageOf(w, await linkSession());
+      const { cookie, csrf } = await signInWithLink(w, undefined, '/dashboard/members');
       assert.equal((await w.app.inject({ method: 'GET', url: '/dashboard/sessions', headers: { cookie } })).statusCode, 404);
-      const target = await linkSession();
+      const target = (await signInWithLink(w)).session;
       const targetId = (
         await w.store.db.selectFrom('dashboard_sessions').select('id').orderBy('created_at', 'desc').executeTakeFirstOrThrow()
       ).id;
@@ -115,13 +102,7 @@ for (const dialect of DIALECTS) {
         payload: form({ _csrf: csrf }),
       });
       assert.equal(refused.statusCode, 404);
-      const { token } = await createSignInLink(w.store.db, { operator: true }, OPERATOR);
-      const signIn = await w.app.inject({ method: 'GET', url: `/dashboard/sign-in?token=${token}` });
-      const op = await pageOf(
-        w,
-        String(signIn.headers['set-cookie']).split(';')[0].slice('keyhold_session='.length),
-        '/dashboard/sessions',
-      );
+      const op = await signInWithLink(w, { operator: true }, '/dashboard/sessions');
       assert.match(op.body, /Open sessions/);
       const ended = await w.app.inject({
         method: 'POST',
@@ -145,7 +126,7 @@ for (const dialect of DIALECTS) {
       await setMember(w.store.db, { workspaceId: second.workspaceId, email, role: 'viewer' }, OPERATOR);
       const user = await recordUser(w.store.db, { issuer: 'https://idp.example', subject: email, email });
       const { token } = await openUserSession(w.store.db, { user, operator: false, workspaceId: w.workspaceId, role: 'admin' });
-      const { cookie, csrf, body } = await pageOf(w, token, '/dashboard/workspaces');
+      const { cookie, csrf, body } = await sessionPage(w, token, '/dashboard/workspaces');
       assert.match(body, new RegExp(second.workspaceId));
       assert.doesNotMatch(body, new RegExp(stranger.workspaceId));
       const choose = (id: string) =>

@@ -1,25 +1,15 @@
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Browser } from 'playwright-core';
 import { DIALECTS } from '../helpers/harness.ts';
-import { dashboardWorld, launchBrowser, watchConsole, type DashboardWorld } from '../helpers/browser.ts';
+import { dashboardSuite } from '../helpers/browser.ts';
 
 for (const dialect of DIALECTS) {
   describe(`dashboard: a migration's hash algorithm (${dialect})`, () => {
-    let w: DashboardWorld;
-    let browser: Browser;
-    before(async () => {
-      [w, browser] = await Promise.all([dashboardWorld(dialect), launchBrowser()]);
-    });
-    after(async () => {
-      await browser?.close();
-      await w?.close();
-    });
+    const s = dashboardSuite(dialect);
 
     it('"Create migration" creates one of the algorithm chosen in "Hash algorithm" (default sha256)', async () => {
-      const page = await browser.newPage();
-      const errors = watchConsole(page);
-      await page.goto(await w.link({ workspaceId: w.workspaceId }));
+      const w = s.world;
+      const { page, errors } = await s.signedIn();
       await page.goto(`${w.baseUrl}/dashboard/migrations`);
       const select = page.getByLabel('Hash algorithm');
       assert.equal(await select.inputValue(), 'sha256');

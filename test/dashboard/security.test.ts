@@ -11,20 +11,8 @@ import {
 import { insertRootKey } from '../../src/services/workspaces/root-keys.ts';
 import { DIALECTS, OPERATOR, world, type World } from '../helpers/harness.ts';
 import { count, snapshot } from '../helpers/rows.ts';
+import { signInWithLink } from '../helpers/browser.ts';
 import { createWorkspace } from '../../src/services/workspaces/workspaces.ts';
-
-/** Signs in through the sign-in route; the session cookie and the CSRF token of its pages. */
-async function signIn(w: World): Promise<{ cookie: string; csrf: string; token: string }> {
-  const { token } = await createSignInLink(w.store.db, { workspaceId: w.workspaceId }, OPERATOR);
-  const res = await w.app.inject({ method: 'GET', url: `/dashboard/sign-in?token=${token}` });
-  assert.equal(res.statusCode, 303);
-  const setCookie = String(res.headers['set-cookie']);
-  const cookie = setCookie.split(';')[0];
-  const page = await w.app.inject({ method: 'GET', url: '/dashboard/root-keys', headers: { cookie } });
-  const csrf = /name="_csrf" value="([^"]+)"/.exec(page.body)?.[1];
-  assert.ok(csrf, 'pages carry the CSRF token');
-  return { cookie, csrf, token };
-}
 
 const form = (fields: Record<string, string>) => new URLSearchParams(fields).toString();
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
@@ -97,8 +85,8 @@ for (const dialect of DIALECTS) {
     });
 
     it('a state-changing request without the CSRF token, or with another session’s, is a 403 and changes nothing', async () => {
-      const mine = await signIn(w);
-      const theirs = await signIn(w);
+      const mine = await signInWithLink(w);
+      const theirs = await signInWithLink(w);
       const apis = await count(w.store.db, 'apis');
       for (const [headers, fields] of [
         [{}, { name: 'no-token' }],
@@ -133,7 +121,7 @@ for (const dialect of DIALECTS) {
     });
 
     it('pages carry a CSP without inline scripts, no framing, no referrer, no caching', async () => {
-      const { cookie } = await signIn(w);
+      const { cookie } = await signInWithLink(w);
       for (const path of ['/dashboard/apis', '/dashboard/sign-in']) {
         const res = await w.app.inject({ method: 'GET', url: path, headers: { cookie } });
         const csp = String(res.headers['content-security-policy']);
@@ -158,7 +146,7 @@ for (const dialect of DIALECTS) {
     });
 
     it('signing out ends the session at once', async () => {
-      const { cookie, csrf } = await signIn(w);
+      const { cookie, csrf } = await signInWithLink(w);
       const res = await w.app.inject({
         method: 'POST',
         url: '/dashboard/sign-out',
@@ -177,7 +165,7 @@ for (const dialect of DIALECTS) {
       const apiId = await w.createApi('other-api', other.root);
       const { keyId } = await w.createKey({ apiId }, other.root);
       const theirs = await insertRootKey(w.store.db, { workspaceId: other.workspaceId, permissions: ['*'] }, OPERATOR);
-      const { cookie, csrf } = await signIn(w);
+      const { cookie, csrf } = await signInWithLink(w);
       for (const path of [`/dashboard/apis/${apiId}`, `/dashboard/keys/${keyId}`, '/dashboard/workspaces']) {
         const res = await w.app.inject({ method: 'GET', url: path, headers: { cookie } });
         assert.equal(res.statusCode, 404, path);
@@ -208,7 +196,7 @@ for (const dialect of DIALECTS) {
     });
 
     it('dashboard changes are audited with the session as actor, and no token reaches the audit log', async () => {
-      const { cookie, csrf, token } = await signIn(w);
+      const { cookie, csrf, link: token } = await signInWithLink(w);
       const res = await w.app.inject({
         method: 'POST',
         url: '/dashboard/apis',
@@ -226,7 +214,7 @@ for (const dialect of DIALECTS) {
     });
 
     it('odd requests get a page or a 404, never a 500: repeated parameters, JSON bodies, long paths, huge forms', async () => {
-      const { cookie, csrf } = await signIn(w);
+      const { cookie, csrf } = await signInWithLink(w);
       const repeated = await w.app.inject({ method: 'GET', url: '/dashboard/apis?cursor=a&cursor=b', headers: { cookie } });
       assert.equal(repeated.statusCode, 200);
       const apis = await count(w.store.db, 'apis');
@@ -253,7 +241,7 @@ for (const dialect of DIALECTS) {
     });
 
     it('NUL characters in an address, a query or a form are a 400 page and write nothing', async () => {
-      const { cookie, csrf } = await signIn(w);
+      const { cookie, csrf } = await signInWithLink(w);
       for (const url of [
         '/dashboard/apis?cursor=%00',
         '/dashboard/audit-log?event=a%00',
@@ -288,7 +276,7 @@ for (const dialect of DIALECTS) {
     });
 
     it('a change made in the dashboard is audited under the request id the browser got', async () => {
-      const { cookie, csrf } = await signIn(w);
+      const { cookie, csrf } = await signInWithLink(w);
       const res = await w.app.inject({
         method: 'POST',
         url: '/dashboard/apis',
@@ -358,12 +346,9 @@ for (const dialect of DIALECTS) {
 
 /** An operator's session: before choosing a workspace its pages other than Workspaces redirect there. */
 async function operatorSignIn(w: World): Promise<{ cookie: string; csrf: string }> {
-  const { token } = await createSignInLink(w.store.db, { operator: true }, OPERATOR);
-  const res = await w.app.inject({ method: 'GET', url: `/dashboard/sign-in?token=${token}` });
-  const cookie = String(res.headers['set-cookie']).split(';')[0];
+  const { cookie, csrf } = await signInWithLink(w, { operator: true }, '/dashboard/workspaces');
   const redirected = await w.app.inject({ method: 'GET', url: '/dashboard/apis', headers: { cookie } });
   assert.equal(redirected.statusCode, 303);
   assert.equal(redirected.headers.location, '/dashboard/workspaces');
-  const page = await w.app.inject({ method: 'GET', url: '/dashboard/workspaces', headers: { cookie } });
-  return { cookie, csrf: /name="_csrf" value="([^"]+)"/.exec(page.body)![1] };
+  return { cookie, csrf };
 }

@@ -2,7 +2,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Browser, Page } from 'playwright-core';
 import { DIALECTS } from '../helpers/harness.ts';
-import { checkPage, dashboardWorld, launchBrowser, type DashboardWorld } from '../helpers/browser.ts';
+import { checkPage, dashboardWorld, launchBrowser, loopbackContext, type DashboardWorld } from '../helpers/browser.ts';
 import { freePort, loopbackProvider, providerLogin, ssoSettings, type LoopbackProvider, type Tamper } from '../helpers/oidc-provider.ts';
 import { count } from '../helpers/rows.ts';
 
@@ -35,11 +35,7 @@ for (const dialect of DIALECTS) {
       await idp?.close();
     });
 
-    const page = async (): Promise<Page> => {
-      const c = await browser.newContext();
-      await c.route(/^https?:\/\/(?!127\.0\.0\.1)/, (r) => r.abort());
-      return c.newPage();
-    };
+    const page = async (): Promise<Page> => (await loopbackContext(browser)).newPage();
     /** Runs a sign-in up to the provider's redirect back, which is held: its URL is returned, not loaded. */
     const callbackOf = async (p: Page, login: string): Promise<string> => {
       idp.hold = true;

@@ -1,8 +1,8 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { DIALECTS } from '../helpers/harness.ts';
-import { checkPage, dashboardWorld, launchBrowser, type DashboardWorld } from '../helpers/browser.ts';
+import { checkPage, dashboardWorld, launchBrowser, loopbackContext, type DashboardWorld } from '../helpers/browser.ts';
 import { freePort, loopbackProvider, providerLogin, ssoSettings, type LoopbackProvider } from '../helpers/oidc-provider.ts';
 import { count } from '../helpers/rows.ts';
 
@@ -32,12 +32,7 @@ for (const dialect of DIALECTS) {
       await idp?.close();
     });
 
-    /** A browser context that reaches only loopback (the provider's login page asks for a web font). */
-    const context = async (): Promise<BrowserContext> => {
-      const c = await browser.newContext();
-      await c.route(/^https?:\/\/(?!127\.0\.0\.1)/, (r) => r.abort());
-      return c;
-    };
+    const context = () => loopbackContext(browser);
     /** "Sign in with SSO" on the sign-in page, then the provider's login as `login`. */
     const ssoSignIn = async (page: Page, login: string) => {
       await page.goto(`${w.baseUrl}/dashboard/sign-in`);

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import assert from 'node:assert/strict';
 import { after, before } from 'node:test';
 import axe from 'axe-core';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { JobQueue } from '../../src/jobs/job-queue.ts';
 import { Worker } from '../../src/jobs/worker.ts';
 import { WORKER_TASKS } from '../../src/services/migrations/migration-import-task.ts';
@@ -71,6 +71,51 @@ export async function dashboardWorld(dialect: 'sqlite' | 'postgres', options: Wo
       await close();
     },
   });
+}
+
+/** A browser context that reaches only loopback (a provider's login page asks for a web font, for one). */
+export async function loopbackContext(browser: Browser): Promise<BrowserContext> {
+  const context = await browser.newContext();
+  await context.route(/^https?:\/\/(?!127\.0\.0\.1)/, (r) => r.abort());
+  return context;
+}
+
+/** A dashboard page as the session `session` (its cookie's value) sees it, in-process: the cookie header, the page's CSRF token ('' when none) and body. */
+export async function sessionPage(
+  w: World,
+  session: string,
+  path = '/dashboard/apis',
+): Promise<{ cookie: string; csrf: string; body: string }> {
+  const cookie = `keyhold_session=${session}`;
+  const page = await w.app.inject({ method: 'GET', url: path, headers: { cookie } });
+  return { cookie, csrf: /name="_csrf" value="([^"]+)"/.exec(page.body)?.[1] ?? '', body: page.body };
+}
+
+/** A dashboard session in-process, signed in as a user would: the link's token, the session's, and `path` as it sees it (sessionPage). */
+export interface LinkSession {
+  link: string;
+  session: string;
+  cookie: string;
+  csrf: string;
+  body: string;
+}
+
+/**
+ * Signs in through the sign-in route (in-process, no browser) with a fresh one-time link for `audience` (the
+ * world's workspace by default, `{ operator: true }` for an operator); then reads `path` as the session.
+ */
+export async function signInWithLink(
+  w: World,
+  audience: Audience = { workspaceId: w.workspaceId },
+  path = '/dashboard/root-keys',
+): Promise<LinkSession> {
+  const { token: link } = await createSignInLink(w.store.db, audience, OPERATOR);
+  const res = await w.app.inject({ method: 'GET', url: `/dashboard/sign-in?token=${link}` });
+  assert.equal(res.statusCode, 303, 'the link signs in');
+  const session = String(res.headers['set-cookie']).split(';')[0].slice('keyhold_session='.length);
+  const page = await sessionPage(w, session, path);
+  assert.ok(page.csrf, 'pages carry the CSRF token');
+  return { link, session, ...page };
 }
 
 /** Console errors and failed page scripts of a page: a test asserts there are none. */

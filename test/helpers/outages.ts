@@ -6,7 +6,7 @@ import { DatabaseSync } from 'node:sqlite';
 import pg from 'pg';
 import pino from 'pino';
 import { sleep } from './timing.ts';
-import { OPERATOR } from './harness.ts';
+import { freshStore, OPERATOR } from './harness.ts';
 import type { Answer } from './json.ts';
 import { buildApp, type AppOptions } from '../../src/app.ts';
 import type { App } from '../../src/http/types.ts';
@@ -331,6 +331,22 @@ export async function cuttableStore(dialect: 'sqlite' | 'postgres', url: string)
       if (holder.isTransaction) holder.exec('rollback');
       holder.close();
       await store.close();
+    },
+  };
+}
+
+/** A fresh store (freshStore) opened twice: `direct`, never cut, to look at what was written, and `cuttable`; `close` closes both. */
+export async function freshCuttableStore(
+  dialect: 'sqlite' | 'postgres',
+): Promise<{ direct: Store; cuttable: CuttableStore; close: () => Promise<void> }> {
+  const fresh = await freshStore(dialect);
+  const cuttable = await cuttableStore(dialect, fresh.url);
+  return {
+    direct: fresh.store,
+    cuttable,
+    close: async () => {
+      await cuttable.close();
+      await fresh.close();
     },
   };
 }

@@ -1,7 +1,7 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { DIALECTS, freshStore, OPERATOR } from '../helpers/harness.ts';
-import { cuttableStore, type CuttableStore } from '../helpers/outages.ts';
+import { DIALECTS, OPERATOR } from '../helpers/harness.ts';
+import { freshCuttableStore, type CuttableStore } from '../helpers/outages.ts';
 import type { Store } from '../../src/store/store.ts';
 import { RatelimitRecorder } from '../../src/services/ratelimits/ratelimit-recorder.ts';
 import { RootKeyUsage } from '../../src/services/workspaces/root-key-usage.ts';
@@ -22,14 +22,9 @@ for (const dialect of DIALECTS) {
     let cuttable: CuttableStore;
     let close: () => Promise<void>;
     before(async () => {
-      const fresh = await freshStore(dialect);
-      ({ store: direct, close } = fresh);
-      cuttable = await cuttableStore(dialect, fresh.url);
+      ({ direct, cuttable, close } = await freshCuttableStore(dialect));
     });
-    after(async () => {
-      await cuttable.close();
-      await close();
-    });
+    after(() => close());
 
     test('RatelimitRecorder: capacity counters kept through failed flushes, the decisions beyond dropped and counted, written once after', async () => {
       const r = new RatelimitRecorder(cuttable.store.db, { capacity: 3 });

@@ -1,7 +1,7 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { DIALECTS, freshStore } from '../helpers/harness.ts';
-import { newRootKey, SpawnedServer } from './spawned-server.ts';
+import { newRootKey, ServerProcess } from '../helpers/server-process.ts';
 
 /**
  * Credits survive kill -9 in the middle of a burst of verifications. A real server (src/main.ts) takes
@@ -34,7 +34,7 @@ interface Ledger {
 for (const dialect of DIALECTS) {
   describe(`credits across kill -9 of the server mid-burst (${dialect})`, () => {
     let db: Awaited<ReturnType<typeof freshStore>>;
-    const servers: SpawnedServer[] = [];
+    const servers: ServerProcess[] = [];
     const root = newRootKey();
     before(async () => {
       db = await freshStore(dialect);
@@ -47,7 +47,7 @@ for (const dialect of DIALECTS) {
     test(`${CONCURRENCY} concurrent verifications, SIGKILL after ${KILL_AFTER} VALID answers: confirmed ≤ spent ≤ confirmed + in flight`, {
       timeout: 120_000,
     }, async (t) => {
-      const first = await SpawnedServer.start(db.url, root);
+      const first = await ServerProcess.start(db.url, root);
       servers.push(first);
       const api = await first.post<{ apiId: string }>('/v1/apis.createApi', { name: 'crash' }, root);
       assert.equal(api.status, 200, JSON.stringify(api.json));
@@ -91,7 +91,7 @@ for (const dialect of DIALECTS) {
       assert.deepEqual(ledger.unexpected, []);
       assert.ok(inFlightAtKill > 0, 'requests were in flight when the server was killed');
 
-      const second = await SpawnedServer.start(db.url, root);
+      const second = await ServerProcess.start(db.url, root);
       servers.push(second);
       const got = await second.get<{ remaining: number }>('/v1/keys.getKey', { keyId }, root);
       assert.equal(got.status, 200, JSON.stringify(got.json));

@@ -1,7 +1,7 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { DIALECTS, freshStore } from '../helpers/harness.ts';
-import { cuttableStore, eventually, serve, type CuttableStore, type Served } from '../helpers/outages.ts';
+import { DIALECTS } from '../helpers/harness.ts';
+import { freshCuttableStore, eventually, serve, type CuttableStore, type Served } from '../helpers/outages.ts';
 import { sleep } from '../helpers/timing.ts';
 import type { Store } from '../../src/store/store.ts';
 import { HOUR_MS } from '../../src/services/verification/verification-recorder.ts';
@@ -51,14 +51,9 @@ for (const dialect of DIALECTS) {
     let cuttable: CuttableStore;
     let close: () => Promise<void>;
     before(async () => {
-      const fresh = await freshStore(dialect);
-      ({ store: direct, close } = fresh);
-      cuttable = await cuttableStore(dialect, fresh.url);
+      ({ direct, cuttable, close } = await freshCuttableStore(dialect));
     });
-    after(async () => {
-      await cuttable.close();
-      await close();
-    });
+    after(() => close());
 
     test(`${KEYS} cached keys verified while the store is cut: ${CAPACITY} held, the rest dropped and counted, the held ones written once after`, {
       timeout: 180_000,

@@ -1,11 +1,8 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { freshStore } from '../helpers/harness.ts';
-import { bootstrap } from '../../src/services/workspaces/workspaces.ts';
-import { freePort } from '../helpers/processes.ts';
 import { sleep } from '../helpers/timing.ts';
-import { newRootKey, SpawnedServer } from './spawned-server.ts';
+import { Cluster, type Server } from './cluster-processes.ts';
 
 /**
  * Standalone rate limiting (`ratelimits.*`) on real server processes sharing one store — and Redis when the
@@ -50,73 +47,31 @@ interface LimitBody {
   async?: boolean;
 }
 
-/** n server processes on one fresh store (and Redis when asked), whose workspace has the `*` root key `root`. */
-class RatelimitCluster {
-  readonly servers: SpawnedServer[] = [];
-  readonly root = newRootKey();
-  readonly dialect: 'sqlite' | 'postgres';
-  readonly size: number;
-  readonly redis: boolean;
-  #closeStore?: () => Promise<void>;
-
+/** A Cluster without background workers, with the ratelimits.limit calls of these cases. */
+class RatelimitCluster extends Cluster {
   constructor(dialect: 'sqlite' | 'postgres', size: number, redis: boolean) {
-    this.dialect = dialect;
-    this.size = size;
-    this.redis = redis;
-  }
-
-  get label(): string {
-    return `${this.dialect}, ${this.size} processes, ${this.redis ? 'Redis' : 'no Redis'}`;
-  }
-
-  /** A fresh store, bootstrapped here with `root` (as a first start would), then every process started at once. */
-  async start(): Promise<void> {
-    const fresh = await freshStore(this.dialect);
-    this.#closeStore = fresh.close;
-    await bootstrap(fresh.store.db, this.root);
-    const env: Record<string, string> = this.redis ? { REDIS_URL: REDIS_URL! } : {};
-    for (let i = 0; i < this.size; i++) this.servers.push(new SpawnedServer(await freePort(), fresh.url, this.root, env));
-    await Promise.all(this.servers.map((s) => s.ready())); // close() stops them even when one never gets ready
-  }
-
-  async close(): Promise<void> {
-    try {
-      await Promise.all(this.servers.map((s) => s.stop()));
-    } finally {
-      await this.#closeStore?.();
-    }
-  }
-
-  /** What the processes logged at warn level and above (a Redis or store outage, …), for failure messages. */
-  warnings(): string {
-    const lines = this.servers.flatMap((s, i) =>
-      s.process.output
-        .split('\n')
-        .filter((l) => /"level":[4-6]\d/.test(l) && !l.includes('KEYHOLD_MASTER_KEYS'))
-        .map((l) => `process ${i + 1}: ${l}`),
-    );
-    return lines.length ? lines.join('\n') : '(no warnings logged)';
+    super(dialect, size, redis, { KEYHOLD_WORKERS: '0' });
   }
 
   /** Where each process' stdout ends now. */
   outputMarks(): number[] {
-    return this.servers.map((s) => s.process.stdout.length);
+    return this.servers.map((s) => s.stdout.length);
   }
 
   /** Whether a process logged a Redis outage (a failed or timed-out Redis command, …) since `marks`. */
   redisOutageSince(marks: number[]): boolean {
-    return this.servers.some((s, i) => s.process.stdout.slice(marks[i]).includes('redis is unavailable'));
+    return this.servers.some((s, i) => s.stdout.slice(marks[i]).includes('redis is unavailable'));
   }
 
   /** ratelimits.limit on `server`; asserts a 200. */
-  async limit(server: SpawnedServer, body: LimitBody): Promise<Limited> {
+  async limit(server: Server, body: LimitBody): Promise<Limited> {
     const r = await server.post<Limited>('/v1/ratelimits.limit', body, this.root);
     assert.equal(r.status, 200, `ratelimits.limit on port ${server.port}: ${r.status} ${JSON.stringify(r.json)}`);
     return r.json;
   }
 
   /** `calls` concurrent ratelimits.limit requests, the i-th on server `i mod size`; each answer with its server's index. */
-  burst(body: LimitBody, calls: number, on: SpawnedServer[] = this.servers): Promise<Array<Limited & { node: number }>> {
+  burst(body: LimitBody, calls: number, on: Server[] = this.servers): Promise<Array<Limited & { node: number }>> {
     return Promise.all(
       Array.from({ length: calls }, (_, i) => this.limit(on[i % on.length], body).then((r) => ({ ...r, node: i % on.length }))),
     );
@@ -196,7 +151,7 @@ function overrideCase(c: RatelimitCluster): void {
     const namespace = unique('override');
     const prefix = unique('tenant');
     const probe = { namespace, identifier: `${prefix}_alice`, limit: 10, duration: DURATION, cost: 0 };
-    const limitOn = async (s: SpawnedServer) => (await c.limit(s, probe)).limit;
+    const limitOn = async (s: Server) => (await c.limit(s, probe)).limit;
     // Every process caches the namespace (created by the first probe) without an override.
     for (const s of c.servers) assert.equal(await limitOn(s), 10, `port ${s.port}: the request's limit before any override`);
     const delays: string[] = [];
@@ -222,7 +177,7 @@ function overrideCase(c: RatelimitCluster): void {
 }
 
 /** The window of `body` is used up for every process: async requests are refused, and the shared counter is full. */
-async function assertExhaustedEverywhere(c: RatelimitCluster, body: LimitBody, on: SpawnedServer[]): Promise<void> {
+async function assertExhaustedEverywhere(c: RatelimitCluster, body: LimitBody, on: Server[]): Promise<void> {
   for (const s of on) {
     const round = await c.burst(body, 5, [s]);
     assert.deepEqual(

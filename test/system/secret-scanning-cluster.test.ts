@@ -2,7 +2,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { DIALECTS, world, type World } from '../helpers/harness.ts';
 import { githubSigner } from '../helpers/github-scanning.ts';
-import { newRootKey, SpawnedServer } from './spawned-server.ts';
+import { newRootKey, ServerProcess } from '../helpers/server-process.ts';
 
 /**
  * A leak reported to one server process is applied on another within 1 s: the key is disabled by the process
@@ -14,10 +14,10 @@ const signer = githubSigner();
 for (const dialect of DIALECTS) {
   describe(`secret scanning across processes (${dialect})`, () => {
     let w: World;
-    let server: SpawnedServer;
+    let server: ServerProcess;
     before(async () => {
       w = await world(dialect);
-      server = await SpawnedServer.start(w.url, newRootKey(), {
+      server = await ServerProcess.start(w.url, newRootKey(), {
         KEYHOLD_SECRET_SCANNING: 'github',
         KEYHOLD_GITHUB_SECRET_SCANNING_KEYS_FILE: signer.file,
       });

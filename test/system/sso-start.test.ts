@@ -30,14 +30,11 @@ test('a server whose OpenID provider is down starts, serves, and reports it in r
   );
   t.after(() => server.proc.kill('SIGKILL'));
   await server.waitFor(/keyhold listening/);
-  const base = `http://127.0.0.1:${port}`;
-  const ready = await fetch(`${base}/v1/readiness`);
+  const ready = await server.get<{ checks: unknown }>('/v1/readiness');
   assert.equal(ready.status, 200);
-  assert.deepEqual(((await ready.json()) as { checks: unknown }).checks, { store: 'up', oidc: 'down' });
-  const signIn = await fetch(`${base}/dashboard/sign-in`);
-  assert.match(await signIn.text(), /Sign in with SSO/);
-  const start = await fetch(`${base}/dashboard/oidc/start`, { redirect: 'manual' });
-  assert.equal(start.status, 503);
+  assert.deepEqual(ready.json.checks, { store: 'up', oidc: 'down' });
+  assert.match((await server.get<string>('/dashboard/sign-in')).json, /Sign in with SSO/);
+  assert.equal((await server.get('/dashboard/oidc/start')).status, 503, 'no redirect to a provider that is down');
   server.proc.kill('SIGTERM');
   await server.exit();
   assert.doesNotMatch(server.output, new RegExp(secret));

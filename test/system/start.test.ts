@@ -4,9 +4,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync 
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { randomInt } from 'node:crypto';
 import { openStore } from '../../src/store/store.ts';
-import { serverEnv, ServerProcess } from '../helpers/server-process.ts';
+import { newRootKey, serverEnv, ServerProcess } from '../helpers/server-process.ts';
 import { freePort } from '../helpers/processes.ts';
 
 /**
@@ -17,8 +16,6 @@ import { freePort } from '../helpers/processes.ts';
 
 const PG_URL = process.env.KEYHOLD_TEST_POSTGRES_URL;
 const REDIS_URL = process.env.KEYHOLD_TEST_REDIS_URL;
-const BASE58 = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz';
-const newRootKey = () => `kh_root_${Array.from({ length: 30 }, () => BASE58[randomInt(BASE58.length)]).join('')}`;
 
 /** A temp dir for one test's data, removed after the test; `db` is the SQLite URL of a database in `data/` inside it (not created). */
 function scratch(t: TestContext): { dir: string; dataDir: string; db: string } {
@@ -144,11 +141,7 @@ describe('start', { concurrency: 2 }, () => {
     assert.equal(statSync(file).mode & 0o777, 0o600);
     const rootKey = readFileSync(file, 'utf8').trim();
     assert.match(rootKey, /^kh_root_/);
-    const res = await fetch(`http://127.0.0.1:${port}/v1/apis.createApi`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${rootKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name: 'from-the-file' }),
-    });
+    const res = await server.post('/v1/apis.createApi', { name: 'from-the-file' }, rootKey);
     assert.equal(res.status, 200, 'the key in the file is the * root key');
     server.proc.kill('SIGTERM');
     assert.equal((await server.exit()).code, 0);
@@ -171,10 +164,7 @@ describe('start', { concurrency: 2 }, () => {
       }),
     );
     await server.waitFor(/keyhold listening/);
-    const res = await fetch(`http://127.0.0.1:${port}/v1/apis.getApi?apiId=api_nothing`, {
-      headers: { authorization: `Bearer ${rootKey}` },
-    });
-    assert.equal(res.status, 404);
+    assert.equal((await server.get('/v1/apis.getApi', { apiId: 'api_nothing' }, rootKey)).status, 404);
     await server.waitFor(/"route":"\/v1\/apis.getApi"/);
     server.proc.kill('SIGTERM');
     await server.exit();

@@ -2,13 +2,11 @@ import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { DatabaseSync } from 'node:sqlite';
-import { spawn } from 'node:child_process';
-import http from 'node:http';
 import { freshStore, scratchDatabase } from '../helpers/harness.ts';
-import { REPO_ROOT } from '../helpers/repo.ts';
 import { freePort } from '../helpers/processes.ts';
 import { TcpProxy, eventually, serve, tally, terminateBackends, underLoad, viaPort, type Served } from '../helpers/outages.ts';
 import { sleep } from '../helpers/timing.ts';
+import { newRootKey, ServerProcess, storeServerEnv } from '../helpers/server-process.ts';
 import type { Answer } from '../helpers/json.ts';
 import { openStore, type Store } from '../../src/store/store.ts';
 import { POSTGRES_TIMEOUTS } from '../../src/store/dialects/postgres.ts';
@@ -151,28 +149,15 @@ describe('a server process (src/main.ts) whose PostgreSQL sessions are killed', 
   test('does not exit: it answers 200 or 503 meanwhile, recovers, and stops cleanly', async (t) => {
     const appName = `kh_faults_${randomBytes(4).toString('hex')}`;
     const scratch = scratchDatabase('postgres');
-    const port = await freePort();
-    const root = `kh_root_${randomBytes(16)
-      .toString('hex')
-      .replace(/[0lIO]/g, 'x')}`;
-    const env = { ...process.env, DATABASE_URL: `${scratch.url}&application_name=${appName}`, HOST: '127.0.0.1', PORT: String(port) };
-    const proc = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', 'src/main.ts'], {
-      cwd: REPO_ROOT,
-      env: { ...env, KEYHOLD_BOOTSTRAP_ROOT_KEY: root, REDIS_URL: '', LOG_LEVEL: 'info' },
-      stdio: ['ignore', 'pipe', 'pipe'],
+    const root = newRootKey();
+    // Background workers on, as a deployed server runs them: their store calls meet the killed sessions too.
+    const env = { LOG_LEVEL: 'info', KEYHOLD_WORKERS: 'true' };
+    const server = new ServerProcess(storeServerEnv(await freePort(), `${scratch.url}&application_name=${appName}`, root, env), {
+      sockets: 8,
     });
-    let output = '';
-    proc.stdout.on('data', (c: Buffer) => (output += c));
-    proc.stderr.on('data', (c: Buffer) => (output += c));
-    const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
-    const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
-    const call = (method: 'GET' | 'POST', path: string, body?: unknown, key?: string) => request(agent, port, method, path, body, key);
+    const call = (method: 'GET' | 'POST', path: string, body?: unknown, key?: string) => server.request(method, path, body, key);
     try {
-      await eventually(
-        'the server listens',
-        async () => (await call('GET', '/v1/liveness').catch(() => ({ status: 0 }))).status === 200,
-        30_000,
-      );
+      await server.ready();
       const api = await call('POST', '/v1/apis.createApi', { name: 'faults' }, root);
       assert.equal(api.status, 200, JSON.stringify(api.json));
       const created = await call('POST', '/v1/keys.createKey', { apiId: api.json.apiId, remaining: MILLION }, root);
@@ -195,48 +180,21 @@ describe('a server process (src/main.ts) whose PostgreSQL sessions are killed', 
         },
       );
       t.diagnostic(`killed ${killed} sessions; answers ${JSON.stringify(tally(answers))}`);
-      assert.equal(proc.exitCode, null, `the server exited:\n${output}`);
+      assert.ok(server.alive, `the server exited:\n${server.output}`);
       for (const a of answers) assert.ok(a.status === 200 || a.status === 503, `unexpected answer ${JSON.stringify(a)}`);
       await eventually(
         'getKey answers 200 again',
         async () => (await call('GET', `/v1/keys.getKey?keyId=${keyId}`, undefined, root)).status === 200,
       );
-      proc.kill('SIGTERM');
-      assert.equal(await exited, 0, output);
-      assert.doesNotMatch(output, /Unhandled 'error' event|Emitted 'error' event/);
+      server.proc.kill('SIGTERM');
+      assert.equal((await server.exit()).code, 0, server.output);
+      assert.doesNotMatch(server.output, /Unhandled 'error' event|Emitted 'error' event/);
     } finally {
-      agent.destroy();
-      if (proc.exitCode === null) proc.kill('SIGKILL');
+      if (server.alive) await server.kill();
       await scratch.cleanup();
     }
   });
 });
-
-/** One HTTP request to a server process; `json` is its parsed body. */
-function request(
-  agent: http.Agent,
-  port: number,
-  method: string,
-  path: string,
-  body?: unknown,
-  key?: string,
-): Promise<{ status: number; json: Answer }> {
-  const payload = body === undefined ? undefined : JSON.stringify(body);
-  const headers: Record<string, string> = {};
-  if (payload !== undefined) headers['content-type'] = 'application/json';
-  if (key) headers.authorization = `Bearer ${key}`;
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, method, path, headers, agent }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode!, json: JSON.parse(Buffer.concat(chunks).toString()) as Answer }));
-      res.on('error', reject);
-    });
-    req.setTimeout(30_000, () => req.destroy(new Error(`${method} ${path}: no answer within 30 s`)));
-    req.on('error', reject);
-    req.end(payload);
-  });
-}
 
 describe('SQLite locked by another process beyond the busy timeout', () => {
   let store: Store;

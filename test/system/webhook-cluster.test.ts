@@ -2,7 +2,7 @@ import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { DIALECTS, freshStore } from '../helpers/harness.ts';
 import { until, verifiedPayloads, webhookReceiver } from '../helpers/webhook-receiver.ts';
-import { newRootKey, SpawnedServer } from './spawned-server.ts';
+import { newRootKey, ServerProcess } from '../helpers/server-process.ts';
 
 /**
  * Three server processes on one store (and Redis when KEYHOLD_TEST_REDIS_URL is set), 50 concurrent
@@ -17,7 +17,7 @@ const MASTER = `test:${Buffer.alloc(32, 9).toString('base64')}`;
 for (const dialect of DIALECTS) {
   describe(`webhook crossings on a ${NODES}-node cluster (${dialect})`, () => {
     let db: Awaited<ReturnType<typeof freshStore>>;
-    const nodes: SpawnedServer[] = [];
+    const nodes: ServerProcess[] = [];
     const root = newRootKey();
     let rx: Awaited<ReturnType<typeof webhookReceiver>>;
     before(async () => {
@@ -29,7 +29,7 @@ for (const dialect of DIALECTS) {
         KEYHOLD_WEBHOOK_ALLOW_PRIVATE: 'true',
         ...(process.env.KEYHOLD_TEST_REDIS_URL ? { REDIS_URL: process.env.KEYHOLD_TEST_REDIS_URL } : {}),
       };
-      for (let i = 0; i < NODES; i++) nodes.push(await SpawnedServer.start(db.url, root, env));
+      for (let i = 0; i < NODES; i++) nodes.push(await ServerProcess.start(db.url, root, env));
     });
     after(async () => {
       for (const n of nodes) await n.stop();

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { sql } from 'kysely';
 import { DIALECTS, freshStore } from '../helpers/harness.ts';
 import { until, verifiedPayloads, webhookReceiver } from '../helpers/webhook-receiver.ts';
-import { newRootKey, SpawnedServer } from './spawned-server.ts';
+import { newRootKey, ServerProcess } from '../helpers/server-process.ts';
 import { openStore } from '../../src/store/store.ts';
 
 /**
@@ -28,10 +28,10 @@ const env = (workers: number) => ({
 for (const dialect of DIALECTS) {
   describe(`webhook deliveries across kill -9 (${dialect})`, () => {
     let db: Awaited<ReturnType<typeof freshStore>>;
-    const servers: SpawnedServer[] = [];
+    const servers: ServerProcess[] = [];
     const root = newRootKey();
     const start = async (workers: number) => {
-      const s = await SpawnedServer.start(db.url, root, env(workers));
+      const s = await ServerProcess.start(db.url, root, env(workers));
       servers.push(s);
       return s;
     };
@@ -43,7 +43,7 @@ for (const dialect of DIALECTS) {
       await db.close();
     });
 
-    const setUp = async (server: SpawnedServer, url: string) => {
+    const setUp = async (server: ServerProcess, url: string) => {
       const created = await server.post<{ endpointId: string; secret: string }>('/v1/webhooks.createEndpoint', { url }, root);
       assert.equal(created.status, 200, JSON.stringify(created.json));
       const sent = await server.post<{ eventId: string }>('/v1/webhooks.sendTestEvent', { endpointId: created.json.endpointId }, root);

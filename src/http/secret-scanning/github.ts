@@ -1,12 +1,12 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyBodyParser } from 'fastify';
 import type { LeakConfig } from '../../config/leaks.ts';
+import { AddressLimiter } from '../../domain/address-limiter.ts';
 import { MAX_LEAK_REPORT_BYTES, MAX_LEAK_REPORT_ITEMS } from '../../domain/bounds.ts';
 import { AppError } from '../../domain/errors.ts';
 import { GithubPublicKeys } from '../../services/leaks/github-public-keys.ts';
 import { verifyGithubSignature } from '../../services/leaks/github-signature.ts';
 import { reportLeakedTokens, type ReportedToken } from '../../services/leaks/report-leaks.ts';
-import { AddressLimiter } from '../address-limiter.ts';
 import { parseWith } from '../input-guards.ts';
 import { responses } from '../schemas/common.ts';
 import type { App, Deps } from '../types.ts';

@@ -1,5 +1,5 @@
 import { AppError } from '../../domain/errors.ts';
-import { WindowCounts } from '../../domain/window-counts.ts';
+import { AddressLimiter } from '../../domain/address-limiter.ts';
 import type { Db } from '../../store/store.ts';
 import type { Caller } from '../caller.ts';
 import type { Change, ChangeListener } from '../changes.ts';
@@ -61,11 +61,10 @@ export interface RootKeyGuardStats {
 export class RootKeyGuard implements ChangeListener {
   readonly stats: RootKeyGuardStats = { failures: 0, limited: 0, unknownHits: 0 };
   readonly #db: Db;
-  readonly #failureLimit: number;
   readonly #unknown: ExpiringSet;
   readonly #trusted: ExpiringSet;
   /** Failed authentications per client address. */
-  readonly #failures: WindowCounts;
+  readonly #failures: AddressLimiter;
   readonly #usage: RootKeyUsage;
   /**
    * The hash of each `Authorization` header that authenticated lately: hashing (SHA-256) was most of what a
@@ -87,9 +86,8 @@ export class RootKeyGuard implements ChangeListener {
 
   constructor(db: Db, opts: RootKeyGuardOptions = {}) {
     this.#db = db;
-    this.#failureLimit = opts.failureLimit ?? 100;
     const maxEntries = opts.maxEntries ?? 10_000;
-    this.#failures = new WindowCounts(opts.windowMs ?? 60_000, maxEntries);
+    this.#failures = new AddressLimiter(opts.failureLimit ?? 100, { windowMs: opts.windowMs, maxAddresses: maxEntries });
     this.#unknown = new ExpiringSet(opts.unknownTtlMs ?? 1000, maxEntries);
     this.#trusted = new ExpiringSet(opts.trustedTtlMs ?? 600_000, maxEntries);
     this.#usage = new RootKeyUsage(db, opts.usageCapacity);
@@ -106,7 +104,7 @@ export class RootKeyGuard implements ChangeListener {
   /** The caller of an `Authorization` header sent from `address`, or 401 (as authenticateRootKey) or 429. */
   async authenticate(header: string | undefined, requestId: string, address: string, now = Date.now()): Promise<Caller> {
     const hash = this.#hashes.get(header) ?? rootKeyHashOf(header);
-    if (this.#overLimit(address, now) && !this.#trusted.has(hash, now)) {
+    if (this.#failures.isOver(address, now) && !this.#trusted.has(hash, now)) {
       this.stats.limited++;
       throw new AppError(
         'limit/rate-limited',
@@ -179,13 +177,9 @@ export class RootKeyGuard implements ChangeListener {
     return undefined;
   }
 
-  #overLimit(address: string, now: number): boolean {
-    return this.#failureLimit !== 0 && this.#failures.get(address, now) >= this.#failureLimit;
-  }
-
   #countFailure(address: string, now: number): void {
     this.stats.failures++;
-    if (this.#failureLimit !== 0) this.#failures.add(address, now);
+    this.#failures.count(address, now);
   }
 }
 
