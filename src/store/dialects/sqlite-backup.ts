@@ -31,6 +31,8 @@ export interface BackupStats {
  *   ends, so the WAL grows for the backup's duration and is checkpointed afterwards.
  * - Paced: copied in one burst, a large file takes a core and the disk for its duration, and the server's
  *   verifications (on the same machine) wait behind it; in small steps with pauses the server keeps its share.
+ *   Each pause lasts until the copy is back within its pace, and at least as long as the step before it: on a
+ *   machine so loaded that the copy falls behind its pace, it still leaves the CPU idle half the time.
  * - Not `VACUUM INTO`: it rebuilds every table and index row by row, more CPU for a smaller file.
  * - In a worker: node:sqlite's backup runs each step on the thread pool and calls its progress callback between
  *   steps synchronously, so the pause can only be a blocking wait, which must not hold up the caller's event loop.
