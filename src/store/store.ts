@@ -7,7 +7,7 @@ import { AvailabilityListeners, observedDialect, type AvailabilityListener } fro
 import { StoreUnavailableError } from './errors.ts';
 import { withDeadline } from './deadline.ts';
 import { checkSchemaNotNewer } from './schema-version.ts';
-import { backupSqliteFile } from './dialects/sqlite-backup.ts';
+import { backupSqliteFile, type BackupPace, type BackupStats } from './dialects/sqlite-backup.ts';
 import * as initial from './schema-migrations/0001-initial.ts';
 import * as clampOutOfRange from './schema-migrations/0002-clamp-out-of-range-numbers.ts';
 import * as ratelimitNamespaces from './schema-migrations/0003-ratelimit-namespaces.ts';
@@ -19,6 +19,7 @@ import * as webhooks from './schema-migrations/0008-webhooks.ts';
 import * as dashboardMembers from './schema-migrations/0009-dashboard-members.ts';
 import * as webhookCreditCrossings from './schema-migrations/0010-webhook-credit-crossings.ts';
 
+export type { BackupPace, BackupStats } from './dialects/sqlite-backup.ts';
 export type Db = Kysely<Database>;
 export type Tx = Transaction<Database>;
 /** Either the database or a transaction on it: repository functions accept both. */
@@ -53,9 +54,10 @@ export interface Store {
   onAvailability(listener: AvailabilityListener): () => void;
   /**
    * SQLite only (absent on PostgreSQL, whose tool is pg_dump): writes a consistent copy of the database into
-   * `targetPath`, an empty file the caller created, while other processes keep writing (see backupSqliteFile).
+   * `targetPath`, an empty file the caller created, while other processes keep writing, at `pace` (see
+   * backupSqliteFile).
    */
-  backup?(targetPath: string): Promise<void>;
+  backup?(targetPath: string, pace: BackupPace): Promise<BackupStats>;
   /**
    * PostgreSQL only: listens on a dedicated connection for the change notifications of this store's schema
    * (writeChangeFeed sends them; listenForNotifications reconnects by itself). Absent on SQLite, where the
@@ -136,7 +138,7 @@ export function openStore(url: string, options: StoreOptions = {}): Store {
     dialect = sqliteDialect(path, options.sqliteBusyTimeoutMs ?? SQLITE_BUSY_TIMEOUT_MS);
     caps = { dialect: 'sqlite', skipLocked: false, writesOnEventLoop: true, writableCtes: false };
     describe = `sqlite:${path}`;
-    backup = (targetPath) => backupSqliteFile(path, targetPath);
+    backup = (targetPath, pace) => backupSqliteFile(path, targetPath, pace);
   }
   const db = new Kysely<Database>({ dialect: observedDialect(dialect, listeners) });
   return {

@@ -11,6 +11,7 @@ import pg from 'pg';
 import { freshStore } from '../helpers/harness.ts';
 import { runCli } from '../helpers/cli.ts';
 import { openStore } from '../../src/store/store.ts';
+import { BackupRefused, backupDatabase } from '../../src/services/backup/backup-database.ts';
 import { newRootKey, ServerProcess } from '../helpers/server-process.ts';
 
 const run = promisify(execFile);
@@ -160,6 +161,55 @@ describe('keyhold backup (sqlite)', () => {
     const missingDir = await runCli({ DATABASE_URL: db.url }, ['backup', '--to', join(dir, 'nope', 'copy.db'), '--json']);
     assert.equal(missingDir.code, 2);
     assert.match(String(missingDir.json.error?.detail), /directory does not exist/);
+  });
+
+  test('--pace: 0 copies in one burst, N at most N MB a second; either copy is intact', async () => {
+    for (const pace of ['0', '1']) {
+      const target = join(dir, `paced-${pace}.db`);
+      const r = await runCli<{ path: string; bytes: number; ms: number }>({ DATABASE_URL: db.url }, [
+        'backup',
+        '--to',
+        target,
+        '--pace',
+        pace,
+        '--json',
+      ]);
+      assert.equal(r.code, 0, JSON.stringify(r));
+      assert.equal(r.json.bytes, readFileSync(target).length);
+      if (pace === '1') {
+        // At 1 MB a second, all but the last step (256 KB) waited for.
+        const floorMs = ((r.json.bytes - 256 * 1024) / (1024 * 1024)) * 1000;
+        assert.ok(r.json.ms >= floorMs * 0.95, `${r.json.ms} ms for ${r.json.bytes} bytes at 1 MB/s`);
+      }
+      const copy = openStore(`sqlite:${target}`);
+      try {
+        const check = await sql<{ integrity_check: string }>`pragma integrity_check`.execute(copy.db);
+        assert.deepEqual(
+          check.rows.map((row) => row.integrity_check),
+          ['ok'],
+        );
+      } finally {
+        await copy.close();
+      }
+    }
+  });
+
+  test('--pace out of bounds or not a whole number: exit 2 naming the bounds, nothing written', async () => {
+    for (const pace of ['-1', 'fast', '1.5', '1e3', '100001', '']) {
+      const target = join(dir, `bad-pace.db`);
+      const r = await runCli({ DATABASE_URL: db.url }, ['backup', '--to', target, `--pace=${pace}`, '--json']);
+      assert.equal(r.code, 2, `--pace ${pace}: ${JSON.stringify(r)}`);
+      assert.match(String(r.json.error?.detail), /--pace must be an integer 0\.\.100000/);
+      assert.equal(existsSync(target), false);
+    }
+  });
+
+  test('backupDatabase refuses a pace out of bounds before it creates the file', async () => {
+    for (const pace of [-1, 1.5, 100_001, Number.NaN]) {
+      const target = join(dir, 'service-bad-pace.db');
+      await assert.rejects(backupDatabase(db.store, target, pace), (e) => e instanceof BackupRefused && /0\.\.100000/.test(e.message));
+      assert.equal(existsSync(target), false);
+    }
   });
 
   test('a successful backup warns on stderr that the master keys are not in the copy', async () => {
