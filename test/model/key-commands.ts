@@ -59,7 +59,7 @@ function assertAttributes(k: ModelKey, seen: Seen, what: string): void {
 }
 
 /** Asserts a status; 404 is the key's (v1 `data/key-not-found`, v2 `key_not_found`), 'role-404' a role's. */
-function assertStatus(res: Answer, status: number | 'role-404', what: string): void {
+function assertStatus(res: Answer<unknown>, status: number | 'role-404', what: string): void {
   assert.equal(res.status, status === 'role-404' ? 404 : status, `${what}: ${res.body}`);
   if (status === 404) assert.match(res.body, /key-not-found|key_not_found/, `${what}: ${res.body}`);
   if (status === 'role-404') assert.match(res.body, /role-not-found|role_not_found/, `${what}: ${res.body}`);
@@ -168,12 +168,14 @@ export async function verifyRequest(r: ModelWorld, s: Omit<VerifySpec, 'pick' | 
     };
     const res = await send<VerifyV1>(r, 'POST', '/v1/keys.verifyKey', body, node);
     assert.equal(res.status, 200, res.body);
+    r.codes[res.json.code] = (r.codes[res.json.code] ?? 0) + 1;
     return res.json;
   }
   const body = { key, permissions: s.query === undefined ? undefined : queryText(s.query), credits: s.cost === undefined ? undefined : { cost: s.cost } };
   const res = await send<VerifyV2>(r, 'POST', '/v2/keys.verifyKey', body, node);
   assert.equal(res.status, 200, res.body);
   const { credits, ...rest } = res.json.data;
+  r.codes[rest.code] = (r.codes[rest.code] ?? 0) + 1;
   return { ...rest, remaining: credits };
 }
 

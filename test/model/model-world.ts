@@ -20,6 +20,10 @@ export interface ModelWorld {
   nodes: Node[];
   /** Requests sent so far. */
   requests: number;
+  /** Verification outcomes seen so far, by code (what the sequences covered). */
+  codes: Record<string, number>;
+  /** Closes the nodes and removes the store. */
+  close(): Promise<void>;
 }
 
 /** A world for the model: two APIs, the permissions and roles of key-model.ts. */
@@ -28,7 +32,7 @@ export async function modelWorld(dialect: 'sqlite' | 'postgres'): Promise<ModelW
   const apis: [string, string] = [await w.createApi('model-a'), await w.createApi('model-b')];
   for (const slug of PERMISSIONS) await ok(w.post('/v1/permissions.createPermission', { name: slug }));
   for (const [name, permissions] of Object.entries(ROLES)) await ok(w.post('/v1/permissions.createRole', { name, permissions }));
-  return { dialect, w, apis, nodes: [{ name: 'node-1', app: w.app }], requests: 0 };
+  return { dialect, w, apis, nodes: [{ name: 'node-1', app: w.app }], requests: 0, codes: {}, close: () => w.close() };
 }
 
 async function ok(r: Promise<Response>): Promise<void> {

@@ -1,3 +1,4 @@
+import { clusterCommands, clusterSettled, type ClusterModel } from './cluster-commands.ts';
 import { keyCommands } from './key-arbitraries.ts';
 import { newModel, type Model } from './key-model.ts';
 import type { Variant } from './sequences.ts';
@@ -8,4 +9,13 @@ export const keysVariant: Variant<Model> = {
   commands: keyCommands,
   model: newModel,
   maxCommands: 25,
+};
+
+/** Two nodes sharing one store: what must hold across nodes (test/model/cluster-commands.ts). */
+export const clusterVariant: Variant<ClusterModel> = {
+  name: 'cluster',
+  commands: clusterCommands,
+  model: () => ({ keys: [] }),
+  after: clusterSettled,
+  maxCommands: 15,
 };
