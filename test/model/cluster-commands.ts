@@ -109,7 +109,11 @@ export class ClusterBurst implements Cmd {
     if (sure) assert.equal(valid, Math.min(this.spec.n, left), `${this.toString()}: VALID answers of ${left} credits left`);
     assert.ok(valid <= left, `${this.toString()}: ${valid} VALID answers with ${left} credits left`);
     const spent = answers.filter((a) => a.valid).map((a) => a.remaining!);
-    assert.deepEqual(spent.sort((a, b) => b - a), Array.from({ length: valid }, (_, i) => left - 1 - i), `${this.toString()}: remaining`);
+    assert.deepEqual(
+      spent.sort((a, b) => b - a),
+      Array.from({ length: valid }, (_, i) => left - 1 - i),
+      `${this.toString()}: remaining`,
+    );
     k.spent += valid;
   }
   toString = (): string => `burst ${JSON.stringify(this.spec)}`;
@@ -124,7 +128,13 @@ export class ClusterIncrement implements Cmd {
   async run(m: ClusterModel, r: ModelWorld): Promise<void> {
     const { node, pick, value } = this.spec;
     const k = picked(m, pick);
-    const res = await send<{ remaining: number }>(r, 'POST', '/v1/keys.updateRemaining', { keyId: k.keyId, op: 'increment', value }, r.nodes[node]);
+    const res = await send<{ remaining: number }>(
+      r,
+      'POST',
+      '/v1/keys.updateRemaining',
+      { keyId: k.keyId, op: 'increment', value },
+      r.nodes[node],
+    );
     assert.equal(res.status, k.deleted ? 404 : 200, `${this.toString()}: ${res.body}`);
     if (k.deleted) return;
     k.granted += value;

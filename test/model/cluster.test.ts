@@ -27,7 +27,9 @@ for (const dialect of DIALECTS) {
 
     test(`${RUNS} random sequences over two nodes: credits never over-spent, revocations reach both nodes within 1 s`, async (t) => {
       const run = await runSequences(mw, clusterVariant, { numRuns: RUNS, seed: SEED });
-      t.diagnostic(`${run.sequences} sequences, ${run.requests} requests in ${(run.ms / 1000).toFixed(1)} s; verifications ${JSON.stringify(mw.codes)}`);
+      t.diagnostic(
+        `${run.sequences} sequences, ${run.requests} requests in ${(run.ms / 1000).toFixed(1)} s; verifications ${JSON.stringify(mw.codes)}`,
+      );
       if (run.failure) assert.fail(describeFailure(run.failure));
     });
 

@@ -1,5 +1,6 @@
 import fc from 'fast-check';
-import { Create, Credits, Delete, Get, Links, Reroll, SetEnabled, Verify } from './key-commands.ts';
+import { Create, Credits, Delete, Links, Reroll, SetEnabled, Verify } from './key-commands.ts';
+import { Get } from './key-reads.ts';
 import { LONG_GRACE_MS, PERMISSIONS, ROLES, UNKNOWN_ROLE, type Model, type Query } from './key-model.ts';
 import type { ModelWorld } from './model-world.ts';
 
@@ -17,7 +18,12 @@ export const query: fc.Arbitrary<Query> = fc.oneof(
   { weight: 2, arbitrary: permission },
   fc.record({ and: fc.array(permission, { minLength: 1, maxLength: 3 }) }),
   fc.record({ or: fc.array(permission, { minLength: 1, maxLength: 3 }) }),
-  fc.record({ and: fc.array(fc.oneof(permission, fc.record({ or: fc.array(permission, { minLength: 1, maxLength: 2 }) })), { minLength: 1, maxLength: 2 }) }),
+  fc.record({
+    and: fc.array(fc.oneof(permission, fc.record({ or: fc.array(permission, { minLength: 1, maxLength: 2 }) })), {
+      minLength: 1,
+      maxLength: 2,
+    }),
+  }),
 );
 
 const create = fc
@@ -46,13 +52,25 @@ const verify = fc
   .map((s) => new Verify(s.version === 1 ? s : { ...s, api: undefined }));
 
 const credits = fc
-  .record({ version, pick, op: fc.constantFrom('set' as const, 'increment' as const, 'decrement' as const), value: fc.integer({ min: 0, max: 4 }) })
+  .record({
+    version,
+    pick,
+    op: fc.constantFrom('set' as const, 'increment' as const, 'decrement' as const),
+    value: fc.integer({ min: 0, max: 4 }),
+  })
   .chain((s) =>
-    s.op === 'set' ? fc.option(fc.constant(s.value), { freq: 4 }).map((value) => new Credits({ ...s, value })) : fc.constant(new Credits(s)),
+    s.op === 'set'
+      ? fc.option(fc.constant(s.value), { freq: 4 }).map((value) => new Credits({ ...s, value }))
+      : fc.constant(new Credits(s)),
   );
 
 const links = fc
-  .record({ version, pick, kind: fc.constantFrom('permissions' as const, 'roles' as const), mode: fc.constantFrom('add' as const, 'remove' as const, 'set' as const) })
+  .record({
+    version,
+    pick,
+    kind: fc.constantFrom('permissions' as const, 'roles' as const),
+    mode: fc.constantFrom('add' as const, 'remove' as const, 'set' as const),
+  })
   .chain((s) => {
     const universe = s.kind === 'roles' ? [...roleNames, UNKNOWN_ROLE] : [...PERMISSIONS];
     return fc.subarray(universe, { minLength: s.mode === 'set' ? 0 : 1 }).map((items) => new Links({ ...s, items }));

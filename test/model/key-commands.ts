@@ -22,14 +22,14 @@ import { send, type Answer, type ModelWorld } from './model-world.ts';
 // model (key-model.ts) predicts, then applies the change to the model. A command naming a key picks it by
 // `pick` modulo the keys created so far (deleted ones included), so shrinking keeps sequences meaningful.
 
-type Version = 1 | 2;
+export type Version = 1 | 2;
 type Cmd = fc.AsyncCommand<Model, ModelWorld>;
 
-const picked = (m: Model, pick: number): ModelKey => m.keys[pick % m.keys.length];
-const hasKeys = (m: Model): boolean => m.keys.length > 0;
+export const picked = (m: Model, pick: number): ModelKey => m.keys[pick % m.keys.length];
+export const hasKeys = (m: Model): boolean => m.keys.length > 0;
 
 /** The attributes a verification (not NOT_FOUND) or a getKey answers, in the terms both versions share. */
-interface Seen {
+export interface Seen {
   keyId?: string;
   enabled?: boolean;
   remaining?: number | null;
@@ -38,7 +38,7 @@ interface Seen {
   externalId?: string;
 }
 
-function assertAttributes(k: ModelKey, seen: Seen, what: string): void {
+export function assertAttributes(k: ModelKey, seen: Seen, what: string): void {
   const expected: Seen = {
     keyId: k.keyId,
     enabled: k.enabled,
@@ -59,7 +59,7 @@ function assertAttributes(k: ModelKey, seen: Seen, what: string): void {
 }
 
 /** Asserts a status; 404 is the key's (v1 `data/key-not-found`, v2 `key_not_found`), 'role-404' a role's. */
-function assertStatus(res: Answer<unknown>, status: number | 'role-404', what: string): void {
+export function assertStatus(res: Answer<unknown>, status: number | 'role-404', what: string): void {
   assert.equal(res.status, status === 'role-404' ? 404 : status, `${what}: ${res.body}`);
   if (status === 404) assert.match(res.body, /key-not-found|key_not_found/, `${what}: ${res.body}`);
   if (status === 'role-404') assert.match(res.body, /role-not-found|role_not_found/, `${what}: ${res.body}`);
@@ -90,7 +90,12 @@ export class Create implements Cmd {
       s.version === 1
         ? { ...common, remaining: s.remaining ?? undefined, ratelimit: s.limit === null ? undefined : limitV1(s.limit) }
         : { ...common, credits: s.remaining === null ? undefined : { remaining: s.remaining }, ratelimits: limitsV2(s.limit) };
-    const res = await send<{ keyId: string; key: string; data: { keyId: string; key: string } }>(r, 'POST', `/v${s.version}/keys.createKey`, body);
+    const res = await send<{ keyId: string; key: string; data: { keyId: string; key: string } }>(
+      r,
+      'POST',
+      `/v${s.version}/keys.createKey`,
+      body,
+    );
     assertStatus(res, 200, this.toString());
     const { keyId, key } = s.version === 1 ? res.json : res.json.data;
     m.keys.push({
@@ -112,7 +117,8 @@ export class Create implements Cmd {
 }
 
 const limitV1 = (limit: number) => ({ type: 'consistent', limit, duration: LONG_WINDOW_MS });
-const limitsV2 = (limit: number | null) => (limit === null ? undefined : [{ name: 'model-limit', limit, duration: LONG_WINDOW_MS, autoApply: true }]);
+const limitsV2 = (limit: number | null) =>
+  limit === null ? undefined : [{ name: 'model-limit', limit, duration: LONG_WINDOW_MS, autoApply: true }];
 
 export interface VerifySpec {
   version: Version;
@@ -158,7 +164,12 @@ export class Verify implements Cmd {
 }
 
 /** Sends a verification of `key` as `s` says, on `node`; answers in v1's terms. */
-export async function verifyRequest(r: ModelWorld, s: Omit<VerifySpec, 'pick' | 'unknown'>, key: string, node = r.nodes[0]): Promise<VerifyV1> {
+export async function verifyRequest(
+  r: ModelWorld,
+  s: Omit<VerifySpec, 'pick' | 'unknown'>,
+  key: string,
+  node = r.nodes[0],
+): Promise<VerifyV1> {
   if (s.version === 1) {
     const body = {
       key,
@@ -171,7 +182,11 @@ export async function verifyRequest(r: ModelWorld, s: Omit<VerifySpec, 'pick' | 
     r.codes[res.json.code] = (r.codes[res.json.code] ?? 0) + 1;
     return res.json;
   }
-  const body = { key, permissions: s.query === undefined ? undefined : queryText(s.query), credits: s.cost === undefined ? undefined : { cost: s.cost } };
+  const body = {
+    key,
+    permissions: s.query === undefined ? undefined : queryText(s.query),
+    credits: s.cost === undefined ? undefined : { cost: s.cost },
+  };
   const res = await send<VerifyV2>(r, 'POST', '/v2/keys.verifyKey', body, node);
   assert.equal(res.status, 200, res.body);
   const { credits, ...rest } = res.json.data;
@@ -271,48 +286,3 @@ export class Delete implements Cmd {
   }
   toString = (): string => `delete v${this.spec.version} ${JSON.stringify(this.spec)}`;
 }
-
-interface KeyV1 extends Seen {
-  remaining?: number;
-}
-interface KeyV2 {
-  data: Omit<Seen, 'remaining' | 'externalId'> & { credits?: { remaining: number | null }; identity?: { externalId: string } };
-}
-
-export class Get implements Cmd {
-  readonly spec: { version: Version; pick: number };
-  constructor(spec: Get['spec']) {
-    this.spec = spec;
-  }
-  check = hasKeys;
-  async run(m: Model, r: ModelWorld): Promise<void> {
-    const { version, pick } = this.spec;
-    const k = picked(m, pick);
-    const res =
-      version === 1
-        ? await send<KeyV1 & { id: string }>(r, 'GET', '/v1/keys.getKey', { keyId: k.keyId })
-        : await send<KeyV2>(r, 'POST', '/v2/keys.getKey', { keyId: k.keyId });
-    assertStatus(res, k.deleted ? 404 : 200, this.toString());
-    if (k.deleted) return;
-    const seen = version === 1 ? v1Key(res.json as KeyV1 & { id: string }) : v2Key(res.json as KeyV2);
-    assertAttributes(k, seen, this.toString());
-  }
-  toString = (): string => `get v${this.spec.version} ${JSON.stringify(this.spec)}`;
-}
-
-const v1Key = (j: KeyV1 & { id: string }): Seen => ({
-  keyId: j.id,
-  enabled: j.enabled,
-  remaining: j.remaining,
-  permissions: j.permissions,
-  roles: j.roles,
-  externalId: j.externalId,
-});
-const v2Key = ({ data: d }: KeyV2): Seen => ({
-  keyId: d.keyId,
-  enabled: d.enabled,
-  remaining: d.credits?.remaining,
-  permissions: d.permissions,
-  roles: d.roles,
-  externalId: d.identity?.externalId,
-});

@@ -26,7 +26,9 @@ for (const dialect of DIALECTS) {
 
     test(`${RUNS} random sequences of v1 and v2 key operations agree with the model`, async (t) => {
       const run = await runSequences(mw, keysVariant, { numRuns: RUNS, seed: SEED });
-      t.diagnostic(`${run.sequences} sequences, ${run.requests} requests in ${(run.ms / 1000).toFixed(1)} s; verifications ${JSON.stringify(mw.codes)}`);
+      t.diagnostic(
+        `${run.sequences} sequences, ${run.requests} requests in ${(run.ms / 1000).toFixed(1)} s; verifications ${JSON.stringify(mw.codes)}`,
+      );
       if (run.failure) assert.fail(describeFailure(run.failure));
     });
 

@@ -34,7 +34,9 @@ if (!Number.isInteger(RUNS) || RUNS < 1 || !Number.isInteger(SEED)) {
   process.exit(2);
 }
 
-console.log(`fuzz:model: ${RUNS} sequences per variant and dialect, seed ${SEED}, dialects ${dialects.join(', ')}${PATH ? `, replaying path ${PATH}` : ''}`);
+console.log(
+  `fuzz:model: ${RUNS} sequences per variant and dialect, seed ${SEED}, dialects ${dialects.join(', ')}${PATH ? `, replaying path ${PATH}` : ''}`,
+);
 const started = Date.now();
 let failures = 0;
 let current: ModelWorld | undefined;
@@ -56,8 +58,14 @@ for (const dialect of dialects)
       const replay = PATH ? { variant: v.name, dialect, seed: SEED, path: PATH, counterexample: '', error: '' } : undefined;
       const run = await runSequences(current, v, { numRuns, seed, replay }).finally(() => current?.close());
       current = undefined;
-      Object.assign(t, { sequences: t.sequences + (PATH ? run.sequences : numRuns), requests: t.requests + run.requests, ms: t.ms + run.ms });
-      console.log(`${dialect.padEnd(8)} ${v.name.padEnd(8)} batch ${batch} (seed ${seed}): ${run.sequences} sequences run, ${run.requests} requests, ${(run.ms / 1000).toFixed(1)} s${run.failure ? '  FAILED' : ''}`);
+      Object.assign(t, {
+        sequences: t.sequences + (PATH ? run.sequences : numRuns),
+        requests: t.requests + run.requests,
+        ms: t.ms + run.ms,
+      });
+      console.log(
+        `${dialect.padEnd(8)} ${v.name.padEnd(8)} batch ${batch} (seed ${seed}): ${run.sequences} sequences run, ${run.requests} requests, ${(run.ms / 1000).toFixed(1)} s${run.failure ? '  FAILED' : ''}`,
+      );
       if (run.failure) {
         failures++;
         t.failed++;
@@ -65,7 +73,11 @@ for (const dialect of dialects)
         if (!PATH) console.log(`  saved: ${saveRegression(run.failure)}`);
       }
     }
-    totals.push(`  ${dialect.padEnd(8)} ${v.name.padEnd(8)} ${t.sequences} sequences, ${t.requests} requests, ${(t.ms / 1000).toFixed(1)} s, ${t.failed} failure(s)`);
+    totals.push(
+      `  ${dialect.padEnd(8)} ${v.name.padEnd(8)} ${t.sequences} sequences, ${t.requests} requests, ${(t.ms / 1000).toFixed(1)} s, ${t.failed} failure(s)`,
+    );
   }
-console.log(`\ntotals (seed ${SEED}):\n${totals.join('\n')}\n  all in ${((Date.now() - started) / 1000).toFixed(1)} s; ${failures} failure(s)`);
+console.log(
+  `\ntotals (seed ${SEED}):\n${totals.join('\n')}\n  all in ${((Date.now() - started) / 1000).toFixed(1)} s; ${failures} failure(s)`,
+);
 process.exit(failures ? 1 : 0);
