@@ -17,7 +17,7 @@
 // node's compile cache (NODE_COMPILE_CACHE, unless already set: the system's temp dir), so the other processes
 // load them without compiling again: a quarter less CPU per file.
 //
-// Arguments: test files to run instead of all of them (one group, KEYHOLD_TEST_CONCURRENCY's `other` bound).
+// Arguments: test files to run instead of all of them (in the same groups).
 // Settings (environment):
 //   KEYHOLD_TEST_CONCURRENCY  files at once per group: `other=3,system=2,browser=2` (the default; any subset),
 //                             or `1`: every file in one group, one file at a time (the suite as it ran before groups)
@@ -57,7 +57,7 @@ export function groups(argv: string[], setting = process.env.KEYHOLD_TEST_CONCUR
     bounds[name] = Number(value);
   }
   const files = (argv.length ? argv : globSync('test/**/*.test.ts')).map((f) => relative('.', f)).sort();
-  if (serial || argv.length) return [{ name: serial ? 'all' : 'other', files, concurrency: serial ? 1 : bounds.other }];
+  if (serial) return [{ name: 'all', files, concurrency: 1 }];
   const groupOf = (file: string) => GROUP_OF_DIRECTORY.find(([dir]) => file.startsWith(dir))?.[1] ?? 'other';
   return Object.keys(bounds)
     .map((name) => ({ name, files: files.filter((f) => groupOf(f) === name), concurrency: bounds[name] }))

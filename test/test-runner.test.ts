@@ -40,9 +40,10 @@ describe('npm test (test/run.ts)', () => {
     }
   });
 
-  test('files given as arguments run in one group', () => {
-    assert.deepEqual(groups(['test/docs.test.ts', 'test/system/start.test.ts'], ''), [
-      { name: 'other', files: ['test/docs.test.ts', 'test/system/start.test.ts'], concurrency: 3 },
+  test('files given as arguments run in their groups', () => {
+    assert.deepEqual(groups(['test/system/start.test.ts', 'test/docs.test.ts', 'test/config.test.ts'], ''), [
+      { name: 'other', files: ['test/config.test.ts', 'test/docs.test.ts'], concurrency: 3 },
+      { name: 'system', files: ['test/system/start.test.ts'], concurrency: 2 },
     ]);
   });
 
