@@ -85,7 +85,7 @@ class Tally {
     }
     // A group's own plan and closing diagnostics (tests, pass, fail…): the run's are reported once, at the end.
     if ((type === 'test:plan' || type === 'test:diagnostic') && data.nesting === 0 && data.file === undefined) return false;
-    if (type === 'test:complete' && data.nesting === 0 && data.file && resolve(data.name) === data.file) {
+    if (type === 'test:complete' && isFileEnd(event)) {
       this.files.push({ file: data.name, group: group.name, ms: data.details.duration_ms });
     }
     return true;
@@ -112,12 +112,40 @@ class Tally {
   }
 }
 
+/**
+ * The events of each file held until the file has ended, then handed on together: node's runner reports the files
+ * of one run in order, but the groups' runs would interleave theirs.
+ */
+class FileByFile {
+  readonly #held = new Map<string, TestEvent[]>();
+
+  /** The events to report now: none while `event`'s file runs, all of the file's once it has ended. */
+  take(event: TestEvent): TestEvent[] {
+    const file = 'file' in event.data ? event.data.file : undefined;
+    if (!file) return [event];
+    const held = this.#held.get(file) ?? [];
+    held.push(event);
+    if (!isFileEnd(event)) {
+      this.#held.set(file, held);
+      return [];
+    }
+    this.#held.delete(file);
+    return held;
+  }
+}
+
+/** Whether `event` is the end of a test file (its process), rather than of one of its tests. */
+function isFileEnd({ type, data }: TestEvent): boolean {
+  return type === 'test:complete' && data.nesting === 0 && data.file !== undefined && resolve(data.name) === data.file;
+}
+
 /** Runs the groups at once; their events go, each file's together, to node's spec reporter on stdout. */
 async function main(): Promise<void> {
   const started = performance.now();
   const all = groups(process.argv.slice(2));
   if (all.every((g) => g.files.length === 0)) throw new Error('no test files');
   const tally = new Tally();
+  const together = new FileByFile();
   process.env.NODE_COMPILE_CACHE ??= join(tmpdir(), 'node-compile-cache');
   const events = new PassThrough({ objectMode: true });
   const reported = events.compose(spec());
@@ -126,7 +154,7 @@ async function main(): Promise<void> {
     all.map(async (group) => {
       const groupStarted = performance.now();
       for await (const event of run({ files: group.files, concurrency: group.concurrency, timeout: TEST_TIMEOUT_MS })) {
-        if (tally.take(event as TestEvent, group)) events.write(event);
+        if (tally.take(event as TestEvent, group)) for (const e of together.take(event as TestEvent)) events.write(e);
       }
       tally.groups.push({ group, ms: performance.now() - groupStarted });
     }),
