@@ -121,7 +121,7 @@ class FileByFile {
 
   /** The events to report now: none while `event`'s file runs, all of the file's once it has ended. */
   take(event: TestEvent): TestEvent[] {
-    const file = 'file' in event.data ? event.data.file : undefined;
+    const file = event.data && 'file' in event.data ? event.data.file : undefined;
     if (!file) return [event];
     const held = this.#held.get(file) ?? [];
     held.push(event);
