@@ -1,12 +1,21 @@
 import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { after } from 'node:test';
 
-/** Every child process a test started, killed when the test process exits, even if a hook failed. */
+/**
+ * Every child process a test started, killed when the test process exits, even if a hook failed; in a test
+ * file run by node's test runner, also once the file's tests have ended. A child left running (a server that
+ * was not ready in time, so its test never got to stop it) holds its output pipes open, and with them the test
+ * process and its file, which would otherwise never end.
+ */
 const children = new Set<ChildProcess>();
-process.on('exit', () => {
+const killChildren = () => {
   for (const c of children) c.kill('SIGKILL');
-});
+};
+process.on('exit', killChildren);
+// Only under the test runner: elsewhere (bench/) a hook would start a test run of its own.
+if (process.env.NODE_TEST_CONTEXT) after(killChildren);
 
 /** Registers a child process for the exit sweep; it is forgotten when it exits by itself. */
 export function reapOnExit(child: ChildProcess): ChildProcess {
