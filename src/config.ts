@@ -32,6 +32,8 @@ export interface Config {
   keyCacheSize: number;
   /** KEYHOLD_PUBLIC_URL: the address users reach this server at (dashboard sign-in links); default `http://HOST:PORT`. */
   publicUrl: string;
+  /** Whether KEYHOLD_PUBLIC_URL is set (else publicUrl is the listen address). */
+  publicUrlSet: boolean;
   /** How long data that grows with traffic or time is kept, and how often the background pass prunes it. */
   retention: RetentionConfig;
   leaks: LeakConfig; // KEYHOLD_LEAKED_KEY_ACTION and GitHub secret scanning (config-leaks.ts)
@@ -94,6 +96,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     bootstrapKeyFile: resolve(env.KEYHOLD_BOOTSTRAP_KEY_FILE || join(sqliteDataDirectory(databaseUrl) ?? 'data', 'bootstrap-root-key')),
     keyCacheSize,
     publicUrl,
+    publicUrlSet: publicUrlSet(env),
     retention,
     leaks,
     webhooks,
@@ -108,6 +111,9 @@ export function loadRetentionConfig(env: NodeJS.ProcessEnv = process.env): Reten
   if (problems.length) throw new ConfigError(problems);
   return retention;
 }
+
+/** Whether KEYHOLD_PUBLIC_URL is set. */
+export const publicUrlSet = (env: NodeJS.ProcessEnv): boolean => (env.KEYHOLD_PUBLIC_URL ?? '').trim() !== '';
 
 /**
  * KEYHOLD_PUBLIC_URL: an http(s) origin, without path, query or fragment (a trailing slash is dropped); unset,

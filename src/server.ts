@@ -25,6 +25,8 @@ import {
   StartError,
   storeProblem,
 } from './start-checks.ts';
+import type { AddressInfo } from 'node:net';
+import { listenBaseUrl, recordServerAddress } from './services/dashboard/server-address.ts';
 import { handOverBootstrapKey } from './bootstrap-key.ts';
 import { stopExitingOnStopSignals } from './start-signals.ts';
 
@@ -72,7 +74,7 @@ async function main(): Promise<void> {
   const address = await app.listen({ host: config.host, port: config.port }).catch((err: unknown) => {
     throw new StartError(listenProblem(err, config.host, config.port));
   });
-  logger.info({ address, database: store.describe, accessLog: config.accessLog }, 'keyhold listening');
+  await announceListening(store, config, { address, bound: app.server.address() }, logger);
 
   // Imports of enqueued keys and webhook deliveries run here unless KEYHOLD_WORKERS=0 (then `keyhold worker` runs them).
   const tasks = workerTasks(store.db, vault, config.webhooks);
@@ -95,6 +97,24 @@ async function main(): Promise<void> {
   stopExitingOnStopSignals();
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
+}
+
+/**
+ * Logs the listen address, and records where `keyhold dashboard link` sends people when its own environment names
+ * no KEYHOLD_PUBLIC_URL: this server's KEYHOLD_PUBLIC_URL, else the address it listens on.
+ */
+async function announceListening(
+  store: Store,
+  config: Config,
+  { address, bound }: { address: string; bound: AddressInfo | string | null },
+  logger: pino.Logger,
+): Promise<void> {
+  logger.info({ address, database: store.describe, accessLog: config.accessLog }, 'keyhold listening');
+  const port = typeof bound === 'object' && bound ? bound.port : config.port;
+  const baseUrl = config.publicUrlSet ? config.publicUrl : listenBaseUrl(config.host, port);
+  await recordServerAddress(store.db, baseUrl).catch((err: unknown) =>
+    logger.warn({ err: (err as Error).message }, 'could not record the server address for dashboard links'),
+  );
 }
 
 /** JSON lines on stdout, with secrets redacted wherever a log call might carry one. */
