@@ -34,6 +34,8 @@ export interface Config {
   publicUrl: string;
   /** Whether KEYHOLD_PUBLIC_URL is set (else publicUrl is the listen address). */
   publicUrlSet: boolean;
+  /** OpenTelemetry traces (src/tracing.ts): on when an OTLP endpoint is set; the SDK reads the other OTEL_* settings. */
+  tracing: { enabled: boolean; serviceName: string | undefined };
   /** How long data that grows with traffic or time is kept, and how often the background pass prunes it. */
   retention: RetentionConfig;
   leaks: LeakConfig; // KEYHOLD_LEAKED_KEY_ACTION and GitHub secret scanning (config-leaks.ts)
@@ -97,6 +99,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     keyCacheSize,
     publicUrl,
     publicUrlSet: publicUrlSet(env),
+    tracing: tracingFrom(env),
     retention,
     leaks,
     webhooks,
@@ -110,6 +113,16 @@ export function loadRetentionConfig(env: NodeJS.ProcessEnv = process.env): Reten
   const retention = retentionFrom(env, problems);
   if (problems.length) throw new ConfigError(problems);
   return retention;
+}
+
+/**
+ * OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT turns traces on (OTEL_SDK_DISABLED=true off);
+ * the service is `keyhold` unless OTEL_SERVICE_NAME or OTEL_RESOURCE_ATTRIBUTES names it.
+ */
+function tracingFrom(env: NodeJS.ProcessEnv): Config['tracing'] {
+  const endpoint = (env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_EXPORTER_OTLP_ENDPOINT || '').trim();
+  const named = Boolean(env.OTEL_SERVICE_NAME?.trim()) || /(^|,)\s*service\.name=/.test(env.OTEL_RESOURCE_ATTRIBUTES ?? '');
+  return { enabled: endpoint !== '' && env.OTEL_SDK_DISABLED?.trim().toLowerCase() !== 'true', serviceName: named ? undefined : 'keyhold' };
 }
 
 /** Whether KEYHOLD_PUBLIC_URL is set. */

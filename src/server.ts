@@ -46,10 +46,7 @@ async function main(): Promise<void> {
   if (dataDir) checkDataDirectory(dataDir);
   if (config.leaks.github?.keysFile) checkGithubKeysFile(config.leaks.github.keysFile);
   const store = await openCheckedStore(config.databaseUrl, logger);
-  if (config.redisUrl) {
-    const unreachable = await checkRedis(config.redisUrl);
-    if (unreachable) logger.warn(unreachable);
-  }
+  if (config.redisUrl) await checkRedis(config.redisUrl).then((unreachable) => unreachable && logger.warn(unreachable));
   const vault = await openVault(config, store, logger);
   await bootstrapOnFirstStart(store, config, logger);
 
@@ -68,6 +65,8 @@ async function main(): Promise<void> {
       leaks: config.leaks,
       webhooks: config.webhooks,
       oidc: config.oidc,
+      // Loaded only when on: with tracing off, no OpenTelemetry module is imported.
+      tracing: config.tracing.enabled ? (await import('./tracing.ts')).startTracing(config.tracing.serviceName) : undefined,
     },
   );
   // The address was free a moment ago; another process may still take it first.
