@@ -6,6 +6,7 @@ import { errorHandler, sendError } from './http/errors.ts';
 import { createMetrics } from './http/metrics.ts';
 import { jobQueueStats } from './jobs/queue.ts';
 import { installHooks } from './http/hooks.ts';
+import { installRequestTracing, type RequestTracing } from './http/request-tracing.ts';
 import { guardedJsonParser, guardedValidator } from './http/input-guards.ts';
 import { serializerFactory, validatorCompiler } from './http/route-compilers.ts';
 import { answerClientError } from './http/connection-errors.ts';
@@ -52,6 +53,8 @@ export interface AppOptions {
   accessLog?: boolean;
   /** Failed root-key authentications per client address and minute before 429 (KEYHOLD_AUTH_FAILURE_LIMIT; 0: no limit). Default 100. */
   authFailureLimit?: number;
+  /** OpenTelemetry request spans (src/tracing.ts); none when unset. */
+  tracing?: RequestTracing;
   /** Where users reach the server (KEYHOLD_PUBLIC_URL): dashboard cookies are Secure when it is https. */
   publicUrl?: string;
   /** Background retention passes (KEYHOLD_*_RETENTION_DAYS, KEYHOLD_PRUNE_INTERVAL_MINUTES); none when unset. */
@@ -104,6 +107,7 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
   app.addSchema(V2ErrorEnvelope);
   app.decorateRequest('caller', null as never);
 
+  if (options.tracing) installRequestTracing(app, options.tracing);
   const metrics = createMetrics(options.processMetrics ?? false);
   const { accessLog, guard, internal } = installHooks(app, store, metrics, {
     ...options,
@@ -139,6 +143,7 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
     metrics,
     logger: options.logger,
     accessLog,
+    tracing: options.tracing,
   });
   app.addHook('preClose', (done) => {
     lane?.close();

@@ -20,6 +20,8 @@ import {
   StartError,
   storeProblem,
 } from './start/checks.ts';
+import type { AddressInfo } from 'node:net';
+import { listenBaseUrl, recordServerAddress } from './services/dashboard/server-address.ts';
 import { handOverBootstrapKey } from './start/bootstrap-key.ts';
 import { stopExitingOnStopSignals } from './start/signals.ts';
 
@@ -39,10 +41,7 @@ async function main(): Promise<void> {
   if (dataDir) checkDataDirectory(dataDir);
   if (config.leaks.github?.keysFile) checkGithubKeysFile(config.leaks.github.keysFile);
   const store = await openCheckedStore(config.databaseUrl, logger);
-  if (config.redisUrl) {
-    const unreachable = await checkRedis(config.redisUrl);
-    if (unreachable) logger.warn(unreachable);
-  }
+  if (config.redisUrl) await checkRedis(config.redisUrl).then((unreachable) => unreachable && logger.warn(unreachable));
   const vault = await openVault(config, store, logger);
   await bootstrapOnFirstStart(store, config, logger);
 
@@ -61,13 +60,15 @@ async function main(): Promise<void> {
       leaks: config.leaks,
       webhooks: config.webhooks,
       oidc: config.oidc,
+      // Loaded only when on: with tracing off, no OpenTelemetry module is imported.
+      tracing: config.tracing.enabled ? (await import('./tracing.ts')).startTracing(config.tracing.serviceName) : undefined,
     },
   );
   // The address was free a moment ago; another process may still take it first.
   const address = await app.listen({ host: config.host, port: config.port }).catch((err: unknown) => {
     throw new StartError(listenProblem(err, config.host, config.port));
   });
-  logger.info({ address, database: store.describe, accessLog: config.accessLog }, 'keyhold listening');
+  await announceListening(store, config, { address, bound: app.server.address() }, logger);
 
   // Imports of enqueued keys and webhook deliveries run here unless KEYHOLD_WORKERS=0 (then `keyhold worker` runs them).
   const tasks = workerTasks(store.db, vault, config.webhooks);
@@ -90,6 +91,24 @@ async function main(): Promise<void> {
   stopExitingOnStopSignals();
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
+}
+
+/**
+ * Logs the listen address, and records where `keyhold dashboard link` sends people when its own environment names
+ * no KEYHOLD_PUBLIC_URL: this server's KEYHOLD_PUBLIC_URL, else the address it listens on.
+ */
+async function announceListening(
+  store: Store,
+  config: Config,
+  { address, bound }: { address: string; bound: AddressInfo | string | null },
+  logger: pino.Logger,
+): Promise<void> {
+  logger.info({ address, database: store.describe, accessLog: config.accessLog }, 'keyhold listening');
+  const port = typeof bound === 'object' && bound ? bound.port : config.port;
+  const baseUrl = config.publicUrlSet ? config.publicUrl : listenBaseUrl(config.host, port);
+  await recordServerAddress(store.db, baseUrl).catch((err: unknown) =>
+    logger.warn({ err: (err as Error).message }, 'could not record the server address for dashboard links'),
+  );
 }
 
 /** JSON lines on stdout, with secrets redacted wherever a log call might carry one. */

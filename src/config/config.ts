@@ -5,6 +5,7 @@ import { retentionFrom, type RetentionConfig } from './retention.ts';
 import { serverFrom, type ServerConfig } from './server.ts';
 import { ConfigError, secretsIn } from './shapes.ts';
 import { storeFrom, type StoreConfig } from './store.ts';
+import { tracingFrom, type TracingConfig } from './telemetry.ts';
 import { webhooksFrom, type WebhookSettings } from './webhooks.ts';
 
 /*
@@ -23,6 +24,8 @@ export interface Config extends ServerConfig, StoreConfig, BootstrapConfig {
   webhooks: WebhookSettings;
   /** Single sign-on to the dashboard (KEYHOLD_OIDC_*, oidc.ts); off when KEYHOLD_OIDC_ISSUER is unset. */
   oidc?: OidcConfig;
+  /** OpenTelemetry traces (OTEL_*, telemetry.ts): on when an OTLP endpoint is set. */
+  tracing: TracingConfig;
 }
 
 /** Every setting, or a ConfigError listing every problem (one line each, naming its setting and the fix). */
@@ -38,6 +41,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     leaks: leakConfigFrom(env, problems),
     webhooks: webhooksFrom(env, problems),
     oidc: oidcFrom(env, problems),
+    tracing: tracingFrom(env),
   };
   if (problems.length) throw new ConfigError(problems);
   return config;

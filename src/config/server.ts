@@ -20,6 +20,8 @@ export interface ServerConfig {
   keyCacheSize: number;
   /** KEYHOLD_PUBLIC_URL: the address users reach this server at (dashboard sign-in links); default `http://HOST:PORT`. */
   publicUrl: string;
+  /** Whether KEYHOLD_PUBLIC_URL is set (else publicUrl is the listen address). */
+  publicUrlSet: boolean;
 }
 
 /** HOST, PORT, LOG_LEVEL and the KEYHOLD_* settings of the server process; each invalid one adds a line to `problems`. */
@@ -40,8 +42,12 @@ export function serverFrom(env: NodeJS.ProcessEnv, problems: string[]): ServerCo
     authFailureLimit: authFailureLimitFrom(env, problems),
     keyCacheSize: keyCacheSizeFrom(env, problems),
     publicUrl: publicUrlFrom(env, problems),
+    publicUrlSet: publicUrlSet(env),
   };
 }
+
+/** Whether KEYHOLD_PUBLIC_URL is set. */
+export const publicUrlSet = (env: NodeJS.ProcessEnv): boolean => (env.KEYHOLD_PUBLIC_URL ?? '').trim() !== '';
 
 /**
  * KEYHOLD_PUBLIC_URL: an http(s) origin, without path, query or fragment (a trailing slash is dropped); unset,

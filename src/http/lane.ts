@@ -13,6 +13,7 @@ import { validationProblems } from './validation.ts';
 import { parseWith, type Validate } from './input-guards.ts';
 import type { Metrics } from './metrics.ts';
 import type { AccessLog } from './access-log.ts';
+import type { RequestTracing } from './request-tracing.ts';
 import { ErrorEnvelope } from './schemas/common.ts';
 
 /** Headers of one lane answer, in the order they are written (Content-Type first, then X-Request-Id). */
@@ -44,6 +45,8 @@ export interface LaneDeps {
   logger?: FastifyBaseLogger;
   /** The access log, when it is on: one line per answered request, as the Fastify routes' (hooks.ts). */
   accessLog?: AccessLog;
+  /** Request spans, when tracing is on: one per answered request, as the Fastify routes' (request-tracing.ts). */
+  tracing?: RequestTracing;
 }
 
 export interface Lane {
@@ -114,7 +117,7 @@ export function createLane(deps: LaneDeps): Lane {
 }
 
 /** Answers one body the lane read, as the route would: authenticate, parse, validate, run, serialize, count in the metrics. */
-function createAnswer(op: LaneOperation, { parseJson, metrics, logger, accessLog }: LaneDeps) {
+function createAnswer(op: LaneOperation, { parseJson, metrics, logger, accessLog, tracing }: LaneDeps) {
   const { path } = op;
   // Errors take the envelope of the path's API version (http/errors.ts renders them so).
   const serializeError = fastJsonStringify(isV2Path(path) ? V2ErrorEnvelope : ErrorEnvelope);
@@ -122,9 +125,11 @@ function createAnswer(op: LaneOperation, { parseJson, metrics, logger, accessLog
   return async function answer(req: IncomingMessage, res: ServerResponse, requestId: string, started: number, text: string) {
     let status = 200;
     let payload: string;
+    let caller: Caller | undefined;
+    const span = tracing?.start('POST', req.headers, performance.timeOrigin + started);
     const headers: LaneHeaders = { 'content-type': 'application/json; charset=utf-8', 'x-request-id': requestId };
     try {
-      const caller = op.authenticate ? await op.authenticate(req, requestId, headers) : undefined;
+      caller = op.authenticate ? await op.authenticate(req, requestId, headers) : undefined;
       let body: unknown;
       try {
         body = parseWith(parseJson, text);
@@ -146,6 +151,7 @@ function createAnswer(op: LaneOperation, { parseJson, metrics, logger, accessLog
     const ms = performance.now() - started;
     metrics.observe(path, status, ms / 1000);
     accessLog?.({ requestId, method: 'POST', route: path, status, ms });
+    span?.end(path, status, caller?.workspaceId);
   };
 }
 

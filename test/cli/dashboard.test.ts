@@ -5,6 +5,7 @@ import { runCli } from '../helpers/cli.ts';
 import type { Store } from '../../src/store/store.ts';
 import { createWorkspace } from '../../src/services/workspaces/workspaces.ts';
 import { findSession, redeemSignInLink, SIGN_IN_LINK_TTL_MS } from '../../src/services/dashboard/sessions.ts';
+import { listenBaseUrl, recordServerAddress } from '../../src/services/dashboard/server-address.ts';
 
 type Link = { url: string; expiresAt: number };
 
@@ -77,5 +78,30 @@ for (const dialect of DIALECTS) {
       assert.equal(unknown.code, 1);
       assert.equal(await links(), before);
     });
+
+    // Last: from here on this store has a recorded server address.
+    test("without KEYHOLD_PUBLIC_URL the link is on the address the running server recorded, not the CLI's HOST:PORT", async () => {
+      await recordServerAddress(store.db, 'http://127.0.0.1:45678');
+      const recorded = await runCli<Link>(env({ PORT: '8080' }), ['dashboard', 'link', '--operator', '--json']);
+      assert.equal(recorded.code, 0, JSON.stringify(recorded));
+      assert.match(recorded.json.url, /^http:\/\/127\.0\.0\.1:45678\/dashboard\/sign-in\?token=/);
+      await recordServerAddress(store.db, 'https://keys.example.com');
+      const latest = await runCli<Link>(env(), ['dashboard', 'link', '--operator', '--json']);
+      assert.match(latest.json.url, /^https:\/\/keys\.example\.com\/dashboard\/sign-in\?token=/);
+      const own = await runCli<Link>(env({ KEYHOLD_PUBLIC_URL: 'https://other.example.com' }), [
+        'dashboard',
+        'link',
+        '--operator',
+        '--json',
+      ]);
+      assert.match(own.json.url, /^https:\/\/other\.example\.com\/dashboard\/sign-in\?token=/);
+    });
   });
 }
+
+test('a listen address as a base URL: wildcard hosts as loopback, IPv6 in brackets', () => {
+  assert.equal(listenBaseUrl('0.0.0.0', 9000), 'http://127.0.0.1:9000');
+  assert.equal(listenBaseUrl('::', 9000), 'http://[::1]:9000');
+  assert.equal(listenBaseUrl('fd00::5', 9000), 'http://[fd00::5]:9000');
+  assert.equal(listenBaseUrl('10.0.0.5', 80), 'http://10.0.0.5:80');
+});

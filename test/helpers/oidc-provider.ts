@@ -14,8 +14,14 @@ export interface TestAccount {
   groups?: string[];
 }
 
-/** How the provider's token answers are altered, to test what Keyhold refuses (re-signed with the provider's own key). */
-export type Tamper = 'none' | 'audience' | 'expired';
+/**
+ * How the provider's answers are altered, to test what Keyhold refuses: the ID token re-signed with the provider's
+ * own key (another audience, expired), or the UserInfo answer naming another subject.
+ */
+export type Tamper = 'none' | 'audience' | 'expired' | 'userinfo-sub';
+
+/** Where the provider puts the scopes' claims: in the ID token, or (oidc-provider's default) only at UserInfo. */
+export type ClaimsIn = 'id-token' | 'userinfo';
 
 export interface LoopbackProvider {
   issuer: string;
@@ -33,7 +39,7 @@ export interface LoopbackProvider {
  * A certified OpenID provider (oidc-provider) on loopback, behind a proxy that can re-sign its ID tokens with a
  * wrong audience or a past expiry (the signature stays valid: the provider's own key signs it).
  */
-export async function loopbackProvider(): Promise<LoopbackProvider> {
+export async function loopbackProvider(claimsIn: ClaimsIn = 'id-token'): Promise<LoopbackProvider> {
   const { privateKey } = await generateKeyPair('RS256', { extractable: true });
   const jwk: JWK = { ...(await exportJWK(privateKey)), kid: 'test-key', alg: 'RS256', use: 'sig' };
   let target = 0;
@@ -47,7 +53,9 @@ export async function loopbackProvider(): Promise<LoopbackProvider> {
         res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>held</title><h1>held</h1>');
         return;
       }
-      if (state.tamper === 'none' || !req.url?.startsWith('/token')) {
+      const tampered =
+        state.tamper === 'userinfo-sub' ? req.url?.startsWith('/me') : state.tamper !== 'none' && req.url?.startsWith('/token');
+      if (!tampered) {
         res.writeHead(up.statusCode ?? 502, up.headers);
         up.pipe(res);
         return;
@@ -94,8 +102,9 @@ export async function loopbackProvider(): Promise<LoopbackProvider> {
         jwks: { keys: [jwk] },
         cookies: { keys: ['loopback-provider-cookie-key'] },
         claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name'], groups: ['groups'] },
-        // Claims of the requested scopes in the ID token, as Keycloak, Okta and Google send them.
-        conformIdTokenClaims: false,
+        // 'id-token': claims of the requested scopes in the ID token, as Keycloak, Okta and Google send them;
+        // 'userinfo': the provider's default, the ID token has `sub` only and the rest comes from UserInfo.
+        ...(claimsIn === 'id-token' ? { conformIdTokenClaims: false } : {}),
         pkce: { required: () => true },
         async findAccount(_ctx, sub) {
           const account = accounts.get(sub);
@@ -126,11 +135,12 @@ function listen(server: Server): Promise<AddressInfo> {
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server.address() as AddressInfo)));
 }
 
-/** The token answer with its ID token re-signed: for another audience, or expired an hour ago. */
+/** The token answer with its ID token re-signed (for another audience, or expired an hour ago), or UserInfo's with another `sub`. */
 async function retold(up: IncomingMessage, jwk: JWK, tamper: Tamper): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const c of up) chunks.push(c as Buffer);
-  const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { id_token?: string };
+  const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { id_token?: string; sub?: string };
+  if (tamper === 'userinfo-sub') return JSON.stringify({ ...body, sub: `${body.sub}-someone-else` });
   if (!body.id_token) return JSON.stringify(body);
   const claims = decodeJwt(body.id_token);
   const now = Math.floor(Date.now() / 1000);

@@ -108,16 +108,37 @@ export class OidcClient {
     }
     const claims = tokens.claims();
     if (!claims) throw new SignInRefusedError('the provider sent no ID token');
-    const groups = claims[this.config.groupsClaim];
+    const merged = needsUserInfo(claims, this.config.groupsClaim) ? await this.withUserInfo(config, claims, tokens.access_token) : claims;
+    const groups = merged[this.config.groupsClaim];
     return {
       issuer: claims.iss,
       subject: claims.sub,
-      email: typeof claims.email === 'string' ? claims.email.trim().toLowerCase() : undefined,
-      emailVerified: claims.email_verified === true,
+      email: typeof merged.email === 'string' ? merged.email.trim().toLowerCase() : undefined,
+      emailVerified: merged.email_verified === true,
       groups: Array.isArray(groups) ? groups.filter((g): g is string => typeof g === 'string') : [],
     };
   }
+
+  /**
+   * The ID token's claims completed from the UserInfo endpoint (OpenID Connect Core §5.4: a provider may return
+   * the scopes' claims there only): a claim the ID token has wins, and the UserInfo answer's `sub` must be the ID
+   * token's (openid-client checks it; a mismatch refuses the sign-in). A provider without the endpoint: as is.
+   */
+  private async withUserInfo(config: client.Configuration, claims: client.IDToken, accessToken: string): Promise<Record<string, unknown>> {
+    if (!config.serverMetadata().userinfo_endpoint) return claims;
+    try {
+      const info = await client.fetchUserInfo(config, accessToken, claims.sub);
+      return { ...info, ...claims };
+    } catch (err) {
+      if (isNetworkFailure(err)) throw new ProviderUnavailableError(`the sign-in provider did not answer: ${(err as Error).message}`);
+      throw new SignInRefusedError(`the provider's UserInfo answer was refused: ${describe(err)}`);
+    }
+  }
 }
+
+/** Whether the ID token lacks a claim sign-in decides on (`email`, `email_verified`, the groups claim). */
+const needsUserInfo = (claims: client.IDToken, groupsClaim: string): boolean =>
+  claims.email === undefined || claims.email_verified === undefined || claims[groupsClaim] === undefined;
 
 function isNetworkFailure(err: unknown): boolean {
   const e = err as { name?: string; cause?: { code?: string; name?: string } };
