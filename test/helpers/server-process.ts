@@ -79,10 +79,15 @@ export class ServerProcess {
     );
   }
 
-  /** A server on a free port over `databaseUrl` (storeServerEnv), once it answers GET /v1/liveness. */
+  /** A server on a free port over `databaseUrl` (storeServerEnv), once it answers GET /v1/liveness; killed when it does not. */
   static async start(databaseUrl: string, rootKey: string, env: Record<string, string> = {}): Promise<ServerProcess> {
     const server = new ServerProcess(storeServerEnv(await freePort(), databaseUrl, rootKey, env));
-    await server.ready();
+    try {
+      await server.ready();
+    } catch (err) {
+      await server.kill(); // the caller never gets it to stop: nothing may be left running
+      throw err;
+    }
     return server;
   }
 
