@@ -41,7 +41,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     leaks: leakConfigFrom(env, problems),
     webhooks: webhooksFrom(env, problems),
     oidc: oidcFrom(env, problems),
-    tracing: tracingFrom(env),
+    tracing: tracingFrom(env, problems),
   };
   if (problems.length) throw new ConfigError(problems);
   return config;

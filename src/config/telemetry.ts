@@ -9,8 +9,26 @@ export interface TracingConfig {
  * OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT turns traces on (OTEL_SDK_DISABLED=true off);
  * the service is `keyhold` unless OTEL_SERVICE_NAME or OTEL_RESOURCE_ATTRIBUTES names it.
  */
-export function tracingFrom(env: NodeJS.ProcessEnv): TracingConfig {
+export function tracingFrom(env: NodeJS.ProcessEnv, problems: string[]): TracingConfig {
+  for (const name of ['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'] as const) {
+    const problem = endpointProblem(name, env[name]);
+    if (problem) problems.push(problem);
+  }
   const endpoint = (env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_EXPORTER_OTLP_ENDPOINT || '').trim();
   const named = Boolean(env.OTEL_SERVICE_NAME?.trim()) || /(^|,)\s*service\.name=/.test(env.OTEL_RESOURCE_ATTRIBUTES ?? '');
   return { enabled: endpoint !== '' && env.OTEL_SDK_DISABLED?.trim().toLowerCase() !== 'true', serviceName: named ? undefined : 'keyhold' };
+}
+
+/** An OTLP/HTTP endpoint is an http(s) URL; anything else would only fail later, in the exporter, without a word at start. */
+function endpointProblem(name: string, value: string | undefined): string | undefined {
+  const text = (value ?? '').trim();
+  if (text === '') return undefined;
+  let protocol = '';
+  try {
+    protocol = new URL(text).protocol;
+  } catch {
+    // not a URL: reported below
+  }
+  if (protocol === 'http:' || protocol === 'https:') return undefined;
+  return `${name} must be an http(s) URL such as http://collector:4318, got "${text}"`;
 }

@@ -52,6 +52,15 @@ const invalidNumbers = (setting: string, values: string[]): StartFailureCase[] =
   values.map((value) => ({ setting, what: `"${value}"`, env: () => ({ [setting]: value }), code: 2, line: /must be/ }));
 
 export const START_FAILURE_CASES: StartFailureCase[] = [
+  ...['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'].map(
+    (setting): StartFailureCase => ({
+      setting,
+      what: 'not an http(s) URL',
+      env: () => ({ [setting]: 'collector:4318' }),
+      code: 2,
+      line: /must be an http\(s\) URL/,
+    }),
+  ),
   {
     setting: 'HOST',
     what: 'a name that does not resolve',
