@@ -14,8 +14,8 @@ describe('npm test (test/run.ts)', () => {
       all.map((g) => [g.name, g.concurrency]),
       [
         ['other', 3],
-        ['system', 2],
-        ['browser', 2],
+        ['system', 1],
+        ['browser', 1],
       ],
     );
     const files = all.flatMap((g) => g.files);
@@ -28,22 +28,22 @@ describe('npm test (test/run.ts)', () => {
 
   test('KEYHOLD_TEST_CONCURRENCY sets bounds per group, or 1 runs every file one at a time; anything else is refused', () => {
     assert.deepEqual(
-      groups([], 'system=1, browser=3').map((g) => g.concurrency),
-      [3, 1, 3],
+      groups([], 'system=2, browser=3').map((g) => g.concurrency),
+      [3, 2, 3],
     );
     const serial = groups([], '1');
     assert.equal(serial.length, 1);
     assert.equal(serial[0].concurrency, 1);
     assert.equal(serial[0].files.length, groups([], '').flatMap((g) => g.files).length);
     for (const bad of ['0', 'other=0', 'others=2', 'system=two', 'system']) {
-      assert.throws(() => groups([], bad), /KEYHOLD_TEST_CONCURRENCY must be 1 or like other=3,system=2,browser=2/, bad);
+      assert.throws(() => groups([], bad), /KEYHOLD_TEST_CONCURRENCY must be 1 or like other=3,system=1,browser=1/, bad);
     }
   });
 
   test('files given as arguments run in their groups', () => {
     assert.deepEqual(groups(['test/system/start.test.ts', 'test/docs.test.ts', 'test/config.test.ts'], ''), [
       { name: 'other', files: ['test/config.test.ts', 'test/docs.test.ts'], concurrency: 3 },
-      { name: 'system', files: ['test/system/start.test.ts'], concurrency: 2 },
+      { name: 'system', files: ['test/system/start.test.ts'], concurrency: 1 },
     ]);
   });
 
