@@ -1,0 +1,11 @@
+import { parse } from 'sql-parser-cst';
+const strip = (n) => { if (Array.isArray(n)) return n.map(strip); if (n && typeof n === 'object') { if (n.type==='keyword') return 'KW:'+n.name; const r={}; for (const [k,v] of Object.entries(n)) if (k!=='range') r[k]=strip(v); return r;} return n; };
+const s = (q, d='mysql') => { try { console.log(q, '\n', JSON.stringify(strip(parse(q,{dialect:d}).statements[0]), null, 0).slice(0,1800), '\n'); } catch(e) { console.log('ERR', q, e.message.split('\n')[0]); } };
+s("SELECT a FROM t ORDER BY a DESC, b LIMIT 3");
+s("SELECT hasAny(tags, ['a','b']), true, CAST(a AS STRING) FROM t", 'bigquery');
+s("SELECT a FROM t LIMIT 5, 10");
+s("SELECT 1 UNION DISTINCT SELECT 2 ORDER BY 1 LIMIT 1");
+s("SELECT a FROM t JOIN u USING (a), v");
+s("SELECT x FROM t; ");
+s("SELECT * FROM (SELECT 1) x WHERE a = 'it''s' AND b = \"dq\"");
+s("SELECT sum(a) OVER (), a COLLATE utf8 FROM t FOR UPDATE");
