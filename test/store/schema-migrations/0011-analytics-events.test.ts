@@ -49,12 +49,20 @@ for (const dialect of DIALECTS) {
         for (const grain of GRAINS) {
           const table = `analytics_key_verifications_per_${grain}` as 'analytics_key_verifications_per_hour';
           const row = { time: 0, workspace_id: 'ws_1', key_space_id: 'api_1', key_id: 'key_1', outcome: 'VALID', count: 1 };
-          await db.insertInto(table).values(row).execute();
           await db
             .insertInto(table)
-            .values({ ...row, tags })
+            .values(row as never)
             .execute();
-          await assert.rejects(db.insertInto(table).values(row).execute());
+          await db
+            .insertInto(table)
+            .values({ ...row, tags } as never)
+            .execute();
+          await assert.rejects(
+            db
+              .insertInto(table)
+              .values(row as never)
+              .execute(),
+          );
           const rl = `analytics_ratelimits_per_${grain}` as 'analytics_ratelimits_per_hour';
           const r = { time: 0, workspace_id: 'ws_1', namespace_id: 'ns_1', identifier: 'u', passed: 1, total: 1 };
           await db.insertInto(rl).values(r).execute();
