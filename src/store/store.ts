@@ -18,6 +18,7 @@ import * as verificationExportIndex from './schema-migrations/0007-verification-
 import * as webhooks from './schema-migrations/0008-webhooks.ts';
 import * as dashboardMembers from './schema-migrations/0009-dashboard-members.ts';
 import * as webhookCreditCrossings from './schema-migrations/0010-webhook-credit-crossings.ts';
+import * as analyticsEvents from './schema-migrations/0011-analytics-events.ts';
 
 export type Db = Kysely<Database>;
 export type Tx = Transaction<Database>;
@@ -92,6 +93,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0008-webhooks': webhooks,
   '0009-dashboard-members': dashboardMembers,
   '0010-webhook-credit-crossings': webhookCreditCrossings,
+  '0011-analytics-events': analyticsEvents,
 };
 
 /**
