@@ -8,6 +8,9 @@ import { StoreUnavailableError } from './errors.ts';
 import { withDeadline } from './deadline.ts';
 import { checkSchemaNotNewer } from './schema-version.ts';
 import { backupSqliteFile } from './dialects/sqlite-backup.ts';
+import { sqliteReadOnlyQuery } from './dialects/sqlite-read-only.ts';
+import { postgresReadOnlyQuery } from './dialects/postgres-read-only.ts';
+import type { ReadOnlyQuery } from './read-only-query.ts';
 import * as initial from './schema-migrations/0001-initial.ts';
 import * as clampOutOfRange from './schema-migrations/0002-clamp-out-of-range-numbers.ts';
 import * as ratelimitNamespaces from './schema-migrations/0003-ratelimit-namespaces.ts';
@@ -63,6 +66,8 @@ export interface Store {
    * change feed's poll carries changes between processes.
    */
   listen?(handlers: NotificationHandlers): Notifications;
+  /** Runs one user-written SELECT (analytics queries) read-only, under a deadline, apart from the server's own work. */
+  readOnlyQuery: ReadOnlyQuery;
   close(): Promise<void>;
 }
 
@@ -121,6 +126,8 @@ export function openStore(url: string, options: StoreOptions = {}): Store {
   let schema: string | undefined;
   let backup: Store['backup'];
   let listen: Store['listen'];
+  let readOnlyQuery: ReadOnlyQuery;
+  let closeReadOnly = async () => {};
   if (/^postgres(ql)?:\/\//.test(url)) {
     const parsed = new URL(url);
     const name = parsed.searchParams.get('schema') ?? 'public';
@@ -131,6 +138,9 @@ export function openStore(url: string, options: StoreOptions = {}): Store {
     openUnlimited = () => new Kysely<Database>({ dialect: postgresDialect(connectionString, name, NO_POSTGRES_TIMEOUTS, 2).dialect });
     caps = { dialect: 'postgres', skipLocked: true, writesOnEventLoop: false, writableCtes: true };
     listen = (handlers) => listenForNotifications(connectionString, name, handlers);
+    const readOnly = postgresReadOnlyQuery(connectionString, name);
+    readOnlyQuery = readOnly.run;
+    closeReadOnly = readOnly.close;
     parsed.password = '';
     describe = `${parsed.toString()} (schema ${schema})`;
   } else {
@@ -139,6 +149,7 @@ export function openStore(url: string, options: StoreOptions = {}): Store {
     caps = { dialect: 'sqlite', skipLocked: false, writesOnEventLoop: true, writableCtes: false };
     describe = `sqlite:${path}`;
     backup = (targetPath) => backupSqliteFile(path, targetPath);
+    readOnlyQuery = sqliteReadOnlyQuery(path);
   }
   const db = new Kysely<Database>({ dialect: observedDialect(dialect, listeners) });
   return {
@@ -167,7 +178,11 @@ export function openStore(url: string, options: StoreOptions = {}): Store {
     onAvailability: (listener) => listeners.add(listener),
     ...(backup ? { backup } : {}),
     ...(listen ? { listen } : {}),
-    close: () => db.destroy(),
+    readOnlyQuery,
+    close: async () => {
+      await closeReadOnly();
+      await db.destroy();
+    },
   };
 }
 

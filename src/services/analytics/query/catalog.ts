@@ -107,7 +107,9 @@ function ratelimitTables(): PublicTable[] {
 }
 
 /** Every public table by name. */
-export const PUBLIC_TABLES: ReadonlyMap<string, PublicTable> = new Map([...verificationTables(), ...ratelimitTables()].map((t) => [t.name, t]));
+export const PUBLIC_TABLES: ReadonlyMap<string, PublicTable> = new Map(
+  [...verificationTables(), ...ratelimitTables()].map((t) => [t.name, t]),
+);
 
 /** The column the caller's scope restricts (API or namespace permissions) for each source. */
 export const SCOPE_COLUMN: Record<AnalyticsSource, string> = { verifications: 'key_space_id', ratelimits: 'namespace_id' };

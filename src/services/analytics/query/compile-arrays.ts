@@ -24,7 +24,11 @@ const membership =
     const d = ctx.dialect;
     if (name === 'has') return { sql: d.has(d.value(array), d.castText(d.value(other))), type: 'int', cond: true };
     if (other.type !== 'array') throw invalidQuery(`${name} takes two arrays.`);
-    return { sql: name === 'hasAny' ? d.hasAny(d.value(array), d.value(other)) : d.hasAll(d.value(array), d.value(other)), type: 'int', cond: true };
+    return {
+      sql: name === 'hasAny' ? d.hasAny(d.value(array), d.value(other)) : d.hasAll(d.value(array), d.value(other)),
+      type: 'int',
+      cond: true,
+    };
   };
 
 /** arrayJoin(array): one row per element; the expansion joins the SELECT's FROM items. */

@@ -14,7 +14,10 @@ export function compileExpr(ctx: CompileContext, scope: Scope, node: Node): Ex {
     case 'string_literal':
       return ctx.literal(node.value, 'string');
     case 'number_literal':
-      return ctx.literal(node.value, Number.isInteger(node.value) && ![...node.text].some((ch) => ch === '.' || ch === 'e' || ch === 'E') ? 'int' : 'float');
+      return ctx.literal(
+        node.value,
+        Number.isInteger(node.value) && ![...node.text].some((ch) => ch === '.' || ch === 'e' || ch === 'E') ? 'int' : 'float',
+      );
     case 'boolean_literal':
       return ctx.literal(node.value ? 1 : 0, 'bool');
     case 'null_literal':
@@ -58,7 +61,12 @@ function compileParen(ctx: CompileContext, scope: Scope, inner: Node): Ex {
 /** An array literal `['a', 'b']` (of text, as tags are). */
 export function arrayLiteral(ctx: CompileContext, scope: Scope, items: Node[]): Ex {
   const compiled = items.map((n) => compileExpr(ctx, scope, n));
-  return { sql: ctx.dialect.arrayOf(compiled.map((e) => ctx.dialect.castText(ctx.dialect.value(e)))), type: 'array', elem: 'string', constant: true };
+  return {
+    sql: ctx.dialect.arrayOf(compiled.map((e) => ctx.dialect.castText(ctx.dialect.value(e)))),
+    type: 'array',
+    elem: 'string',
+    constant: true,
+  };
 }
 
 const COMPARISONS: Record<string, string> = { '=': '=', '==': '=', '!=': '<>', '<>': '<>', '<': '<', '<=': '<=', '>': '>', '>=': '>=' };

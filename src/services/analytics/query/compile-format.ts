@@ -65,7 +65,8 @@ export function toStringOf(ctx: CompileContext, e: Ex): string {
 }
 
 export const formatDateTime: FunctionCompiler = (ctx, _scope, args, compile) => {
-  if (args.length !== 2 || args[1].type !== 'string_literal') throw invalidQuery("formatDateTime takes a time and a literal format such as '%Y-%m-%d'.");
+  if (args.length !== 2 || args[1].type !== 'string_literal')
+    throw invalidQuery("formatDateTime takes a time and a literal format such as '%Y-%m-%d'.");
   const e = compile(args[0]);
   return { sql: render(ctx, ctx.dialect.value(e), args[1].value), type: 'string' };
 };

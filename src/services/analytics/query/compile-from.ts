@@ -48,8 +48,19 @@ function namedItem(ctx: CompileContext, scope: Scope, name: string, alias: strin
   }
   const table = PUBLIC_TABLES.get(name);
   if (!table || table.source !== ctx.filter.source) throw invalidQuery(`Unknown table '${name}'.`);
-  const columns = Object.entries(table.columns).map(([n, c]): [string, ScopeColumn] => [n, { sql: `${d.id(as)}.${d.id(c.physical)}`, type: c.type, elem: c.type === 'array' ? 'string' : undefined }]);
-  scope.sources.push({ ...sourceOf(ctx, as, columns, Object.keys(table.columns).filter((n) => !SECOND_NAMES.has(n))), table });
+  const columns = Object.entries(table.columns).map(([n, c]): [string, ScopeColumn] => [
+    n,
+    { sql: `${d.id(as)}.${d.id(c.physical)}`, type: c.type, elem: c.type === 'array' ? 'string' : undefined },
+  ]);
+  scope.sources.push({
+    ...sourceOf(
+      ctx,
+      as,
+      columns,
+      Object.keys(table.columns).filter((n) => !SECOND_NAMES.has(n)),
+    ),
+    table,
+  });
   return `${baseTable(ctx, table)} AS ${d.id(as)}`;
 }
 

@@ -76,7 +76,10 @@ const ifFn: FunctionCompiler = (ctx, _scope, args, compile) => {
 const coalesce: FunctionCompiler = (ctx, _scope, args, compile) => {
   if (args.length === 0) throw invalidQuery('coalesce takes at least one argument.');
   const parts = args.map((n) => compile(n));
-  return { sql: `COALESCE(${parts.map((e) => ctx.dialect.value(e)).join(', ')})`, type: parts.find((e) => e.type !== 'null')?.type ?? 'null' };
+  return {
+    sql: `COALESCE(${parts.map((e) => ctx.dialect.value(e)).join(', ')})`,
+    type: parts.find((e) => e.type !== 'null')?.type ?? 'null',
+  };
 };
 
 const unary =
@@ -100,10 +103,15 @@ const toInt: FunctionCompiler = (ctx, _scope, args, compile) => {
   return { sql: ctx.dialect.castInt(ctx.dialect.value(compile(args[0]))), type: 'int' };
 };
 
-const quantile = (level: Ex): FunctionCompiler => (ctx, _scope, args, compile) => {
-  count(args, 'quantile', 1);
-  return { sql: ctx.dialect.quantile(ctx.dialect.value(level), ctx.dialect.castFloat(ctx.dialect.value(compile(args[0])))), type: 'float' };
-};
+const quantile =
+  (level: Ex): FunctionCompiler =>
+  (ctx, _scope, args, compile) => {
+    count(args, 'quantile', 1);
+    return {
+      sql: ctx.dialect.quantile(ctx.dialect.value(level), ctx.dialect.castFloat(ctx.dialect.value(compile(args[0])))),
+      type: 'float',
+    };
+  };
 
 const substring: FunctionCompiler = (ctx, _scope, args, compile) => {
   count(args, 'substring', 2, 3);
@@ -175,12 +183,7 @@ const FUNCTIONS: Record<string, FunctionCompiler> = {
 };
 
 /** Compiles a call of an allow-listed function (validate.ts has refused the others). */
-export function compileCall(
-  ctx: CompileContext,
-  scope: Scope,
-  node: Node,
-  compile: (n: Node, inScope?: Scope) => Ex,
-): Ex {
+export function compileCall(ctx: CompileContext, scope: Scope, node: Node, compile: (n: Node, inScope?: Scope) => Ex): Ex {
   const nameNode = node.name as Node;
   const argsNode = (node.args as (Node & { expr: Node & { args: Node; distinctKw?: unknown } }) | undefined)?.expr;
   const args = argsNode ? ((argsNode.args as Node & { items: Node[] }).items ?? []) : [];

@@ -53,7 +53,8 @@ export const POSTGRES_QUERY_DIALECT: SqlDialect = {
   parseTime: (text) => epochMs(`(${text})::timestamp`),
   timePart,
   byteLength: (text) => `octet_length(${text})`,
-  substring: (text, from, length) => (length === null ? `substr(${text}, (${from})::int)` : `substr(${text}, (${from})::int, (${length})::int)`),
+  substring: (text, from, length) =>
+    length === null ? `substr(${text}, (${from})::int)` : `substr(${text}, (${from})::int, (${length})::int)`,
   concat: (parts) => `(${parts.join(' || ')})`,
   arrayOf: (items) => `ARRAY[${items.join(', ')}]::text[]`,
   has: (array, value) => `(${value} = ANY(${array}))`,

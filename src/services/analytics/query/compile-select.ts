@@ -15,7 +15,13 @@ interface Compiled {
  * Compiles a validated query (validate.ts) into the store's SQL: every public table read through its filtered
  * form (compile-from.ts), every value a parameter, at most RESULT_ROWS_MAX rows. `nowMs` is the query's now().
  */
-export function compileQuery(statement: QueryStatement, text: string, dialect: SqlDialect, filter: QueryFilter, nowMs: number): CompiledQuery {
+export function compileQuery(
+  statement: QueryStatement,
+  text: string,
+  dialect: SqlDialect,
+  filter: QueryFilter,
+  nowMs: number,
+): CompiledQuery {
   const ctx = new CompileContext(dialect, filter, nowMs, text);
   ctx.subquery = (node, parent) => compileStatement(ctx, node, parent, false);
   ctx.expr = (scope, node) => compileExpr(ctx, scope, node);
@@ -47,8 +53,7 @@ function compileStatement(ctx: CompileContext, node: Node, parent: Scope | null,
   return { sql: `SELECT * FROM (${sql}) AS ${ctx.fresh('all')} LIMIT ${RESULT_ROWS_MAX}`, columns: left.columns };
 }
 
-const clauseOf = (node: Node, type: string): Node | undefined =>
-  (node.clauses as Node[]).find((c) => c.type === type);
+const clauseOf = (node: Node, type: string): Node | undefined => (node.clauses as Node[]).find((c) => c.type === type);
 
 function compileWith(ctx: CompileContext, clause: Node): void {
   for (const cte of itemsOf(clause.tables as Node)) {
@@ -122,7 +127,8 @@ function orderBy(ctx: CompileContext, scope: Scope, clause: Node): string {
 
 const limitNumber = (node: Node | undefined, what: string): number | null => {
   if (!node) return null;
-  if (node.type !== 'number_literal' || !Number.isInteger(node.value) || node.value < 0) throw invalidQuery(`${what} must be a whole number.`);
+  if (node.type !== 'number_literal' || !Number.isInteger(node.value) || node.value < 0)
+    throw invalidQuery(`${what} must be a whole number.`);
   return node.value;
 };
 
@@ -148,7 +154,11 @@ function compileSelect(ctx: CompileContext, node: Node, parent: Scope | null, to
   if (where) checkRetention(where.expr as Node, scope, tablesOf(scope), ctx.nowMs);
   const whereSql = where ? ` WHERE ${d.cond(compileExpr(ctx, scope, where.expr as Node))}` : '';
   const group = clauseOf(node, 'group_by_clause');
-  const groupSql = group ? ` GROUP BY ${itemsOf(group.columns as Node).map((n) => byItem(ctx, scope, n)).join(', ')}` : '';
+  const groupSql = group
+    ? ` GROUP BY ${itemsOf(group.columns as Node)
+        .map((n) => byItem(ctx, scope, n))
+        .join(', ')}`
+    : '';
   const having = clauseOf(node, 'having_clause');
   const havingSql = having ? ` HAVING ${d.cond(compileExpr(ctx, scope, having.expr as Node))}` : '';
   const order = clauseOf(node, 'order_by_clause');

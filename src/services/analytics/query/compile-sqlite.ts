@@ -1,6 +1,19 @@
 import type { SqlDialect } from './compiled.ts';
 
-const MONTH_NAMES = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December'];
+const MONTH_NAMES = [
+  'January',
+  'February',
+  'March',
+  'April',
+  'May',
+  'June',
+  'July',
+  'August',
+  'September',
+  'October',
+  'November',
+  'December',
+];
 
 /** strftime of a ms time (UTC). */
 const strftime = (spec: string, ms: string): string => `strftime('%${spec}', (${ms}) / 1000.0, 'unixepoch')`;

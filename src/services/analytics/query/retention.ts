@@ -36,7 +36,7 @@ function evalCall(node: Node, nowMs: number): Value | null {
   const nameNode = node.name as Node;
   if (nameNode.type !== 'identifier') return null;
   const name = nameNode.name.toLowerCase();
-  const args = ((node.args as Node & { expr: { args: { items: Node[] } } } | undefined)?.expr.args.items ?? []) as Node[];
+  const args = ((node.args as (Node & { expr: { args: { items: Node[] } } }) | undefined)?.expr.args.items ?? []) as Node[];
   if (name === 'now') return { time: floorTo(nowMs, 1_000) };
   if (name === 'now64') return { time: nowMs };
   if (name === 'today') return { time: floorTo(nowMs, DAY) };
@@ -88,7 +88,11 @@ function timeColumnOf(node: Node, scope: Scope, tables: PublicTable[]): PublicTa
     if (scope.aliases.has('time')) return null;
     return tables.length === 1 ? tables[0] : null;
   }
-  if (node.type === 'member_expr' && (node.property as Node).type === 'identifier' && (node.property as Node & { name: string }).name === 'time') {
+  if (
+    node.type === 'member_expr' &&
+    (node.property as Node).type === 'identifier' &&
+    (node.property as Node & { name: string }).name === 'time'
+  ) {
     const qualifier = (node.object as Node).type === 'identifier' ? (node.object as Node & { name: string }).name : null;
     return scope.sources.find((s) => s.name === qualifier)?.table ?? null;
   }
