@@ -63,6 +63,8 @@ export class CompileContext {
   readonly cteDefs: string[] = [];
   private names = 0;
   private bound = new Map<string, string>();
+  private keys = new Map<string, string>();
+  private uses = new Map<string, number>();
   /** Compiles an expression in a scope (set by compile-expr.ts' user). */
   expr: (scope: Scope, node: Node) => Ex = () => {
     throw new Error('no expression compiler');
@@ -86,11 +88,27 @@ export class CompileContext {
   bind(value: unknown, type: ValueType): string {
     const key = `${type}:${typeof value}:${String(value)}`;
     const known = this.bound.get(key);
-    if (known) return known;
+    if (known) {
+      this.uses.set(known, (this.uses.get(known) ?? 1) + 1);
+      return known;
+    }
     this.params.push(value);
     const placeholder = this.dialect.param(this.params.length, type);
     this.bound.set(key, placeholder);
+    this.keys.set(placeholder, key);
     return placeholder;
+  }
+
+  /**
+   * Takes back a literal just bound and not used elsewhere (a text read as a time at compile time is bound as
+   * the time instead): PostgreSQL refuses a statement with a parameter it never sees.
+   */
+  release(e: Ex): void {
+    const last = this.dialect.param(this.params.length, e.type);
+    if (e.sql !== last || (this.uses.get(last) ?? 1) > 1) return;
+    this.params.pop();
+    this.bound.delete(this.keys.get(last)!);
+    this.keys.delete(last);
   }
 
   /** A bound literal as an expression. */

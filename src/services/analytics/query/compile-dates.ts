@@ -23,6 +23,7 @@ export function asTime(ctx: CompileContext, e: Ex, constantText?: string): Ex {
   if (constantText !== undefined) {
     const ms = parseTimeText(constantText);
     if (ms === null) throw invalidQuery(`'${constantText}' is not a date-time (YYYY-MM-DD HH:MM:SS, UTC).`);
+    ctx.release(e);
     return ctx.literal(ms, 'datetime');
   }
   return { sql: ctx.dialect.parseTime(ctx.dialect.value(e)), type: 'datetime' };

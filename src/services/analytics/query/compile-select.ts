@@ -23,15 +23,21 @@ export function compileQuery(
   nowMs: number,
 ): CompiledQuery {
   const ctx = new CompileContext(dialect, filter, nowMs, text);
-  ctx.subquery = (node, parent) => compileStatement(ctx, node, parent, false);
+  ctx.subquery = (node, parent) => compileStatement(ctx, node, parent, 'sub');
   ctx.expr = (scope, node) => compileExpr(ctx, scope, node);
-  const { sql, columns } = compileStatement(ctx, statement, null, true);
+  const { sql, columns } = compileStatement(ctx, statement, null, 'top');
   const withClause = ctx.cteDefs.length > 0 ? `WITH ${ctx.cteDefs.join(', ')} ` : '';
   return { sql: withClause + sql, params: ctx.params, columns };
 }
 
-function compileStatement(ctx: CompileContext, node: Node, parent: Scope | null, top: boolean): Compiled {
-  if (node.type === 'select_stmt') return compileSelect(ctx, node, parent, top);
+/**
+ * `top`: the statement's outermost SELECT (columns named c0, c1… for the runner, LIMIT capped); `branch`: a side
+ * of the outermost UNION/EXCEPT (named so too); `sub`: anything else (columns named as the query names them).
+ */
+type Mode = 'top' | 'branch' | 'sub';
+
+function compileStatement(ctx: CompileContext, node: Node, parent: Scope | null, mode: Mode): Compiled {
+  if (node.type === 'select_stmt') return compileSelect(ctx, node, parent, mode);
   if (node.type !== 'compound_select_stmt') throw invalidQuery('Expected a SELECT.');
   const op = operatorText(node.operator).toUpperCase();
   const ops: Record<string, string> = {
@@ -44,12 +50,13 @@ function compileStatement(ctx: CompileContext, node: Node, parent: Scope | null,
     'INTERSECT DISTINCT': 'INTERSECT',
   };
   if (!ops[op]) throw invalidQuery(`${op} is not supported.`);
-  const left = compileStatement(ctx, node.left as Node, parent, false);
-  const right = compileStatement(ctx, node.right as Node, parent, false);
+  const side: Mode = mode === 'sub' ? 'sub' : 'branch';
+  const left = compileStatement(ctx, node.left as Node, parent, side);
+  const right = compileStatement(ctx, node.right as Node, parent, side);
   if (left.columns.length !== right.columns.length) throw invalidQuery(`The two sides of ${op} select different numbers of columns.`);
   // Each side in its own subquery: its ORDER BY and LIMIT are its own, as in ClickHouse.
   const sql = `SELECT * FROM (${left.sql}) AS ${ctx.fresh('l')} ${ops[op]} SELECT * FROM (${right.sql}) AS ${ctx.fresh('r')}`;
-  if (!top) return { sql, columns: left.columns };
+  if (mode !== 'top') return { sql, columns: left.columns };
   return { sql: `SELECT * FROM (${sql}) AS ${ctx.fresh('all')} LIMIT ${RESULT_ROWS_MAX}`, columns: left.columns };
 }
 
@@ -60,7 +67,7 @@ function compileWith(ctx: CompileContext, clause: Node): void {
     const name = nameOf(cte.table as Node);
     if (ctx.ctes.has(name)) throw invalidQuery(`The CTE '${name}' is defined twice.`);
     const body = (cte.expr as Node).type === 'paren_expr' ? ((cte.expr as Node & { expr: Node }).expr as Node) : (cte.expr as Node);
-    const compiled = compileStatement(ctx, body, null, false);
+    const compiled = compileStatement(ctx, body, null, 'sub');
     const sqlName = ctx.fresh('cte');
     ctx.cteDefs.push(`${sqlName} AS (${compiled.sql})`);
     ctx.ctes.set(name, { sqlName, columns: compiled.columns });
@@ -140,7 +147,8 @@ function limit(clause: Node | undefined, top: boolean): string {
   return (rows === null ? (offset === null ? '' : ' LIMIT -1') : ` LIMIT ${rows}`) + (offset === null ? '' : ` OFFSET ${offset}`);
 }
 
-function compileSelect(ctx: CompileContext, node: Node, parent: Scope | null, top: boolean): Compiled {
+function compileSelect(ctx: CompileContext, node: Node, parent: Scope | null, mode: Mode): Compiled {
+  const top = mode === 'top';
   const withClause = clauseOf(node, 'with_clause');
   if (withClause) compileWith(ctx, withClause);
   const scope = newScope(parent);
@@ -164,7 +172,7 @@ function compileSelect(ctx: CompileContext, node: Node, parent: Scope | null, to
   const order = clauseOf(node, 'order_by_clause');
   const orderSql = order ? orderBy(ctx, scope, order) : '';
   const distinct = (select.modifiers as Node[]).some((m) => m.type === 'select_distinct') ? 'DISTINCT ' : '';
-  const list = compiled.map(({ item, ex }, i) => `${d.value(ex)} AS ${d.id(top ? `c${i}` : item.name)}`).join(', ');
+  const list = compiled.map(({ item, ex }, i) => `${d.value(ex)} AS ${d.id(mode === 'sub' ? item.name : `c${i}`)}`).join(', ');
   const laterals = scope.laterals.join('');
   const fromSql = from !== null ? ` FROM ${from}${laterals}` : laterals ? ` FROM (SELECT 1) AS ${ctx.fresh('one')}${laterals}` : '';
   const sql = `SELECT ${distinct}${list}${fromSql}${whereSql}${groupSql}${havingSql}${orderSql}${limit(clauseOf(node, 'limit_clause'), top)}`;

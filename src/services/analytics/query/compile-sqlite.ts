@@ -1,5 +1,7 @@
 import type { SqlDialect } from './compiled.ts';
 
+const INTEGER_TYPES = new Set(['int', 'bool', 'datetime', 'date']);
+
 const MONTH_NAMES = [
   'January',
   'February',
@@ -46,7 +48,8 @@ function startOf(unit: 'month' | 'quarter' | 'year', ms: string): string {
  */
 export const SQLITE_QUERY_DIALECT: SqlDialect = {
   name: 'sqlite',
-  param: (index) => `?${index}`,
+  // node:sqlite binds every JS number as a REAL: whole-number types are cast back.
+  param: (index, type) => (INTEGER_TYPES.has(type) ? `CAST(?${index} AS INTEGER)` : `?${index}`),
   cond: (e) => e.sql,
   value: (e) => e.sql,
   div: (a, b) => `(CAST(${a} AS REAL) / NULLIF(${b}, 0))`,
