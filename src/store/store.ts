@@ -126,8 +126,6 @@ export function openStore(url: string, options: StoreOptions = {}): Store {
   let schema: string | undefined;
   let backup: Store['backup'];
   let listen: Store['listen'];
-  let readOnlyQuery: ReadOnlyQuery;
-  let closeReadOnly = async () => {};
   if (/^postgres(ql)?:\/\//.test(url)) {
     const parsed = new URL(url);
     const name = parsed.searchParams.get('schema') ?? 'public';
@@ -138,9 +136,6 @@ export function openStore(url: string, options: StoreOptions = {}): Store {
     openUnlimited = () => new Kysely<Database>({ dialect: postgresDialect(connectionString, name, NO_POSTGRES_TIMEOUTS, 2).dialect });
     caps = { dialect: 'postgres', skipLocked: true, writesOnEventLoop: false, writableCtes: true };
     listen = (handlers) => listenForNotifications(connectionString, name, handlers);
-    const readOnly = postgresReadOnlyQuery(connectionString, name);
-    readOnlyQuery = readOnly.run;
-    closeReadOnly = readOnly.close;
     parsed.password = '';
     describe = `${parsed.toString()} (schema ${schema})`;
   } else {
@@ -149,9 +144,9 @@ export function openStore(url: string, options: StoreOptions = {}): Store {
     caps = { dialect: 'sqlite', skipLocked: false, writesOnEventLoop: true, writableCtes: false };
     describe = `sqlite:${path}`;
     backup = (targetPath) => backupSqliteFile(path, targetPath);
-    readOnlyQuery = sqliteReadOnlyQuery(path);
   }
   const db = new Kysely<Database>({ dialect: observedDialect(dialect, listeners) });
+  const readOnly = readOnlyQueryOf(url); // analytics queries: apart from `db`
   return {
     db,
     caps,
@@ -164,8 +159,7 @@ export function openStore(url: string, options: StoreOptions = {}): Store {
         if (target !== db) await target.destroy();
       }
     },
-    // In a transaction: the store answers it only when it can take writes too (SQLite reads have a connection
-    // of their own, which answers while the writer is held by a long transaction or another process' lock).
+    // In a transaction: answered only when the store can take writes too (SQLite reads have their own connection).
     ping: (timeoutMs) =>
       withDeadline(
         db
@@ -178,12 +172,17 @@ export function openStore(url: string, options: StoreOptions = {}): Store {
     onAvailability: (listener) => listeners.add(listener),
     ...(backup ? { backup } : {}),
     ...(listen ? { listen } : {}),
-    readOnlyQuery,
-    close: async () => {
-      await closeReadOnly();
-      await db.destroy();
-    },
+    readOnlyQuery: readOnly.run,
+    close: () => readOnly.close().then(() => db.destroy()),
   };
+}
+
+/** Where analytics queries run: apart from the store's own connections (see read-only-query.ts). */
+function readOnlyQueryOf(url: string): { run: ReadOnlyQuery; close(): Promise<void> } {
+  if (!/^postgres(ql)?:\/\//.test(url)) return { run: sqliteReadOnlyQuery(url.replace(/^sqlite:/, '')), close: async () => {} };
+  const parsed = new URL(url);
+  const schema = parsed.searchParams.get('schema') ?? 'public';
+  return postgresReadOnlyQuery(connectionOf(parsed).connectionString, schema);
 }
 
 /** Applies the pending schema migrations; returns their names. A schema newer than this code is a SchemaTooNewError. */

@@ -295,6 +295,19 @@ for (const dialect of DIALECTS) {
       assert.equal(many.length, 10_000);
     });
 
+    test('a cross join of raw events is stopped at 5 s with a 422 while the server answers other requests', async () => {
+      const tables = Array.from({ length: 16 }, (_, i) => `key_verifications_v1 t${i}`).join(', ');
+      const started = Date.now();
+      const slow = query(`SELECT count() AS n FROM ${tables}`);
+      await new Promise((r) => setTimeout(r, 500));
+      const t0 = Date.now();
+      const live = await w.get('/v2/liveness', {});
+      assert.equal(live.status, 200);
+      assert.ok(Date.now() - t0 < 2_000, 'the server answered while the query ran');
+      assertV2Error(await slow, 422, 'user/unprocessable_entity/query_execution_timeout');
+      assert.ok(Date.now() - started < 15_000);
+    });
+
     test('a body without its query is a 400 locating it', async () => {
       const res = await w.post('/v2/analytics.getVerifications', {});
       assertV2Error(res, 400, 'unkey/application/invalid_input');

@@ -23,7 +23,7 @@ function baseTable(ctx: CompileContext, table: PublicTable): string {
   return `(SELECT * FROM ${table.physical} WHERE ${conditions.join(' AND ')})`;
 }
 
-const sourceOf = (ctx: CompileContext, name: string, columns: Array<[string, ScopeColumn]>, star: string[]): ScopeSource => ({
+const sourceOf = (name: string, columns: Array<[string, ScopeColumn]>, star: string[]): ScopeSource => ({
   name,
   columns: new Map(columns),
   star,
@@ -31,7 +31,6 @@ const sourceOf = (ctx: CompileContext, name: string, columns: Array<[string, Sco
 
 const outputSource = (ctx: CompileContext, name: string, columns: OutputColumn[]): ScopeSource =>
   sourceOf(
-    ctx,
     name,
     columns.map((c) => [c.name, { sql: `${ctx.dialect.id(name)}.${ctx.dialect.id(c.name)}`, type: c.type, elem: c.elem }]),
     columns.map((c) => c.name),
@@ -54,7 +53,6 @@ function namedItem(ctx: CompileContext, scope: Scope, name: string, alias: strin
   ]);
   scope.sources.push({
     ...sourceOf(
-      ctx,
       as,
       columns,
       Object.keys(table.columns).filter((n) => !SECOND_NAMES.has(n)),

@@ -101,10 +101,12 @@ function cteNames(statement: QueryStatement): Set<string> {
 function checkTableRef(node: Node, ctes: Set<string>, source: AnalyticsSource): void {
   switch (node.type) {
     case 'alias':
-      return checkTableRef(node.expr as Node, ctes, source);
+      checkTableRef(node.expr as Node, ctes, source);
+      return;
     case 'join_expr':
       checkTableRef(node.left as Node, ctes, source);
-      return checkTableRef(node.right as Node, ctes, source);
+      checkTableRef(node.right as Node, ctes, source);
+      return;
     case 'identifier': {
       const table = PUBLIC_TABLES.get(node.name);
       if (ctes.has(node.name) || table?.source === source) return;
@@ -116,7 +118,8 @@ function checkTableRef(node: Node, ctes: Set<string>, source: AnalyticsSource): 
       throw functionError(calledName(node), true);
     case 'paren_expr':
       if ((node.expr as Node).type === 'select_stmt' || (node.expr as Node).type === 'compound_select_stmt') return;
-      return checkTableRef(node.expr as Node, ctes, source);
+      checkTableRef(node.expr as Node, ctes, source);
+      return;
     default:
       throw invalidQuery(`${describeNode(node.type)} is not allowed in FROM.`);
   }
