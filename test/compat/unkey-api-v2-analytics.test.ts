@@ -58,7 +58,8 @@ for (const dialect of DIALECTS) {
 
     test('getVerifications resolves with the rows of the caller’s workspace', async () => {
       const res = await unkey.analytics.getVerifications({
-        query: 'SELECT key_id, outcome, count() AS total FROM key_verifications_v1 WHERE time >= now() - INTERVAL 1 DAY GROUP BY key_id, outcome ORDER BY key_id, outcome',
+        query:
+          'SELECT key_id, outcome, count() AS total FROM key_verifications_v1 WHERE time >= now() - INTERVAL 1 DAY GROUP BY key_id, outcome ORDER BY key_id, outcome',
       });
       assert.match(res.meta.requestId, /^req_/);
       assert.deepEqual(res.data, [
@@ -66,7 +67,9 @@ for (const dialect of DIALECTS) {
         { key_id: 'key_1', outcome: 'VALID', total: 1 },
         { key_id: 'key_2', outcome: 'VALID', total: 1 },
       ]);
-      const empty = await unkey.analytics.getVerifications({ query: "SELECT key_id FROM key_verifications_v1 WHERE key_id = 'key_secret'" });
+      const empty = await unkey.analytics.getVerifications({
+        query: "SELECT key_id FROM key_verifications_v1 WHERE key_id = 'key_secret'",
+      });
       assert.deepEqual(empty.data, []);
     });
 
@@ -94,7 +97,11 @@ for (const dialect of DIALECTS) {
     });
 
     test('a root key without read_analytics throws the SDK’s 403', async () => {
-      const weak = new Unkey({ rootKey: await server.rootKey(['api.*.read_key']), serverURL: server.baseUrl, retryConfig: { strategy: 'none' } });
+      const weak = new Unkey({
+        rootKey: await server.rootKey(['api.*.read_key']),
+        serverURL: server.baseUrl,
+        retryConfig: { strategy: 'none' },
+      });
       await assert.rejects(
         weak.analytics.getVerifications({ query: 'SELECT count() FROM key_verifications_v1' }),
         (e: SdkError) => e.statusCode === 403,
