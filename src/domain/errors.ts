@@ -85,6 +85,36 @@ export const ERROR_CATALOG = {
   },
   'limit/rate-limited': { status: 429, code: 'RATE_LIMITED', description: 'A limit on the caller was hit.' },
   'request/malformed': { status: 400, code: 'BAD_REQUEST', description: 'The request is not valid HTTP/1.1.' },
+  'analytics/invalid-query': {
+    status: 400,
+    code: 'BAD_REQUEST',
+    description: 'An analytics query is not one read-only SELECT this server can run (syntax, clause or column); `detail` says what.',
+  },
+  'analytics/invalid-table': {
+    status: 400,
+    code: 'BAD_REQUEST',
+    description: 'An analytics query names a table that is not one of its public tables; `detail` names it.',
+  },
+  'analytics/invalid-function': {
+    status: 400,
+    code: 'BAD_REQUEST',
+    description: 'An analytics query calls a function that is not on the allow-list; `detail` names it.',
+  },
+  'analytics/range-exceeds-retention': {
+    status: 400,
+    code: 'BAD_REQUEST',
+    description: "An analytics query asks for a time range that starts before the table's retention.",
+  },
+  'analytics/query-timeout': {
+    status: 422,
+    code: 'UNPROCESSABLE_ENTITY',
+    description: 'An analytics query ran longer than its 5 s statement timeout and was stopped.',
+  },
+  'analytics/quota-exceeded': {
+    status: 429,
+    code: 'RATE_LIMITED',
+    description: 'The workspace already runs as many analytics queries at once as it may; retry when one ends.',
+  },
   internal: { status: 500, code: 'INTERNAL_SERVER_ERROR', description: 'An unexpected failure; it is logged with the request id.' },
   'server/shutting-down': {
     status: 503,
@@ -116,6 +146,7 @@ export const STATUS_TITLES: Record<number, string> = {
   412: 'Precondition Failed',
   413: 'Content Too Large',
   415: 'Unsupported Media Type',
+  422: 'Unprocessable Entity',
   429: 'Too Many Requests',
   431: 'Request Header Fields Too Large',
   500: 'Internal Server Error',

@@ -28,7 +28,16 @@ export const ACTIONS = {
     'remove_permission_from_key',
   ],
   identity: ['create_identity', 'read_identity', 'update_identity', 'delete_identity'],
-  ratelimit: ['create_namespace', 'read_namespace', 'delete_namespace', 'limit', 'set_override', 'read_override', 'delete_override'],
+  ratelimit: [
+    'create_namespace',
+    'read_namespace',
+    'delete_namespace',
+    'limit',
+    'set_override',
+    'read_override',
+    'delete_override',
+    'read_analytics',
+  ],
   webhook: ['create_endpoint', 'read_endpoint', 'update_endpoint', 'delete_endpoint'],
 } as const satisfies Record<string, readonly string[]>;
 

@@ -1,5 +1,6 @@
 import type { WebhookCreditCrossingRow, WebhookDeliveryRow, WebhookEndpointRow, WebhookEventRow } from './schema-webhooks.ts';
 import type { DashboardMemberRow, DashboardUserRow } from './schema-dashboard.ts';
+import type { AnalyticsTables } from './schema-analytics.ts';
 
 /** Row types of the store, as Kysely sees them. Times are epoch ms, flags 0/1, JSON documents text. */
 export interface WorkspaceRow {
@@ -253,7 +254,7 @@ export interface DashboardSessionRow {
   last_seen_at: number | null;
   reveal: string | null; // a create form's result until shown once (services/dashboard/reveals.ts), encrypted
 }
-export interface Database {
+export interface Database extends AnalyticsTables {
   workspaces: WorkspaceRow;
   settings: SettingRow;
   root_keys: RootKeyRow;

@@ -8,6 +8,9 @@ import { StoreUnavailableError } from './errors.ts';
 import { withDeadline } from './deadline.ts';
 import { checkSchemaNotNewer } from './schema-version.ts';
 import { backupSqliteFile, type BackupPace, type BackupStats } from './dialects/sqlite-backup.ts';
+import { sqliteReadOnlyQuery } from './dialects/sqlite-read-only.ts';
+import { postgresReadOnlyQuery } from './dialects/postgres-read-only.ts';
+import type { ReadOnlyQuery } from './read-only-query.ts';
 import * as initial from './schema-migrations/0001-initial.ts';
 import * as clampOutOfRange from './schema-migrations/0002-clamp-out-of-range-numbers.ts';
 import * as ratelimitNamespaces from './schema-migrations/0003-ratelimit-namespaces.ts';
@@ -18,6 +21,7 @@ import * as verificationExportIndex from './schema-migrations/0007-verification-
 import * as webhooks from './schema-migrations/0008-webhooks.ts';
 import * as dashboardMembers from './schema-migrations/0009-dashboard-members.ts';
 import * as webhookCreditCrossings from './schema-migrations/0010-webhook-credit-crossings.ts';
+import * as analyticsEvents from './schema-migrations/0011-analytics-events.ts';
 
 export type { BackupPace, BackupStats } from './dialects/sqlite-backup.ts';
 export type Db = Kysely<Database>;
@@ -64,6 +68,8 @@ export interface Store {
    * change feed's poll carries changes between processes.
    */
   listen?(handlers: NotificationHandlers): Notifications;
+  /** Runs one user-written SELECT (analytics queries) read-only, under a deadline, apart from the server's own work. */
+  readOnlyQuery: ReadOnlyQuery;
   close(): Promise<void>;
 }
 
@@ -94,6 +100,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0008-webhooks': webhooks,
   '0009-dashboard-members': dashboardMembers,
   '0010-webhook-credit-crossings': webhookCreditCrossings,
+  '0011-analytics-events': analyticsEvents,
 };
 
 /**
@@ -141,6 +148,7 @@ export function openStore(url: string, options: StoreOptions = {}): Store {
     backup = (targetPath, pace) => backupSqliteFile(path, targetPath, pace);
   }
   const db = new Kysely<Database>({ dialect: observedDialect(dialect, listeners) });
+  const readOnly = readOnlyQueryOf(url); // analytics queries: apart from `db`
   return {
     db,
     caps,
@@ -153,8 +161,7 @@ export function openStore(url: string, options: StoreOptions = {}): Store {
         if (target !== db) await target.destroy();
       }
     },
-    // In a transaction: the store answers it only when it can take writes too (SQLite reads have a connection
-    // of their own, which answers while the writer is held by a long transaction or another process' lock).
+    // In a transaction: answered only when the store can take writes too (SQLite reads have their own connection).
     ping: (timeoutMs) =>
       withDeadline(
         db
@@ -167,8 +174,17 @@ export function openStore(url: string, options: StoreOptions = {}): Store {
     onAvailability: (listener) => listeners.add(listener),
     ...(backup ? { backup } : {}),
     ...(listen ? { listen } : {}),
-    close: () => db.destroy(),
+    readOnlyQuery: readOnly.run,
+    close: () => readOnly.close().then(() => db.destroy()),
   };
+}
+
+/** Where analytics queries run: apart from the store's own connections (see read-only-query.ts). */
+function readOnlyQueryOf(url: string): { run: ReadOnlyQuery; close(): Promise<void> } {
+  if (!/^postgres(ql)?:\/\//.test(url)) return { run: sqliteReadOnlyQuery(url.replace(/^sqlite:/, '')), close: async () => {} };
+  const parsed = new URL(url);
+  const schema = parsed.searchParams.get('schema') ?? 'public';
+  return postgresReadOnlyQuery(connectionOf(parsed).connectionString, schema);
 }
 
 /** Applies the pending schema migrations; returns their names. A schema newer than this code is a SchemaTooNewError. */

@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { SeedRef, type Seeds } from './json-text.ts';
+import { analyticsQuery } from './analytics-sql.ts';
 import { hostileLeaf, hostileObject } from './hostile.ts';
 
 /**
@@ -138,6 +139,8 @@ function drawnValue(schema: Schema, where: Where, opts: Options): fc.Arbitrary<u
   if (schema.anyOf) return fc.oneof(...schema.anyOf.map((s) => validValue(s, where, opts)));
   const types = typesOf(schema);
   if (!types.length) return freeJson();
+  // v2 analytics.*: SQL most of the time, so that queries get past the parser.
+  if (where.name === 'query' && types.includes('string')) return fc.oneof({ weight: 4, arbitrary: analyticsQuery() }, string(schema));
   return fc.oneof(...types.map((t) => ofType(t, schema, where, opts)));
 }
 

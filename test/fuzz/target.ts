@@ -19,7 +19,12 @@ import { operationsOf, render, requestsFor, type FuzzRequest, type OpenApiDocume
  * Tables written in the background, by timers rather than by requests: analytics flushes (of verifications
  * and of ratelimits.limit decisions) and rate-limit counter syncs.
  */
-export const BACKGROUND_TABLES: readonly string[] = ['key_verifications_hourly', 'ratelimit_hourly', 'ratelimit_counters'];
+export const BACKGROUND_TABLES: readonly string[] = [
+  'key_verifications_hourly',
+  'ratelimit_hourly',
+  'ratelimit_counters',
+  ...ALL_TABLES.filter((t) => t.startsWith('analytics_')),
+];
 export const MAX_400_BYTES = 64 * 1024;
 
 /** The OpenAPI document the app serves. */

@@ -37,6 +37,16 @@ export const ALL_TABLES = [
   'webhook_credit_crossings',
   'dashboard_users',
   'dashboard_members',
+  'analytics_key_verifications',
+  'analytics_key_verifications_per_minute',
+  'analytics_key_verifications_per_hour',
+  'analytics_key_verifications_per_day',
+  'analytics_key_verifications_per_month',
+  'analytics_ratelimits',
+  'analytics_ratelimits_per_minute',
+  'analytics_ratelimits_per_hour',
+  'analytics_ratelimits_per_day',
+  'analytics_ratelimits_per_month',
 ] as const satisfies ReadonlyArray<keyof Database>;
 export const everyTableListed: [Exclude<keyof Database, (typeof ALL_TABLES)[number]>] extends [never] ? true : false = true;
 

@@ -5,6 +5,7 @@ import { KEYS_V2 } from './keys-operations.ts';
 import { IDENTITIES_V2 } from './identities-operations.ts';
 import { PERMISSIONS_V2 } from './permissions-operations.ts';
 import { RATELIMIT_V2 } from './ratelimit-operations.ts';
+import { ANALYTICS_V2 } from './analytics-operations.ts';
 
 /**
  * Every Unkey v2 operation under /v2/, registered in this order: one file per operation under routes/, listed
@@ -17,4 +18,5 @@ export const V2_ROUTES: Array<(app: App, deps: Deps) => void> = [
   ...IDENTITIES_V2,
   ...PERMISSIONS_V2,
   ...RATELIMIT_V2,
+  ...ANALYTICS_V2,
 ];

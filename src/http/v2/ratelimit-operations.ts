@@ -1,5 +1,4 @@
 import type { App, Deps } from '../types.ts';
-import v2AnalyticsGetVerifications from './routes/analytics.get-verifications.ts';
 import v2RatelimitDeleteOverride from './routes/ratelimit.delete-override.ts';
 import v2RatelimitGetOverride from './routes/ratelimit.get-override.ts';
 import v2RatelimitLimit from './routes/ratelimit.limit.ts';
@@ -7,10 +6,7 @@ import v2RatelimitListOverrides from './routes/ratelimit.list-overrides.ts';
 import v2RatelimitMultiLimit from './routes/ratelimit.multi-limit.ts';
 import v2RatelimitSetOverride from './routes/ratelimit.set-override.ts';
 
-/**
- * The v2 ratelimit.* operations (one file each under routes/), registered in this order, and
- * analytics.getVerifications (answered "not offered"), the one v2 analytics operation.
- */
+/** The v2 ratelimit.* operations (one file each under routes/), registered in this order. */
 export const RATELIMIT_V2: Array<(app: App, deps: Deps) => void> = [
   v2RatelimitLimit,
   v2RatelimitMultiLimit,
@@ -18,5 +14,4 @@ export const RATELIMIT_V2: Array<(app: App, deps: Deps) => void> = [
   v2RatelimitGetOverride,
   v2RatelimitListOverrides,
   v2RatelimitDeleteOverride,
-  v2AnalyticsGetVerifications,
 ];

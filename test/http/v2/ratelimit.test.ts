@@ -146,35 +146,4 @@ for (const dialect of DIALECTS) {
         permission: 'limit',
       }));
   });
-
-  describe(`v2 analytics.getVerifications (${dialect})`, () => {
-    let w: World;
-    before(async () => {
-      w = await world(dialect);
-    });
-    after(() => w.close());
-
-    test('not offered: 412 precondition_failed pointing to v1 analytics', async () => {
-      const res = await w.post('/v2/analytics.getVerifications', { query: 'SELECT count(*) FROM key_verifications_v1' });
-      assertV2Error(res, 412, 'unkey/application/precondition_failed');
-      assert.match(res.json.error.detail, /not offered/);
-      assert.match(res.json.error.detail, /\/v1\/analytics\.getVerifications/);
-      const apiId = await w.createApi();
-      const one = await w.post('/v2/analytics.getVerifications', { query: 'SELECT 1' }, await w.rootKey([`api.${apiId}.read_analytics`]));
-      assertV2Error(one, 412, 'unkey/application/precondition_failed');
-    });
-
-    test('a body without its query is a 400 locating it', async () => {
-      const res = await w.post('/v2/analytics.getVerifications', {});
-      assertV2Error(res, 400, 'unkey/application/invalid_input');
-      assert.deepEqual(v2Locations(res), ['/query']);
-    });
-
-    describe('security: analytics.getVerifications', () =>
-      v2SecurityTests(() => w, {
-        path: '/v2/analytics.getVerifications',
-        body: async () => ({ query: 'SELECT 1' }),
-        permission: 'api.*.read_analytics',
-      }));
-  });
 }
