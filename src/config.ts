@@ -4,6 +4,7 @@ import { isWellFormedRootKey } from './crypto/keys.ts';
 import { leakConfigFrom, type LeakConfig } from './config-leaks.ts';
 import { webhooksFrom } from './config-webhooks.ts';
 import { retentionFrom, type RetentionConfig } from './config-retention.ts';
+import { analyticsFrom, type AnalyticsConfig } from './config-analytics.ts';
 import { oidcFrom, oidcSecrets, type OidcConfig } from './config-oidc.ts';
 import { loadOrCreateMasterKeyFile, MASTER_KEY_FILE, MasterKeyFormatError, parseMasterKeys, type MasterKey } from './crypto/master-keys.ts';
 
@@ -34,6 +35,8 @@ export interface Config {
   publicUrl: string;
   /** How long data that grows with traffic or time is kept, and how often the background pass prunes it. */
   retention: RetentionConfig;
+  /** KEYHOLD_ANALYTICS and KEYHOLD_REGION (config-analytics.ts). */
+  analytics: AnalyticsConfig;
   leaks: LeakConfig; // KEYHOLD_LEAKED_KEY_ACTION and GitHub secret scanning (config-leaks.ts)
   webhooks: ReturnType<typeof webhooksFrom>;
   /** Single sign-on to the dashboard (KEYHOLD_OIDC_*, in config-oidc.ts); off when KEYHOLD_OIDC_ISSUER is unset. */
@@ -79,6 +82,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const publicUrl = publicUrlFrom(env, problems);
   const [retention, leaks, webhooks] = [retentionFrom(env, problems), leakConfigFrom(env, problems), webhooksFrom(env, problems)];
   const oidc = oidcFrom(env, problems);
+  const analytics = analyticsFrom(env, problems);
   if (problems.length) throw new ConfigError(problems);
   return {
     host,
@@ -95,6 +99,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     keyCacheSize,
     publicUrl,
     retention,
+    analytics,
     leaks,
     webhooks,
     oidc,

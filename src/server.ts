@@ -63,6 +63,7 @@ async function main(): Promise<void> {
       keyCacheSize: config.keyCacheSize,
       publicUrl: config.publicUrl,
       retention: config.retention,
+      analytics: config.analytics,
       leaks: config.leaks,
       webhooks: config.webhooks,
       oidc: config.oidc,

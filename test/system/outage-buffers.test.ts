@@ -28,7 +28,7 @@ async function metric(s: Served, name: string, what: string): Promise<number> {
 /** Verification counts per key id in the analytics table, and each key's last_used_at. */
 async function stored(db: Store['db'], keyIds: string[]): Promise<{ counts: number[]; lastUsed: number[] }> {
   const rows = await db
-    .selectFrom('key_verifications_hourly')
+    .selectFrom('analytics_key_verifications_per_hour')
     .select((eb) => ['key_id', eb.fn.sum<number | string>('count').as('n')])
     .where('key_id', 'in', keyIds)
     .groupBy('key_id')
