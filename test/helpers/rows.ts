@@ -91,7 +91,7 @@ export function verificationHourRow(
     external_id: '',
     key_id: r.key_id,
     outcome: r.outcome,
-    tags: pg ? [] : '[]',
+    tags: pg ? '{}' : '[]',
     count: r.count,
     spent_credits: 0,
     latency_sum: 0,
