@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely';
+import { PostgresAdapter, sql, type Kysely } from 'kysely';
 import type { Database } from '../../store/schema.ts';
 import type { AnalyticsRatelimitRollupRow, AnalyticsRatelimitRow } from '../../store/schema-analytics.ts';
 import { insertRows } from '../../store/bulk-statements.ts';
@@ -40,7 +40,7 @@ export class RatelimitRecorder extends EventQueue<RatelimitEvent> {
     super('rate-limit analytics', RATELIMIT_CAPACITY, opts);
     this.#db = db;
     this.#enabled = opts.enabled ?? true;
-    this.#dialect = opts.dialect ?? 'sqlite';
+    this.#dialect = opts.dialect ?? (db.getExecutor().adapter instanceof PostgresAdapter ? 'postgres' : 'sqlite');
   }
 
   /** Queues one check. O(1), no I/O. */

@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely';
+import { PostgresAdapter, sql, type Kysely } from 'kysely';
 import type { Database } from '../../store/schema.ts';
 import type { AnalyticsKeyVerificationRollupRow, AnalyticsKeyVerificationRow } from '../../store/schema-analytics.ts';
 import { IN_LIST_CHUNK, type Db } from '../../store/store.ts';
@@ -13,7 +13,7 @@ export interface RecorderOptions extends EventQueueOptions {
   region?: string;
   /** false (KEYHOLD_ANALYTICS=off): `record` records nothing. Default true. */
   enabled?: boolean;
-  /** Which store: tags are text[] on PostgreSQL, JSON text on SQLite; raw tables are partitioned on PostgreSQL. */
+  /** Which store (default: the one `db` talks to): tags are text[] on PostgreSQL, JSON text on SQLite; raw tables are partitioned on PostgreSQL. */
   dialect?: 'sqlite' | 'postgres';
 }
 
@@ -64,7 +64,7 @@ export class VerificationRecorder extends EventQueue<VerificationEvent> {
     this.#db = db;
     this.#enabled = opts.enabled ?? true;
     this.#region = opts.region ?? 'local';
-    this.#dialect = opts.dialect ?? 'sqlite';
+    this.#dialect = opts.dialect ?? (db.getExecutor().adapter instanceof PostgresAdapter ? 'postgres' : 'sqlite');
   }
 
   /** Queues one verification; NOT_FOUND is ignored. O(1), no I/O. */
