@@ -36,6 +36,7 @@ import { CrossingEvents } from './services/webhooks/crossing-events.ts';
 import { isStoreUnavailable } from './store/errors.ts';
 import { startExpirySweeps } from './services/webhooks/expiry-sweep.ts';
 import { deliveryOutcomes, oldestPendingDelivery } from './services/webhooks/delivery-task.ts';
+import type { AnalyticsConfig } from './config/analytics.ts';
 import { DEFAULT_WEBHOOK_SETTINGS as WEBHOOKS, type WebhookSettings } from './config/webhooks.ts';
 
 export interface AppOptions {
@@ -43,6 +44,8 @@ export interface AppOptions {
   redisUrl?: string;
   /** Keys the verification cache holds at most (KEYHOLD_KEY_CACHE_SIZE; default 100,000). */
   keyCacheSize?: number;
+  /** Analytics recording (KEYHOLD_ANALYTICS, KEYHOLD_REGION); default on, region `local`. */
+  analytics?: AnalyticsConfig;
   /** A pino logger; none in tests. */
   logger?: FastifyBaseLogger;
   /** Process-wide metrics (CPU, memory, event loop); off in tests, where many apps share a process. */
@@ -115,8 +118,8 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
   });
   await registerDocs(app);
 
-  const { redisUrl, logger, keyCacheSize, capacities } = options;
-  const runtime = await createRuntime(store, { redisUrl, logger, keyCacheSize, capacities, caches: [guard] });
+  const { redisUrl, logger, keyCacheSize, capacities, analytics } = options;
+  const runtime = await createRuntime(store, { redisUrl, logger, keyCacheSize, capacities, analytics, caches: [guard] });
   app.addHook('onClose', () => runtime.close());
   const { verifier, limiter, cache, apis, readiness, ratelimits } = runtime;
   verifier.events = ratelimits.events = crossingEvents(app, store, options);

@@ -56,7 +56,7 @@ async function main(): Promise<void> {
       authFailureLimit: config.authFailureLimit,
       keyCacheSize: config.keyCacheSize,
       publicUrl: config.publicUrl,
-      retention: config.retention,
+      ...{ retention: config.retention, analytics: config.analytics },
       leaks: config.leaks,
       webhooks: config.webhooks,
       oidc: config.oidc,

@@ -1,3 +1,4 @@
+import { analyticsFrom, type AnalyticsConfig } from './analytics.ts';
 import { bootstrapFrom, type BootstrapConfig } from './bootstrap.ts';
 import { leakConfigFrom, type LeakConfig } from './leaks.ts';
 import { oidcFrom, oidcSecrets, type OidcConfig } from './oidc.ts';
@@ -18,6 +19,8 @@ import { webhooksFrom, type WebhookSettings } from './webhooks.ts';
 export interface Config extends ServerConfig, StoreConfig, BootstrapConfig {
   /** How long data that grows with traffic or time is kept, and how often the background pass prunes it (retention.ts). */
   retention: RetentionConfig;
+  /** KEYHOLD_ANALYTICS and KEYHOLD_REGION: whether and where verifications and rate-limit checks are recorded (analytics.ts). */
+  analytics: AnalyticsConfig;
   /** KEYHOLD_LEAKED_KEY_ACTION and GitHub secret scanning (leaks.ts). */
   leaks: LeakConfig;
   /** KEYHOLD_WEBHOOK_*: how webhooks are delivered (webhooks.ts). */
@@ -38,6 +41,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ...store,
     ...bootstrapFrom(env, store.databaseUrl, problems),
     retention: retentionFrom(env, problems),
+    analytics: analyticsFrom(env, problems),
     leaks: leakConfigFrom(env, problems),
     webhooks: webhooksFrom(env, problems),
     oidc: oidcFrom(env, problems),

@@ -3,8 +3,14 @@ import { ConfigError, wholeNumberFrom } from './shapes.ts';
 
 /** Days each kind of data is kept (0: forever) and the background prune pass's interval (0: no background pass). */
 export interface RetentionConfig {
-  /** KEYHOLD_ANALYTICS_RETENTION_DAYS: hourly verification and rate-limit analytics. */
+  /** KEYHOLD_ANALYTICS_RETENTION_DAYS: per-hour roll-ups of verifications and rate-limit checks. */
   analyticsDays: number;
+  /** KEYHOLD_ANALYTICS_RAW_RETENTION_DAYS: raw verification and rate-limit events. */
+  analyticsRawDays: number;
+  /** KEYHOLD_ANALYTICS_MINUTE_RETENTION_DAYS: per-minute roll-ups. */
+  analyticsMinuteDays: number;
+  /** KEYHOLD_ANALYTICS_DAY_RETENTION_DAYS: per-day and per-month roll-ups. */
+  analyticsDayDays: number;
   /** KEYHOLD_AUDIT_RETENTION_DAYS: audit log records. */
   auditDays: number;
   /** KEYHOLD_DELETED_RETENTION_DAYS: soft-deleted keys and APIs (and what hangs off them), counted from their deletion. */
@@ -22,7 +28,10 @@ export function retentionFrom(env: NodeJS.ProcessEnv, problems: string[]): Reten
   const days = (name: string, fallback: number, what: string) =>
     wholeNumberFrom(env, name, fallback, { min: 0, max: MAX_RETENTION_DAYS }, `the days ${what} are kept (0: forever)`, problems);
   return {
-    analyticsDays: days('KEYHOLD_ANALYTICS_RETENTION_DAYS', 90, 'hourly verification and rate-limit analytics'),
+    analyticsDays: days('KEYHOLD_ANALYTICS_RETENTION_DAYS', 90, 'per-hour analytics roll-ups'),
+    analyticsRawDays: days('KEYHOLD_ANALYTICS_RAW_RETENTION_DAYS', 30, 'raw analytics events'),
+    analyticsMinuteDays: days('KEYHOLD_ANALYTICS_MINUTE_RETENTION_DAYS', 7, 'per-minute analytics roll-ups'),
+    analyticsDayDays: days('KEYHOLD_ANALYTICS_DAY_RETENTION_DAYS', 730, 'per-day and per-month analytics roll-ups'),
     auditDays: days('KEYHOLD_AUDIT_RETENTION_DAYS', 365, 'audit log records'),
     deletedDays: days('KEYHOLD_DELETED_RETENTION_DAYS', 30, 'deleted keys and APIs'),
     finishedDays: days('KEYHOLD_FINISHED_RETENTION_DAYS', 30, 'failed jobs and finished key migrations'),

@@ -126,14 +126,6 @@ export interface RatelimitOverrideRow {
   created_at: number;
   updated_at: number;
 }
-export interface RatelimitHourlyRow {
-  namespace_id: string;
-  identifier: string;
-  hour: number;
-  workspace_id: string;
-  passed: number;
-  denied: number;
-}
 export interface RoleRow {
   id: string;
   workspace_id: string;
@@ -216,15 +208,6 @@ export interface JobRow {
   created_at: number;
   updated_at: number;
 }
-export interface KeyVerificationHourlyRow {
-  key_id: string;
-  hour: number;
-  outcome: string;
-  workspace_id: string;
-  api_id: string;
-  identity_id: string | null;
-  count: number;
-}
 export interface ChangeFeedRow {
   id: string;
   kind: string;
@@ -267,7 +250,6 @@ export interface Database extends AnalyticsTables {
   ratelimit_counters: RatelimitCounterRow;
   ratelimit_namespaces: RatelimitNamespaceRow;
   ratelimit_overrides: RatelimitOverrideRow;
-  ratelimit_hourly: RatelimitHourlyRow;
   roles: RoleRow;
   permissions: PermissionRow;
   keys_roles: KeyRoleRow;
@@ -277,7 +259,6 @@ export interface Database extends AnalyticsTables {
   key_migrations: KeyMigrationRow;
   key_migration_items: KeyMigrationItemRow;
   jobs: JobRow;
-  key_verifications_hourly: KeyVerificationHourlyRow;
   change_feed: ChangeFeedRow;
   dashboard_links: DashboardLinkRow;
   dashboard_sessions: DashboardSessionRow;

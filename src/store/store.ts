@@ -22,6 +22,7 @@ import * as webhooks from './schema-migrations/0008-webhooks.ts';
 import * as dashboardMembers from './schema-migrations/0009-dashboard-members.ts';
 import * as webhookCreditCrossings from './schema-migrations/0010-webhook-credit-crossings.ts';
 import * as analyticsEvents from './schema-migrations/0011-analytics-events.ts';
+import * as foldHourlyAnalytics from './schema-migrations/0012-fold-hourly-analytics.ts';
 
 export type { BackupPace, BackupStats } from './dialects/sqlite-backup.ts';
 export type Db = Kysely<Database>;
@@ -101,6 +102,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0009-dashboard-members': dashboardMembers,
   '0010-webhook-credit-crossings': webhookCreditCrossings,
   '0011-analytics-events': analyticsEvents,
+  '0012-fold-hourly-analytics': foldHourlyAnalytics,
 };
 
 /**

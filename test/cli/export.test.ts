@@ -2,6 +2,7 @@ import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { DIALECTS, world, type World } from '../helpers/harness.ts';
 import { runCli } from '../helpers/cli.ts';
+import { verificationHourRow } from '../helpers/rows.ts';
 import type { AuditLogView } from '../../src/services/audit/list-audit-logs.ts';
 import { auditLogsOldestFirst } from '../../src/services/audit/export-audit-logs.ts';
 import { verificationsOldestFirst, type VerificationExportRow } from '../../src/services/analytics/export-verifications.ts';
@@ -102,19 +103,24 @@ for (const dialect of DIALECTS) {
         seen.add(`${keyId}/${hour}/${outcome}`);
         rows.push({ key_id: keyId, hour, outcome, workspace_id: w.workspaceId, api_id: apiId, identity_id: null, count: 1 + n });
       }
-      await w.store.db.insertInto('key_verifications_hourly').values(rows).execute();
+      await w.store.db
+        .insertInto('analytics_key_verifications_per_hour')
+        .values(rows.map((r) => verificationHourRow(w.store.db, r)))
+        .execute();
       const otherWs = await w.otherWorkspace();
       await w.store.db
-        .insertInto('key_verifications_hourly')
-        .values({
-          key_id: 'key_elsewhere',
-          hour: T0,
-          outcome: 'VALID',
-          workspace_id: otherWs.workspaceId,
-          api_id: 'api_x',
-          identity_id: null,
-          count: 5,
-        })
+        .insertInto('analytics_key_verifications_per_hour')
+        .values(
+          verificationHourRow(w.store.db, {
+            key_id: 'key_elsewhere',
+            hour: T0,
+            outcome: 'VALID',
+            workspace_id: otherWs.workspaceId,
+            api_id: 'api_x',
+            identity_id: null,
+            count: 5,
+          }),
+        )
         .execute();
 
       /** analytics.getVerifications of both APIs, grouped by hour and key, in the export's order and shape. */

@@ -17,7 +17,6 @@ export const ALL_TABLES = [
   'ratelimit_counters',
   'ratelimit_namespaces',
   'ratelimit_overrides',
-  'ratelimit_hourly',
   'roles',
   'permissions',
   'keys_roles',
@@ -27,7 +26,6 @@ export const ALL_TABLES = [
   'key_migrations',
   'key_migration_items',
   'jobs',
-  'key_verifications_hourly',
   'change_feed',
   'dashboard_links',
   'dashboard_sessions',
@@ -78,3 +76,24 @@ export const keyRowIfAny = (w: World, keyId: string) =>
 /** The id of the root key whose plaintext is `rootKey`, found by its hash. */
 export const rootKeyId = async (w: World, rootKey: string): Promise<string> =>
   (await w.store.db.selectFrom('root_keys').select('id').where('hash', '=', sha256b64(rootKey)).executeTakeFirstOrThrow()).id;
+
+/** A per-hour verification roll-up row from the fields of the former hourly table (no tags, credits or latency). */
+export function verificationHourRow(
+  db: Db,
+  r: { key_id: string; hour: number; outcome: string; workspace_id: string; api_id: string; identity_id: string | null; count: number },
+) {
+  const pg = db.getExecutor().adapter.constructor.name === 'PostgresAdapter';
+  return {
+    time: r.hour,
+    workspace_id: r.workspace_id,
+    key_space_id: r.api_id,
+    identity_id: r.identity_id ?? '',
+    external_id: '',
+    key_id: r.key_id,
+    outcome: r.outcome,
+    tags: pg ? '{}' : '[]',
+    count: r.count,
+    spent_credits: 0,
+    latency_sum: 0,
+  };
+}

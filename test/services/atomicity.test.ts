@@ -414,7 +414,7 @@ const USE_CASES: UseCase[] = [
 /** Resolves once the analytics of `keyId`'s verifications are in the store (the recorder flushes every second). */
 async function analyticsFlushed(w: World, keyId: string): Promise<void> {
   for (let waited = 0; ; waited += 25) {
-    if (await w.store.db.selectFrom('key_verifications_hourly').select('key_id').where('key_id', '=', keyId).executeTakeFirst()) return;
+    if (await w.store.db.selectFrom('analytics_key_verifications').select('key_id').where('key_id', '=', keyId).executeTakeFirst()) return;
     assert.ok(waited < 5000, 'the analytics of the verification were never written');
     await new Promise((resolve) => setTimeout(resolve, 25));
   }

@@ -26,8 +26,8 @@ for (const dialect of DIALECTS) {
     });
     after(() => close());
 
-    test('RatelimitRecorder: capacity counters kept through failed flushes, the decisions beyond dropped and counted, written once after', async () => {
-      const r = new RatelimitRecorder(cuttable.store.db, { capacity: 3 });
+    test('RatelimitRecorder: capacity events kept through failed flushes, the oldest dropped and counted, written once after', async () => {
+      const r = new RatelimitRecorder(cuttable.store.db, { capacity: 3, dialect });
       const ns = `rlns_cap_${dialect}`;
       const time = Date.now();
       const decide = (identifier: string, passed: boolean) =>
@@ -37,36 +37,38 @@ for (const dialect of DIALECTS) {
         decide('a', true);
         decide('a', true);
         decide('b', false);
-        decide('c', true);
-        decide('d', true); // a fourth counter: dropped
-        decide('a', false); // a counter held: counted
+        assert.deepEqual([r.held, r.dropped], [3, 0]);
+        decide('c', true); // a fourth event: the oldest (a) goes
         assert.deepEqual([r.held, r.dropped], [3, 1]);
         const flushing = r.flush();
-        decide('e', true); // the batch being written counts toward the capacity: dropped
+        decide('e', true); // the flush has not taken the queue yet: the oldest (the second a) goes
+        assert.deepEqual([r.held, r.dropped], [3, 2]);
         await assert.rejects(flushing);
-        decide('a', true);
-        assert.deepEqual([r.held, r.buffered, r.dropped], [3, 3, 2], 'the failed batch is back, still within the capacity');
+        decide('d', true); // the failed batch is back, oldest first: b goes
+        assert.deepEqual([r.held, r.buffered, r.dropped], [3, 3, 3]);
       } finally {
         cuttable.restore();
       }
       await r.flush();
-      assert.deepEqual([r.held, r.dropped], [0, 2]);
+      assert.deepEqual([r.held, r.dropped], [0, 3]);
       const rows = await direct.db
-        .selectFrom('ratelimit_hourly')
-        .select(['identifier', 'passed', 'denied'])
+        .selectFrom('analytics_ratelimits_per_hour')
+        .select(['identifier', 'passed', 'total'])
         .where('namespace_id', '=', ns)
         .orderBy('identifier')
         .execute();
       assert.deepEqual(
-        rows.map((x) => [x.identifier, Number(x.passed), Number(x.denied)]),
+        rows.map((x) => [x.identifier, Number(x.passed), Number(x.total)]),
         [
-          ['a', 3, 1],
-          ['b', 0, 1],
-          ['c', 1, 0],
+          ['c', 1, 1],
+          ['d', 1, 1],
+          ['e', 1, 1],
         ],
       );
-      decide('d', true);
-      assert.deepEqual([r.held, r.dropped], [1, 2], 'room again once written');
+      const raw = await direct.db.selectFrom('analytics_ratelimits').select('identifier').where('namespace_id', '=', ns).execute();
+      assert.equal(raw.length, 3, 'one raw event per recorded check, written once');
+      decide('f', true);
+      assert.deepEqual([r.held, r.dropped], [1, 3], 'room again once written');
     });
 
     test('RootKeyUsage: the last use of capacity keys kept through a failed write, the others dropped and counted, written after', async () => {

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { sql } from 'kysely';
 import { DIALECTS, freshStore } from '../helpers/harness.ts';
-import { count, ALL_TABLES, everyTableListed } from '../helpers/rows.ts';
+import { count, verificationHourRow, ALL_TABLES, everyTableListed } from '../helpers/rows.ts';
 import { repoUrl } from '../helpers/repo.ts';
 import { openStore, type Store } from '../../src/store/store.ts';
 import { isForeignKeyViolation, isUniqueViolation } from '../../src/store/errors.ts';
@@ -333,23 +333,25 @@ for (const dialect of DIALECTS) {
       const { workspaceId } = await seed(store.db);
       const keyId = newId('key');
       await store.db
-        .insertInto('key_verifications_hourly')
-        .values([
-          {
-            key_id: keyId,
-            hour: YEAR_2100,
-            outcome: 'VALID',
-            workspace_id: workspaceId,
-            api_id: 'api_x',
-            identity_id: null,
-            count: 2 ** 40,
-          },
-          { key_id: keyId, hour: YEAR_2100, outcome: 'EXPIRED', workspace_id: workspaceId, api_id: 'api_x', identity_id: null, count: 3 },
-        ])
+        .insertInto('analytics_key_verifications_per_hour')
+        .values(
+          [
+            {
+              key_id: keyId,
+              hour: YEAR_2100,
+              outcome: 'VALID',
+              workspace_id: workspaceId,
+              api_id: 'api_x',
+              identity_id: null,
+              count: 2 ** 40,
+            },
+            { key_id: keyId, hour: YEAR_2100, outcome: 'EXPIRED', workspace_id: workspaceId, api_id: 'api_x', identity_id: null, count: 3 },
+          ].map((r) => verificationHourRow(store.db, r)),
+        )
         .execute();
       const row = await store.db
-        .selectFrom('key_verifications_hourly')
-        .select((eb) => [eb.fn.sum<number>('count').as('total'), eb.fn.max<number>('hour').as('last')])
+        .selectFrom('analytics_key_verifications_per_hour')
+        .select((eb) => [eb.fn.sum<number>('count').as('total'), eb.fn.max<number>('time').as('last')])
         .where('key_id', '=', keyId)
         .executeTakeFirstOrThrow();
       assert.deepEqual(row, { total: 2 ** 40 + 3, last: YEAR_2100 });

@@ -100,6 +100,12 @@ export const VerifyKeyBody = Body({
       { maxItems: 20 },
     ),
   ),
+  tags: Type.Optional(
+    Type.Array(Type.String({ minLength: 1, maxLength: 128 }), {
+      maxItems: 20,
+      description: 'Recorded with this verification for analytics, exactly as given (docs/analytics.md).',
+    }),
+  ),
 });
 
 /** The 200 body of keys.verifyKey. */

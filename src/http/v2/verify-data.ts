@@ -13,9 +13,9 @@ export const VERIFY_V2_BODY_LIMIT = 64 * 1024;
 export const VerifyKeyV2Body = Body({
   key: Type.String({ minLength: 1, maxLength: 1024, description: 'The key to verify.' }),
   tags: Type.Optional(
-    Type.Array(Type.String({ minLength: 1, maxLength: 512 }), {
+    Type.Array(Type.String({ minLength: 1, maxLength: 128 }), {
       maxItems: 20,
-      description: 'Accepted for compatibility with Unkey v2; not recorded (verification analytics count outcomes per key and hour).',
+      description: 'Recorded with this verification for analytics, exactly as given (docs/analytics.md).',
     }),
   ),
   permissions: Type.Optional(
@@ -112,6 +112,7 @@ export function verifierRequest(body: VerifyKeyV2Input, query: VerifyRequest['au
     authorization: query,
     remaining: body.credits && { cost: body.credits.cost },
     ratelimits: body.ratelimits,
+    tags: body.tags,
   };
 }
 

@@ -31,19 +31,22 @@ export async function* verificationsOldestFirst(
   let after: { hour: number; keyId: string } | undefined;
   for (;;) {
     const rows = await db
-      .selectFrom('key_verifications_hourly')
-      .select(['hour', 'key_id', 'api_id', 'outcome', 'count'])
+      .selectFrom('analytics_key_verifications_per_hour')
+      .select((eb) => ['time as hour', 'key_id', 'key_space_id as api_id', 'outcome', eb.fn.sum<number | string>('count').as('count')])
       .where('workspace_id', '=', workspaceId)
       // Only the first page needs the lower bound: later ones start after the cursor, which lies past it, and
       // with both SQLite would seek to the bound and scan up to the cursor on every page.
-      .$if(from !== undefined && after === undefined, (q) => q.where('hour', '>=', from!))
-      .$if(window.until !== undefined, (q) => q.where('hour', '<', window.until!))
-      .$if(after !== undefined, (q) => q.where((eb) => eb(eb.refTuple('hour', 'key_id'), '>', eb.tuple(after!.hour, after!.keyId))))
-      .orderBy('hour')
+      .$if(from !== undefined && after === undefined, (q) => q.where('time', '>=', from!))
+      .$if(window.until !== undefined, (q) => q.where('time', '<', window.until!))
+      .$if(after !== undefined, (q) => q.where((eb) => eb(eb.refTuple('time', 'key_id'), '>', eb.tuple(after!.hour, after!.keyId))))
+      // One row per (hour, key, outcome): the roll-up's rows of other identities and tags summed.
+      .groupBy(['time', 'key_id', 'key_space_id', 'outcome'])
+      .orderBy('time')
       .orderBy('key_id')
       .orderBy('outcome')
       .limit(pageRows)
-      .execute();
+      .execute()
+      .then((rs) => rs.map((r) => ({ ...r, hour: Number(r.hour) })));
     const full = rows.length === pageRows;
     const last = rows[rows.length - 1];
     // A full page's last (hour, key) may continue in the next page: leave it to that page.

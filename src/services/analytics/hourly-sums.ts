@@ -1,7 +1,9 @@
+import { PostgresAdapter, sql } from 'kysely';
 import { IN_LIST_CHUNK, type Db } from '../../store/store.ts';
+import { readTags } from './rollups.ts';
 import { HOUR_MS } from '../verification/verification-recorder.ts';
 
-// Reads of `key_verifications_hourly`. The SQL only filters and sums hourly rows (the same statement on
+// Reads of the per-hour roll-up of verifications (`analytics_key_verifications_per_hour`). The SQL only filters and sums hourly rows (the same statement on
 // every dialect); days and months are folded from hours here, in UTC.
 //
 // Windows: counts are stored per hour, so a window [start, end) is widened to whole buckets at both ends.
@@ -78,36 +80,61 @@ export interface HourlyFilter {
   apiId?: string;
   keyIds?: string[];
   identityId?: string;
+  /** Rows whose tags include all of these. */
+  tags?: readonly string[];
 }
 export interface HourlySum {
   hour?: number;
   key_id?: string;
   identity_id?: string | null;
+  tags?: string[];
   outcome: string;
   n: number;
 }
 
+/** Rows whose tags include every one of `tags` (v1's `tag` filter). */
+function hasAllTags(db: Db, tags: readonly string[]) {
+  return db.getExecutor().adapter instanceof PostgresAdapter
+    ? sql<boolean>`tags @> ${sql.val(tags as string[])}::text[]`
+    : sql<boolean>`(select count(distinct j.value) from json_each(tags) j where j.value in (${sql.join(tags.map((t) => sql.val(t)))})) = ${new Set(tags).size}`;
+}
+
 /** Sums of hourly counts in [from, to), per outcome and per the requested columns. */
-export async function sumHourly(db: Db, f: HourlyFilter, by: { hour: boolean; key: boolean; identity: boolean }): Promise<HourlySum[]> {
+export async function sumHourly(
+  db: Db,
+  f: HourlyFilter,
+  by: { hour: boolean; key: boolean; identity: boolean; tags?: boolean },
+): Promise<HourlySum[]> {
   const query = (keyIds?: string[]) =>
     db
-      .selectFrom('key_verifications_hourly')
+      .selectFrom('analytics_key_verifications_per_hour')
       .select((eb) => ['outcome', eb.fn.sum<number | string>('count').as('n')])
       .where('workspace_id', '=', f.workspaceId)
-      .where('hour', '>=', f.from)
-      .where('hour', '<', f.to)
-      .$if(f.apiId !== undefined, (qb) => qb.where('api_id', '=', f.apiId!))
+      .where('time', '>=', f.from)
+      .where('time', '<', f.to)
+      .$if(f.apiId !== undefined, (qb) => qb.where('key_space_id', '=', f.apiId!))
       .$if(keyIds !== undefined, (qb) => qb.where('key_id', 'in', keyIds!))
       .$if(f.identityId !== undefined, (qb) => qb.where('identity_id', '=', f.identityId!))
-      .$if(by.hour, (qb) => qb.select('hour').groupBy('hour'))
+      .$if(f.tags !== undefined, (qb) => qb.where(hasAllTags(db, f.tags!)))
+      .$if(by.hour, (qb) => qb.select('time as hour').groupBy('time'))
       .$if(by.key, (qb) => qb.select('key_id').groupBy('key_id'))
-      .$if(by.identity, (qb) => qb.select('identity_id').groupBy('identity_id').where('identity_id', 'is not', null))
+      .$if(by.identity, (qb) => qb.select('identity_id').groupBy('identity_id').where('identity_id', '!=', ''))
+      .$if(by.tags === true, (qb) => qb.select('tags').groupBy('tags'))
       .groupBy('outcome')
       .execute();
   const parts: Array<Awaited<ReturnType<typeof query>>> = [];
   if (f.keyIds === undefined) parts.push(await query());
   else for (let i = 0; i < f.keyIds.length; i += IN_LIST_CHUNK) parts.push(await query(f.keyIds.slice(i, i + IN_LIST_CHUNK)));
-  return parts.flat().map((r) => ({ ...r, n: Number(r.n) }));
+  return parts.flat().map((r) => {
+    const row = r as typeof r & { hour?: number | string; identity_id?: string; tags?: unknown };
+    return {
+      ...row,
+      ...(row.hour !== undefined ? { hour: Number(row.hour) } : {}),
+      ...(row.identity_id !== undefined ? { identity_id: row.identity_id || null } : {}),
+      ...(row.tags !== undefined ? { tags: readTags(row.tags) } : {}),
+      n: Number(r.n),
+    } as HourlySum;
+  });
 }
 
 export interface Group {

@@ -6,7 +6,7 @@ import { requireNamespace } from '../ratelimits/namespaces.ts';
 import { DAY_MS, floorTo, MAX_BUCKETS, widen } from './hourly-sums.ts';
 import { HOUR_MS } from '../verification/verification-recorder.ts';
 
-// ratelimits.getAnalytics: reads of `ratelimit_hourly` (written by the RatelimitRecorder). As for the
+// ratelimits.getAnalytics: reads of the per-hour roll-up `analytics_ratelimits_per_hour` (written by the RatelimitRecorder). As for the
 // verification analytics (hourly-sums.ts), the SQL only filters and sums hourly rows; days are folded from
 // hours here, in UTC, and a window is widened to whole buckets at both ends.
 
@@ -68,8 +68,8 @@ export async function getRatelimitAnalytics(
     const time = floorTo(Number(r.hour), groupBy);
     const item = buckets.get(time) ?? { time, passed: 0, denied: 0, total: 0 };
     item.passed += Number(r.passed);
-    item.denied += Number(r.denied);
-    item.total = item.passed + item.denied;
+    item.total += Number(r.total);
+    item.denied = item.total - item.passed;
     buckets.set(time, item);
   }
   return { analytics: [...buckets.values()].sort((a, b) => a.time! - b.time!) };
@@ -99,25 +99,30 @@ interface HourlyFilter {
   to: number;
 }
 
-const counts = (r: { passed: number | string; denied: number | string }) => {
+const counts = (r: { passed: number | string; total: number | string }) => {
   const passed = Number(r.passed);
-  const denied = Number(r.denied);
-  return { passed, denied, total: passed + denied };
+  const total = Number(r.total);
+  return { passed, denied: total - passed, total };
 };
 
-/** The hourly rows of the namespace in [from, to) (of one identifier, if given), filtered. */
+/** The per-hour roll-up rows of the namespace in [from, to) (of one identifier, if given), filtered. */
 const hourly = (db: Db, f: HourlyFilter) =>
   db
-    .selectFrom('ratelimit_hourly')
-    .select((eb) => [eb.fn.sum<number | string>('passed').as('passed'), eb.fn.sum<number | string>('denied').as('denied')])
-    .where('namespace_id', '=', f.namespaceId)
+    .selectFrom('analytics_ratelimits_per_hour')
+    .select((eb) => [eb.fn.sum<number | string>('passed').as('passed'), eb.fn.sum<number | string>('total').as('total')])
     .where('workspace_id', '=', f.workspaceId)
-    .where('hour', '>=', f.from)
-    .where('hour', '<', f.to)
+    .where('namespace_id', '=', f.namespaceId)
+    .where('time', '>=', f.from)
+    .where('time', '<', f.to)
     .$if(f.identifier !== undefined, (qb) => qb.where('identifier', '=', f.identifier!));
 
 /** Passed and denied per hour with decisions. */
-const sumByHour = (db: Db, f: HourlyFilter) => hourly(db, f).select('hour').groupBy('hour').execute();
+const sumByHour = (db: Db, f: HourlyFilter) =>
+  hourly(db, f)
+    .select('time as hour')
+    .groupBy('time')
+    .execute()
+    .then((rs) => rs.map((r) => ({ ...r, hour: Number(r.hour) })));
 
 /**
  * Passed and denied per identifier, the `limit` identifiers with the most decisions. Ties are cut by
@@ -127,10 +132,10 @@ async function sumByIdentifier(db: Db, f: HourlyFilter, limit: number) {
   const rows = await hourly(db, f)
     .select('identifier')
     .groupBy('identifier')
-    .orderBy(sql`sum(passed) + sum(denied)`, 'desc')
+    .orderBy(sql`sum(total)`, 'desc')
     .orderBy('identifier')
     .limit(limit)
     .execute();
-  const total = (r: (typeof rows)[number]) => Number(r.passed) + Number(r.denied);
+  const total = (r: (typeof rows)[number]) => Number(r.total);
   return rows.sort((a, b) => total(b) - total(a) || (a.identifier < b.identifier ? -1 : a.identifier > b.identifier ? 1 : 0));
 }

@@ -4,6 +4,9 @@ import { deleteBatch } from '../../store/batched-delete.ts';
 import { reclaimFreePages } from '../../store/free-pages.ts';
 import { EVENT_LOOP_PACE, runPaced, SERVER_PACE } from '../../store/batch-pace.ts';
 import { RETENTION_RULES, type PruneKind } from './retention-rules.ts';
+import { dropDaysBefore, RAW_TABLES, type RawTable } from '../analytics/partitions.ts';
+
+const isRawTable = (table: string): table is RawTable => (RAW_TABLES as readonly string[]).includes(table);
 
 export type PruneCounts = Partial<Record<PruneKind, number>>;
 
@@ -31,11 +34,17 @@ export async function runPrunePass(store: Store, retention: RetentionConfig, opt
     const keepMs = rule.keepMs(retention);
     if (keepMs <= 0) continue;
     const due = rule.due(now - keepMs);
-    counts[rule.kind] = await runPaced(paceOptions, stop, async (size) => {
-      const rows = await deleteBatch(store, rule.table, due, size);
-      if (rows) await options.onBatch?.(rule.kind, rows);
-      return { done: rows, more: rows === size };
-    });
+    // PostgreSQL: whole days of raw events go as partitions, in one statement each.
+    const dropped =
+      store.caps.dialect === 'postgres' && isRawTable(rule.table) ? await dropDaysBefore(store.db, rule.table, now - keepMs) : undefined;
+    if (dropped?.rows) await options.onBatch?.(rule.kind, dropped.rows);
+    counts[rule.kind] =
+      (dropped?.rows ?? 0) +
+      (await runPaced(paceOptions, stop, async (size) => {
+        const rows = await deleteBatch(store, rule.table, due, size);
+        if (rows) await options.onBatch?.(rule.kind, rows);
+        return { done: rows, more: rows === size };
+      }));
   }
   if (!stop()) await reclaimFreePages(store, { ...paceOptions, shouldStop: stop });
   return counts;

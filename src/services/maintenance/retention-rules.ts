@@ -4,8 +4,16 @@ import type { Database } from '../../store/schema.ts';
 
 /** What the retention pass removes, one name per kind of row (`keyhold maintenance prune` prints these). */
 export type PruneKind =
+  | 'verification_events'
+  | 'verifications_per_minute'
   | 'verifications'
+  | 'verifications_per_day'
+  | 'verifications_per_month'
+  | 'ratelimit_events'
+  | 'ratelimits_per_minute'
   | 'ratelimit_analytics'
+  | 'ratelimits_per_day'
+  | 'ratelimits_per_month'
   | 'audit_logs'
   | 'deleted_keys'
   | 'deleted_apis'
@@ -32,6 +40,11 @@ export interface RetentionRule {
 
 const days = (n: number) => n * DAY_MS;
 
+/** An analytics table's rule: rows whose bucket (or event) time is before the cutoff. */
+const analyticsRule = (kind: PruneKind, table: keyof Database, keepDays: (r: RetentionConfig) => number): RetentionRule[] => [
+  { kind, table, keepMs: (r) => days(keepDays(r)), due: (cutoff) => sql`"time" < ${cutoff}` },
+];
+
 /**
  * A key migration is finished and old when it was last changed (created, or keys enqueued) before the cutoff,
  * none of its items is pending, and no key still waits under its hash algorithm (its first verification
@@ -51,18 +64,18 @@ const finishedMigration = (cutoff: number) => sql`select m.id from key_migration
  * keys); its hourly analytics stay until their own retention.
  */
 export const RETENTION_RULES: readonly RetentionRule[] = [
-  {
-    kind: 'verifications',
-    table: 'key_verifications_hourly',
-    keepMs: (r) => days(r.analyticsDays),
-    due: (cutoff) => sql`hour < ${cutoff}`,
-  },
-  {
-    kind: 'ratelimit_analytics',
-    table: 'ratelimit_hourly',
-    keepMs: (r) => days(r.analyticsDays),
-    due: (cutoff) => sql`hour < ${cutoff}`,
-  },
+  // Analytics: raw events and roll-ups, each by its own retention (on PostgreSQL the raw tables' whole days are
+  // dropped as partitions first: prune.ts). `verifications` and `ratelimit_analytics` are the per-hour roll-ups.
+  ...analyticsRule('verification_events', 'analytics_key_verifications', (r) => r.analyticsRawDays),
+  ...analyticsRule('verifications_per_minute', 'analytics_key_verifications_per_minute', (r) => r.analyticsMinuteDays),
+  ...analyticsRule('verifications', 'analytics_key_verifications_per_hour', (r) => r.analyticsDays),
+  ...analyticsRule('verifications_per_day', 'analytics_key_verifications_per_day', (r) => r.analyticsDayDays),
+  ...analyticsRule('verifications_per_month', 'analytics_key_verifications_per_month', (r) => r.analyticsDayDays),
+  ...analyticsRule('ratelimit_events', 'analytics_ratelimits', (r) => r.analyticsRawDays),
+  ...analyticsRule('ratelimits_per_minute', 'analytics_ratelimits_per_minute', (r) => r.analyticsMinuteDays),
+  ...analyticsRule('ratelimit_analytics', 'analytics_ratelimits_per_hour', (r) => r.analyticsDays),
+  ...analyticsRule('ratelimits_per_day', 'analytics_ratelimits_per_day', (r) => r.analyticsDayDays),
+  ...analyticsRule('ratelimits_per_month', 'analytics_ratelimits_per_month', (r) => r.analyticsDayDays),
   {
     kind: 'audit_logs',
     table: 'audit_logs',

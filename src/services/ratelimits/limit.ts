@@ -113,9 +113,18 @@ export function limitRequest(ns: CachedNamespace, input: LimitInput): { request:
 export async function decide(ctx: RatelimitContext, caller: Caller, ns: CachedNamespace, input: LimitInput): Promise<LimitDecision> {
   const { request, override } = limitRequest(ns, input);
   const now = Date.now();
+  const started = performance.now();
   // An `async` decision is made in memory: no promise per request (the same decision check makes).
   const r = ctx.limiter.checkInMemory(request, now) ?? (await ctx.limiter.check([request], now))[0];
-  ctx.recorder.record({ workspaceId: caller.workspaceId, namespaceId: ns.id, identifier: input.identifier, passed: r.passed, time: now });
+  ctx.recorder.record({
+    workspaceId: caller.workspaceId,
+    namespaceId: ns.id,
+    identifier: input.identifier,
+    passed: r.passed,
+    time: now,
+    requestId: caller.requestId,
+    latency: performance.now() - started,
+  });
   if (!r.passed) ctx.events?.namespaceDenied(caller.workspaceId, ns.id, input.identifier, r.reset);
   return { success: r.passed, limit: r.limit, remaining: r.remaining, reset: r.reset, ...(override ? { overrideId: override.id } : {}) };
 }

@@ -68,6 +68,7 @@ export async function multiLimit(ctx: RatelimitContext, caller: Caller, inputs: 
   }));
   const requests = planned.map((p) => p.request);
   const now = Date.now();
+  const started = performance.now();
   const read = await ctx.limiter.check(
     requests.map((r) => ({ ...r, cost: 0 })),
     now,
@@ -83,6 +84,8 @@ export async function multiLimit(ctx: RatelimitContext, caller: Caller, inputs: 
       identifier: input.identifier,
       passed: counted && r.passed,
       time: now,
+      requestId: caller.requestId,
+      latency: performance.now() - started,
     });
     if (!r.passed) ctx.events?.namespaceDenied(caller.workspaceId, ns.id, input.identifier, r.reset);
     return {

@@ -1,11 +1,13 @@
-import { sql, type Kysely } from 'kysely';
-import type { Database, RatelimitHourlyRow } from '../../store/schema.ts';
-import { IN_LIST_CHUNK } from '../../store/store.ts';
-import { fixedShapeChunks } from '../../store/bulk-statements.ts';
-import { BufferedRecorder, type RecorderOptions } from '../analytics/buffered-recorder.ts';
-import { floorTo } from '../analytics/hourly-sums.ts';
+import { PostgresAdapter, sql, type Kysely } from 'kysely';
+import type { Database } from '../../store/schema.ts';
+import type { AnalyticsRatelimitRollupRow, AnalyticsRatelimitRow } from '../../store/schema-analytics.ts';
+import { insertRows } from '../../store/bulk-statements.ts';
+import { EventQueue } from '../analytics/event-queue.ts';
+import { addRow, bucketOf, byId, GRAINS, upsertRollups } from '../analytics/rollups.ts';
+import { ensureDayPartitions } from '../analytics/partitions.ts';
+import type { RecorderOptions } from '../verification/verification-recorder.ts';
 
-/** One ratelimits.limit decision, as the limit path reports it. */
+/** One rate-limit check (ratelimits.limit, v2 ratelimit.limit / multiLimit), as the limit path reports it. */
 export interface RatelimitEvent {
   workspaceId: string;
   namespaceId: string;
@@ -13,71 +15,37 @@ export interface RatelimitEvent {
   /** Whether the request was let through (`success: true`). */
   passed: boolean;
   time: number;
+  requestId?: string;
+  /** ms the check took. */
+  latency?: number;
 }
 
-/** The counts of one (namespace, identifier, hour). */
-interface HourCounts {
-  passed: number;
-  denied: number;
-}
-
-/** What is buffered for one namespace: per identifier, per hour (epoch ms of its start), the counts. */
-interface NamespaceBuffer {
-  workspaceId: string;
-  identifiers: Map<string, Map<number, HourCounts>>;
-}
-
-type Buffer = Map<string, NamespaceBuffer>;
-
-/**
- * Counters (namespace, identifier, hour) held at most by default: about 280 bytes each plus the identifier
- * (up to 255 characters), 16 to 28 MB (docs/reliability.md, "When the store or Redis fails").
- */
+/** Events held at most by default (about 300 bytes each plus the identifier; docs/reliability.md). */
 export const RATELIMIT_CAPACITY = 50_000;
 
+const GROUP = ['workspace_id', 'time', 'namespace_id', 'identifier'] as const;
+const SUMMED = ['passed', 'total'] as const;
+
 /**
- * Counts ratelimits.limit decisions in memory and writes them to `ratelimit_hourly` in batches, as the
- * VerificationRecorder does verifications (BufferedRecorder: flush chain, timer, restore on failure).
- *
- * `record` is synchronous and does no I/O: it bumps the passed or denied count of (namespace, identifier,
- * hour). `flush` writes everything buffered in ONE transaction, adding each (namespace, identifier, hour)
- * to its row (`passed = passed + excluded.passed`, the same for denied). A flush that fails rolls back as a
- * whole and puts its counts back, so the next flush writes them: nothing is lost, nothing counted twice.
- * Flushes run one at a time, in call order; `buffered` counts distinct (namespace, identifier, hour) rows.
+ * Records rate-limit checks as raw events (`analytics_ratelimits`) and their roll-ups per minute, hour, day and
+ * month (`passed`, `total`), as the VerificationRecorder does verifications: queued in memory (bounded, the
+ * oldest dropped), written in batches of ONE transaction each (raw rows and roll-up upserts together).
  */
-export class RatelimitRecorder extends BufferedRecorder<Buffer> {
+export class RatelimitRecorder extends EventQueue<RatelimitEvent> {
   readonly #db: Kysely<Database>;
+  readonly #dialect: 'sqlite' | 'postgres';
+  readonly #enabled: boolean;
 
   constructor(db: Kysely<Database>, opts: RecorderOptions = {}) {
-    super(() => new Map(), 'rate-limit analytics', RATELIMIT_CAPACITY, opts);
+    super('rate-limit analytics', RATELIMIT_CAPACITY, opts);
     this.#db = db;
+    this.#enabled = opts.enabled ?? true;
+    this.#dialect = opts.dialect ?? (db.getExecutor().adapter instanceof PostgresAdapter ? 'postgres' : 'sqlite');
   }
 
-  /**
-   * Counts one decision. O(1), no I/O; allocates only for a (namespace, identifier, hour) not yet buffered.
-   * Beyond `capacity` counters, a decision that would add one is dropped (`dropped`).
-   */
+  /** Queues one check. O(1), no I/O. */
   record(e: RatelimitEvent): void {
-    const hour = floorTo(e.time, 'hour');
-    let ns = this.buffer.get(e.namespaceId);
-    let hours = ns?.identifiers.get(e.identifier);
-    let counts = hours?.get(hour);
-    if (counts === undefined) {
-      if (!this.admit()) return;
-      if (ns === undefined) {
-        ns = { workspaceId: e.workspaceId, identifiers: new Map() };
-        this.buffer.set(e.namespaceId, ns);
-      }
-      if (hours === undefined) {
-        hours = new Map();
-        ns.identifiers.set(e.identifier, hours);
-      }
-      counts = { passed: 0, denied: 0 };
-      hours.set(hour, counts);
-      this.counted();
-    }
-    if (e.passed) counts.passed++;
-    else counts.denied++;
+    if (this.#enabled) this.enqueue(e);
   }
 
   /** In a transaction: on SQLite only the writer answers it, and only when no other process holds the write lock. */
@@ -85,74 +53,42 @@ export class RatelimitRecorder extends BufferedRecorder<Buffer> {
     await this.#db.transaction().execute((tx) => sql`select 1`.execute(tx));
   }
 
-  protected write(batch: Buffer): Promise<void> {
-    return writeBatch(this.#db, batch);
-  }
-
-  /** Puts the counts of a failed flush back, adding them to whatever was recorded meanwhile. */
-  protected restore(batch: Buffer): number {
-    let added = 0;
-    for (const [namespaceId, failed] of batch) {
-      const ns = this.buffer.get(namespaceId);
-      if (ns === undefined) {
-        this.buffer.set(namespaceId, failed);
-        for (const hours of failed.identifiers.values()) added += hours.size;
-        continue;
-      }
-      for (const [identifier, failedHours] of failed.identifiers) {
-        const hours = ns.identifiers.get(identifier);
-        if (hours === undefined) {
-          ns.identifiers.set(identifier, failedHours);
-          added += failedHours.size;
-          continue;
-        }
-        for (const [hour, c] of failedHours) {
-          const into = hours.get(hour);
-          if (into === undefined) {
-            hours.set(hour, c);
-            added++;
-          } else {
-            into.passed += c.passed;
-            into.denied += c.denied;
-          }
-        }
-      }
+  protected async write(batch: RatelimitEvent[]): Promise<void> {
+    if (this.#dialect === 'postgres')
+      await ensureDayPartitions(
+        this.#db,
+        'analytics_ratelimits',
+        batch.map((e) => e.time),
+      );
+    const raw: AnalyticsRatelimitRow[] = batch.map((e) => ({
+      request_id: e.requestId ?? '',
+      time: e.time,
+      workspace_id: e.workspaceId,
+      namespace_id: e.namespaceId,
+      identifier: e.identifier,
+      passed: e.passed ? 1 : 0,
+      latency: e.latency ?? 0,
+    }));
+    const maps = GRAINS.map(() => new Map<string, AnalyticsRatelimitRollupRow>());
+    for (const e of batch) {
+      GRAINS.forEach((grain, i) => {
+        const time = bucketOf(e.time, grain);
+        const row = {
+          time,
+          workspace_id: e.workspaceId,
+          namespace_id: e.namespaceId,
+          identifier: e.identifier,
+          passed: e.passed ? 1 : 0,
+          total: 1,
+        };
+        addRow(maps[i], `${e.workspaceId}\u0000${e.namespaceId}\u0000${e.identifier}\u0000${time}`, row, SUMMED);
+      });
     }
-    return added;
-  }
-}
-
-const byCodeUnits = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
-
-/**
- * One transaction of upserts. Rows are written in a fixed order (namespace id, identifier, hour; strings
- * by UTF-16 code units, not by any database collation) so that two nodes flushing at once lock rows in
- * the same order instead of deadlocking.
- */
-async function writeBatch(db: Kysely<Database>, batch: Buffer): Promise<void> {
-  const rows: RatelimitHourlyRow[] = [];
-  for (const namespaceId of [...batch.keys()].sort(byCodeUnits)) {
-    const ns = batch.get(namespaceId)!;
-    for (const identifier of [...ns.identifiers.keys()].sort(byCodeUnits)) {
-      const hours = ns.identifiers.get(identifier)!;
-      for (const hour of [...hours.keys()].sort((a, b) => a - b)) {
-        const c = hours.get(hour)!;
-        rows.push({ namespace_id: namespaceId, identifier, hour, workspace_id: ns.workspaceId, passed: c.passed, denied: c.denied });
+    await this.#db.transaction().execute(async (tx) => {
+      await insertRows(tx, 'analytics_ratelimits', raw);
+      for (let i = 0; i < GRAINS.length; i++) {
+        await upsertRollups(tx, `analytics_ratelimits_per_${GRAINS[i]}`, byId(maps[i]), GROUP, SUMMED);
       }
-    }
+    });
   }
-  await db.transaction().execute(async (tx) => {
-    for (const part of fixedShapeChunks(rows, IN_LIST_CHUNK)) {
-      await tx
-        .insertInto('ratelimit_hourly')
-        .values(part)
-        .onConflict((oc) =>
-          oc.columns(['namespace_id', 'identifier', 'hour']).doUpdateSet((eb) => ({
-            passed: eb('ratelimit_hourly.passed', '+', eb.ref('excluded.passed')),
-            denied: eb('ratelimit_hourly.denied', '+', eb.ref('excluded.denied')),
-          })),
-        )
-        .execute();
-    }
-  });
 }

@@ -39,13 +39,15 @@ export interface RuntimeOptions {
   capacities?: BufferCapacities;
   /** Caches made outside the runtime (the root-key guard's) that must hear of every change too. */
   caches?: ChangeListener[];
+  /** Analytics recording: off records nothing; `region` of verification events (default on, `local`). */
+  analytics?: { enabled: boolean; region: string };
 }
 
 /** How much each buffer that fills during an outage holds at most (docs/reliability.md). */
 export interface BufferCapacities {
-  /** Verification counters (key, hour, outcome): VERIFICATION_CAPACITY. */
+  /** Verification events: VERIFICATION_CAPACITY. */
   verifications?: number;
-  /** ratelimits.limit counters (namespace, identifier, hour): RATELIMIT_CAPACITY. */
+  /** Rate-limit check events: RATELIMIT_CAPACITY. */
   ratelimitDecisions?: number;
   /** Root keys whose last use waits for a write: ROOT_KEY_USAGE_CAPACITY (the RootKeyGuard's). */
   rootKeyUses?: number;
@@ -136,18 +138,23 @@ function connectRedis(url: string, health: DependencyHealth, logger?: RuntimeLog
 
 /** The analytics recorders (verifications, ratelimits.limit decisions), flushing on their timers. */
 function startRecorders(
-  db: Store['db'],
-  capacities: BufferCapacities,
+  store: Store,
+  opts: RuntimeOptions,
   warnUnlessOutage: (msg: string) => (err: unknown) => void,
 ): { recorder: VerificationRecorder; ratelimitRecorder: RatelimitRecorder } {
+  const { db, caps } = store;
+  const capacities = opts.capacities ?? {};
+  const common = { dialect: caps.dialect, enabled: opts.analytics?.enabled ?? true, region: opts.analytics?.region };
   const recorder = new VerificationRecorder(db, {
+    ...common,
     capacity: capacities.verifications,
-    onError: warnUnlessOutage('analytics flush failed; counts kept for the next flush'),
+    onError: warnUnlessOutage('analytics flush failed; events kept for the next flush'),
   });
   recorder.start();
   const ratelimitRecorder = new RatelimitRecorder(db, {
+    ...common,
     capacity: capacities.ratelimitDecisions,
-    onError: warnUnlessOutage('rate-limit analytics flush failed; counts kept for the next flush'),
+    onError: warnUnlessOutage('rate-limit analytics flush failed; events kept for the next flush'),
   });
   ratelimitRecorder.start();
   return { recorder, ratelimitRecorder };
@@ -178,7 +185,7 @@ export async function createRuntime(store: Store, opts: RuntimeOptions = {}): Pr
   const apis = new ApiCache();
   const changes = await startChangePropagation(store, redis, [cache, namespaces, apis, ...(opts.caches ?? [])], opts.changePollMs);
   const limiter = createRateLimiter({ db, redis, redisAvailability: redisReport });
-  const { recorder, ratelimitRecorder } = startRecorders(db, opts.capacities ?? {}, warnUnlessOutage);
+  const { recorder, ratelimitRecorder } = startRecorders(store, opts, warnUnlessOutage);
   const sweepFailed = warnUnlessOutage('refill sweep failed');
   const sweep = setInterval(() => {
     refillDueKeys(db, Date.now()).catch(sweepFailed);

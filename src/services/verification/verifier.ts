@@ -19,6 +19,8 @@ export interface VerifyRequest {
   authorization?: { permissions: unknown };
   remaining?: { cost?: number };
   ratelimits?: Array<{ name: string; cost?: number; limit?: number; duration?: number }>;
+  /** Recorded with the verification's analytics event, exactly as given (≤ 20, each 1–128 characters: the routes' schemas). */
+  tags?: readonly string[];
 }
 
 export interface VerifyResponse {
@@ -89,7 +91,8 @@ export class Verifier {
   }
 
   /** Verifies `req.key`; `authorize` (v2) sees the loaded key first and may answer NOT_FOUND before any effect. */
-  async verify(req: VerifyRequest, now = Date.now(), authorize?: AuthorizeKey): Promise<VerifyResponse> {
+  async verify(req: VerifyRequest, now = Date.now(), authorize?: AuthorizeKey, requestId?: string): Promise<VerifyResponse> {
+    const started = performance.now();
     const query = req.authorization?.permissions;
     if (req.authorization !== undefined) {
       const problems = permissionQueryProblems(query, '/authorization/permissions');
@@ -111,8 +114,14 @@ export class Verifier {
       workspaceId: record.workspaceId,
       apiId: record.apiId,
       identityId: record.identity?.id ?? null,
+      externalId: record.identity?.externalId ?? null,
       code: result.code,
       time: now,
+      requestId,
+      tags: req.tags,
+      // Credits are spent only by a VALID verification of a key with credits (cost 0 spends none).
+      spentCredits: result.code === 'VALID' && record.hasCredits ? (req.remaining?.cost ?? 1) : 0,
+      latency: performance.now() - started,
     });
     return result;
   }

@@ -38,15 +38,16 @@ export async function verifyKeyV2(
   caller: Caller,
   req: VerifyRequest,
   migrationId?: string,
+  requestId?: string,
 ): Promise<VerifiedV2 | undefined> {
   let found: KeyRecord | undefined;
   const authorize = (record: KeyRecord): boolean => {
     found = record;
     return record.workspaceId === caller.workspaceId && can(caller, `api.${record.apiId}.verify_key`);
   };
-  let response = await ctx.verifier.verify(req, Date.now(), authorize);
+  let response = await ctx.verifier.verify(req, Date.now(), authorize, requestId);
   if (found === undefined && migrationId !== undefined && (await rehashMigratedKey(ctx.db, caller.workspaceId, migrationId, req.key))) {
-    response = await ctx.verifier.verify(req, Date.now(), authorize);
+    response = await ctx.verifier.verify(req, Date.now(), authorize, requestId);
   }
   const record = found as KeyRecord | undefined;
   if (response.code === 'NOT_FOUND' || record === undefined) return undefined;

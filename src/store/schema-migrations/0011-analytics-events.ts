@@ -19,8 +19,9 @@ import { type CreateTableBuilder, type Kysely, PostgresAdapter, sql } from 'kyse
 //   day partitions. No primary key on raw rows (it would have to include "time"; inserts stay cheap).
 // - Indexes: raw (workspace_id, time); SQLite raw also (time), for pruning by delete. Roll-ups: the unique
 //   group (workspace_id, time, …) and (time), for pruning.
-// The old hourly tables (key_verifications_hourly, ratelimit_hourly) are folded into the roll-ups and dropped
-// by the next migration (0012).
+// The old hourly tables (key_verifications_hourly, ratelimit_hourly) are folded into the per-hour/day/month
+// roll-ups and dropped by the next migration (0012); keys.getVerifications, analytics.getVerifications,
+// ratelimits.getAnalytics and the dashboard read the roll-ups since.
 
 // biome-ignore lint/suspicious/noExplicitAny: a frozen migration knows no schema type
 type Db = Kysely<any>;

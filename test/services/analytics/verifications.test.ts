@@ -100,9 +100,33 @@ for (const dialect of DIALECTS) {
     const rec = (r: VerificationRecorder, key: TestKey, code: VerifyCode, time: number, n = 1, ws = w.workspaceId) => {
       for (let i = 0; i < n; i++) r.record({ keyId: key.id, workspaceId: ws, apiId: key.apiId, identityId: key.identityId, code, time });
     };
-    /** Rows in (key, hour, outcome) order, sorted here: PostgreSQL's collation may order mixed-case ids differently. */
+    /**
+     * The per-hour roll-up rows in (key, hour, outcome) order, with the fields these tests compare (sorted here:
+     * PostgreSQL's collation may order mixed-case ids differently). These events carry no tags.
+     */
     const hourlyRows = async (keyIds: string[]) =>
-      (await w.store.db.selectFrom('key_verifications_hourly').selectAll().where('key_id', 'in', keyIds).execute()).sort(byRow);
+      (await w.store.db.selectFrom('analytics_key_verifications_per_hour').selectAll().where('key_id', 'in', keyIds).execute())
+        .map((x) => ({
+          key_id: x.key_id,
+          hour: Number(x.time),
+          outcome: x.outcome,
+          workspace_id: x.workspace_id,
+          api_id: x.key_space_id,
+          identity_id: x.identity_id === '' ? null : x.identity_id,
+          count: Number(x.count),
+        }))
+        .sort(byRow);
+    /** Raw events stored for these keys. */
+    const rawCount = async (keyIds: string[]) =>
+      Number(
+        (
+          await w.store.db
+            .selectFrom('analytics_key_verifications')
+            .select((eb) => eb.fn.countAll().as('n'))
+            .where('key_id', 'in', keyIds)
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
     const lastUsed = async (keyId: string) =>
       (await w.store.db.selectFrom('keys').select('last_used_at').where('id', '=', keyId).executeTakeFirstOrThrow()).last_used_at;
     /** Expected rows from a tally `key|hour|code → count`. */
@@ -137,9 +161,9 @@ for (const dialect of DIALECTS) {
     };
 
     describe('VerificationRecorder', () => {
-      test('1000 events over keys, codes and hours: buffered in memory, then one flush writes the exact count per (key, hour, outcome)', async () => {
+      test('1000 events over keys, codes and hours: queued in memory, then one flush writes them raw and the exact count per (key, hour, outcome)', async () => {
         const { keys } = await setup('rec-exact', ['alice', null, 'bob', null]);
-        const r = new VerificationRecorder(w.store.db);
+        const r = new VerificationRecorder(w.store.db, { dialect });
         const tally = recordRandom(r, keys, 1000, 7);
         // NOT_FOUND verifications have no key: not recorded.
         for (let i = 0; i < 50; i++)
@@ -151,8 +175,9 @@ for (const dialect of DIALECTS) {
             code: 'NOT_FOUND',
             time: at(0, 1),
           });
-        assert.equal(r.buffered, tally.size, 'one counter per distinct (key, hour, code)');
+        assert.equal(r.buffered, 1000, 'one queued event per verification, NOT_FOUND left out');
         assert.deepEqual(await hourlyRows(keys.map((k) => k.id)), [], 'record() writes nothing');
+        assert.equal(await rawCount(keys.map((k) => k.id)), 0);
 
         await r.flush();
         assert.equal(r.buffered, 0);
@@ -164,11 +189,12 @@ for (const dialect of DIALECTS) {
         );
         assert.ok(rows.length > 100, `expected many distinct counters, got ${rows.length}`);
         assert.ok(rows.every((x) => x.outcome !== 'NOT_FOUND'));
+        assert.equal(await rawCount(keys.map((k) => k.id)), 1000, 'every event stored raw, NOT_FOUND not');
       });
 
       test('repeated flushes add up without double counting; an empty flush changes nothing', async () => {
         const { keys } = await setup('rec-repeat', ['carol', null, null]);
-        const r = new VerificationRecorder(w.store.db);
+        const r = new VerificationRecorder(w.store.db, { dialect });
         const tally = recordRandom(r, keys, 300, 11);
         await r.flush();
         recordRandom(r, keys, 400, 12, tally);
@@ -186,17 +212,19 @@ for (const dialect of DIALECTS) {
         await Promise.all([first, second, r.flush()]);
         tally.set(`${keys[0].id}|${at(0, 0)}|VALID`, (tally.get(`${keys[0].id}|${at(0, 0)}|VALID`) ?? 0) + 7);
         assert.deepEqual(await hourlyRows(keys.map((k) => k.id)), expectedRows(tally, keys));
+        assert.equal(await rawCount(keys.map((k) => k.id)), 300 + 400 + 3 + 7, 'each event stored raw once');
       });
 
       test('a flush that fails midway rolls back entirely and keeps its counts (with later ones) for the next flush', async () => {
         const { keys } = await setup('rec-fail', ['dave', null]);
-        const r = new VerificationRecorder(w.store.db);
+        const r = new VerificationRecorder(w.store.db, { dialect });
         const tally = recordRandom(r, keys, 200, 21);
         await r.flush();
         const before = await hourlyRows(keys.map((k) => k.id));
+        const rawBefore = await rawCount(keys.map((k) => k.id));
         const lastUsedBefore = await lastUsed(keys[0].id);
 
-        // The counter upserts succeed, then the last_used_at update fails: the whole transaction must roll back.
+        // The raw inserts and roll-up upserts succeed, then the last_used_at update fails: the whole transaction must roll back.
         recordRandom(r, keys, 150, 22, tally);
         rec(r, keys[0], 'VALID', at(0, 4, 59));
         tally.set(`${keys[0].id}|${at(0, 4)}|VALID`, (tally.get(`${keys[0].id}|${at(0, 4)}|VALID`) ?? 0) + 1);
@@ -204,7 +232,7 @@ for (const dialect of DIALECTS) {
         await sql`alter table keys rename column last_used_at to last_used_at_away`.execute(w.store.db);
         try {
           await assert.rejects(r.flush());
-          assert.equal(r.buffered, buffered, "the failed flush's counters are back in the buffer");
+          assert.equal(r.buffered, buffered, "the failed flush's events are back in the queue");
           // Recorded while the store is failing: merged with the restored counts.
           rec(r, keys[1], 'RATE_LIMITED', at(0, 2), 4);
           rec(r, keys[1], 'DISABLED', at(0, 7), 2);
@@ -213,6 +241,7 @@ for (const dialect of DIALECTS) {
           await sql`alter table keys rename column last_used_at_away to last_used_at`.execute(w.store.db);
         }
         assert.deepEqual(await hourlyRows(keys.map((k) => k.id)), before, 'nothing of the failed flushes was written');
+        assert.equal(await rawCount(keys.map((k) => k.id)), rawBefore, 'no raw event either');
         assert.equal(await lastUsed(keys[0].id), lastUsedBefore);
 
         for (const [id, n] of [
@@ -223,27 +252,28 @@ for (const dialect of DIALECTS) {
         await r.flush();
         assert.equal(r.buffered, 0);
         assert.deepEqual(await hourlyRows(keys.map((k) => k.id)), expectedRows(tally, keys));
+        assert.equal(await rawCount(keys.map((k) => k.id)), rawBefore + buffered + 6, 'every event exactly once');
         assert.equal(await lastUsed(keys[0].id), at(0, 4, 59));
         assert.equal(await lastUsed(keys[1].id), at(0, 7));
       });
 
-      test('a flush against a closed store rejects and keeps every counter', async () => {
+      test('a flush against a closed store rejects and keeps every event', async () => {
         const fresh = await freshStore(dialect);
-        const r = new VerificationRecorder(fresh.store.db);
+        const r = new VerificationRecorder(fresh.store.db, { dialect });
         const key = { id: 'key_closedstore', apiId: 'api_closedstore', identityId: null };
         rec(r, key, 'VALID', at(0, 1), 3);
         rec(r, key, 'EXPIRED', at(0, 2));
         await fresh.close();
         await assert.rejects(r.flush());
-        assert.equal(r.buffered, 2);
+        assert.equal(r.buffered, 4);
         await assert.rejects(r.flush(), 'still failing, still kept');
-        assert.equal(r.buffered, 2);
+        assert.equal(r.buffered, 4);
       });
 
       test('last_used_at becomes the latest time seen, never moves backwards, and only for keys seen', async () => {
         const { keys } = await setup('rec-last-used', [null, null, null]);
         const [a, b, untouched] = keys;
-        const r = new VerificationRecorder(w.store.db);
+        const r = new VerificationRecorder(w.store.db, { dialect });
         rec(r, a, 'VALID', at(0, 3, 30));
         rec(r, a, 'EXPIRED', at(0, 1)); // earlier, recorded later: the latest time still wins
         rec(r, b, 'DISABLED', at(0, 2));
@@ -281,12 +311,12 @@ for (const dialect of DIALECTS) {
         );
       });
 
-      test('reaching maxBuffered distinct counters starts a flush without waiting for the timer', async () => {
+      test('reaching maxBatch queued events starts a flush without waiting for the timer', async () => {
         const { keys } = await setup('rec-max', [null]);
-        const r = new VerificationRecorder(w.store.db, { maxBuffered: 3 });
-        rec(r, keys[0], 'VALID', at(0, 0), 10); // one counter, many events
+        const r = new VerificationRecorder(w.store.db, { maxBatch: 12, dialect });
+        rec(r, keys[0], 'VALID', at(0, 0), 10); // one roll-up row, many events
         rec(r, keys[0], 'EXPIRED', at(0, 0));
-        assert.equal(r.buffered, 2);
+        assert.equal(r.buffered, 11);
         await new Promise((res) => setTimeout(res, 30));
         assert.deepEqual(await hourlyRows([keys[0].id]), [], 'below the threshold nothing is written');
         rec(r, keys[0], 'VALID', at(0, 1));
@@ -304,7 +334,7 @@ for (const dialect of DIALECTS) {
 
       test('start() flushes on a timer; close() flushes what is left', async () => {
         const { keys } = await setup('rec-timer', [null]);
-        const r = new VerificationRecorder(w.store.db, { flushIntervalMs: 20 });
+        const r = new VerificationRecorder(w.store.db, { flushIntervalMs: 20, dialect });
         r.start();
         rec(r, keys[0], 'VALID', at(0, 0), 4);
         await eventually(async () => (await hourlyRows([keys[0].id])).length === 1, 'the timed flush');
@@ -316,6 +346,34 @@ for (const dialect of DIALECTS) {
         await new Promise((res) => setTimeout(res, 60));
         assert.equal((await hourlyRows([keys[0].id]))[0].count, 6, 'the timer is stopped after close');
       });
+
+      test('capacity bounds the events held: the oldest are dropped and counted, a failed batch kept within it', async () => {
+        const { keys } = await setup('rec-bound', [null]);
+        const r = new VerificationRecorder(w.store.db, { capacity: 3, maxBatch: 100, dialect });
+        rec(r, keys[0], 'EXPIRED', at(0, 0));
+        rec(r, keys[0], 'VALID', at(0, 1), 3); // the fourth event drops the oldest (the EXPIRED one)
+        assert.deepEqual([r.held, r.dropped], [3, 1]);
+        await sql`alter table keys rename column last_used_at to last_used_at_away`.execute(w.store.db);
+        try {
+          await assert.rejects(r.flush());
+          assert.deepEqual([r.buffered, r.dropped], [3, 1], 'the failed batch is back whole');
+          rec(r, keys[0], 'DISABLED', at(0, 2), 2); // two more: the two oldest of the failed batch go
+          assert.deepEqual([r.held, r.dropped], [3, 3]);
+        } finally {
+          await sql`alter table keys rename column last_used_at_away to last_used_at`.execute(w.store.db);
+        }
+        await r.flush();
+        assert.deepEqual(
+          (await hourlyRows([keys[0].id])).map((x) => [x.hour, x.outcome, x.count]),
+          [
+            [at(0, 1), 'VALID', 1],
+            [at(0, 2), 'DISABLED', 2],
+          ],
+          'the newest three, each once',
+        );
+        assert.equal(await rawCount([keys[0].id]), 3);
+        assert.equal(await lastUsed(keys[0].id), at(0, 2));
+      });
     });
 
     describe('keys.getVerifications', () => {
@@ -325,7 +383,7 @@ for (const dialect of DIALECTS) {
         const {
           keys: [k, other],
         } = await setup('kv-happy', [null, null]);
-        const r = new VerificationRecorder(w.store.db);
+        const r = new VerificationRecorder(w.store.db, { dialect });
         rec(r, k, 'VALID', at(0, 10, 5), 3);
         rec(r, k, 'RATE_LIMITED', at(0, 10, 59));
         rec(r, k, 'USAGE_EXCEEDED', at(0, 13), 2);
@@ -379,7 +437,7 @@ for (const dialect of DIALECTS) {
         const res = await w.get(path, { keyId: k.id });
         assert.equal(res.status, 200, res.body);
         assert.deepEqual(res.json, { verifications: [] });
-        const r = new VerificationRecorder(w.store.db);
+        const r = new VerificationRecorder(w.store.db, { dialect });
         rec(r, k, 'VALID', at(0, 5));
         await r.flush();
         assert.deepEqual((await w.get(path, { keyId: k.id, start: at(1, 0), end: at(2, 0) })).json, { verifications: [] });
@@ -390,7 +448,7 @@ for (const dialect of DIALECTS) {
           keys: [k],
         } = await setup('kv-default', [null]);
         const now = Date.now();
-        const r = new VerificationRecorder(w.store.db);
+        const r = new VerificationRecorder(w.store.db, { dialect });
         rec(r, k, 'VALID', now - 2 * HOUR_MS, 2);
         rec(r, k, 'VALID', now - 26 * HOUR_MS, 5);
         rec(r, k, 'VALID', now + 3 * HOUR_MS, 7);
@@ -409,7 +467,7 @@ for (const dialect of DIALECTS) {
         const [e1, e2, f, anon] = one.keys;
         const [e3] = two.keys;
         const deleted = (await setup('kv-owner-3', ['erin'])).keys[0];
-        const r = new VerificationRecorder(w.store.db);
+        const r = new VerificationRecorder(w.store.db, { dialect });
         rec(r, e1, 'VALID', at(0, 1), 2);
         rec(r, e2, 'RATE_LIMITED', at(0, 1));
         rec(r, e3, 'VALID', at(0, 2), 4);
@@ -536,7 +594,7 @@ for (const dialect of DIALECTS) {
       const seeded = async (name: string) => {
         const s = await setup(name, ['alice', 'alice', 'bob', null]);
         const [a1, a2, b, anon] = s.keys;
-        const r = new VerificationRecorder(w.store.db);
+        const r = new VerificationRecorder(w.store.db, { dialect });
         rec(r, a1, 'VALID', at(0, 0, 10), 5);
         rec(r, a1, 'RATE_LIMITED', at(0, 0, 50), 2);
         rec(r, a2, 'VALID', at(0, 2), 1);
@@ -815,7 +873,7 @@ for (const dialect of DIALECTS) {
         const {
           keys: [theirs],
         } = await setup('an-isolated-theirs', ['alice'], other.root);
-        const r = new VerificationRecorder(w.store.db);
+        const r = new VerificationRecorder(w.store.db, { dialect });
         rec(r, sibling, 'VALID', at(0, 0), 100);
         rec(r, theirs, 'VALID', at(0, 0), 1000, other.workspaceId);
         await r.flush();

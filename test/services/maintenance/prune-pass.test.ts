@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { sql } from 'kysely';
 import { DIALECTS, freshStore } from '../../helpers/harness.ts';
 import type { Store } from '../../../src/store/store.ts';
+import { verificationHourRow } from '../../helpers/rows.ts';
 import { runPrunePass } from '../../../src/services/maintenance/prune.ts';
 import { PruneLease } from '../../../src/services/maintenance/prune-lease.ts';
 import { loadRetentionConfig } from '../../../src/config/retention.ts';
@@ -23,7 +24,10 @@ async function analyticsRows(store: Store, n: number, hour: number, tag: string)
       identity_id: null,
       count: 1,
     }));
-    await store.db.insertInto('key_verifications_hourly').values(rows).execute();
+    await store.db
+      .insertInto('analytics_key_verifications_per_hour')
+      .values(rows.map((r) => verificationHourRow(store.db, r)))
+      .execute();
   }
 }
 
@@ -31,7 +35,7 @@ const countRows = async (store: Store) =>
   Number(
     (
       await store.db
-        .selectFrom('key_verifications_hourly')
+        .selectFrom('analytics_key_verifications_per_hour')
         .select((eb) => eb.fn.countAll().as('n'))
         .executeTakeFirstOrThrow()
     ).n,

@@ -90,23 +90,37 @@ export async function agedFixture(w: World, now: number): Promise<{ liveKey: str
   }
 
   const hour = (ago: number) => now - ago - ((now - ago) % 3_600_000);
+  const tags = w.store.caps.dialect === 'postgres' ? [] : '[]';
+  // Analytics rows of every table, at 800 days too (past the per-day and per-month retention).
+  for (const ago of [OLD, RECENT, 800 * DAY]) {
+    const time = hour(ago);
+    const group = {
+      workspace_id: w.workspaceId,
+      key_space_id: apiId,
+      identity_id: '',
+      external_id: '',
+      key_id: live.keyId,
+      outcome: 'VALID',
+      tags,
+    };
+    const event = { request_id: 'req_x', time, region: 'local', spent_credits: 0, latency: 1, ...group };
+    await db.insertInto('analytics_key_verifications').values(event).execute();
+    for (const g of ['minute', 'hour', 'day', 'month'] as const) {
+      await db
+        .insertInto(`analytics_key_verifications_per_${g}`)
+        .values({ time, ...group, count: 5, spent_credits: 0, latency_sum: 5 })
+        .execute();
+      await db
+        .insertInto(`analytics_ratelimits_per_${g}`)
+        .values({ time, workspace_id: w.workspaceId, namespace_id: 'rlns_x', identifier: 'user', passed: 3, total: 4 })
+        .execute();
+    }
+    await db
+      .insertInto('analytics_ratelimits')
+      .values({ request_id: 'req_x', time, workspace_id: w.workspaceId, namespace_id: 'rlns_x', identifier: 'user', passed: 1, latency: 1 })
+      .execute();
+  }
   for (const ago of [OLD, RECENT]) {
-    await db
-      .insertInto('key_verifications_hourly')
-      .values({
-        key_id: live.keyId,
-        hour: hour(ago),
-        outcome: 'VALID',
-        workspace_id: w.workspaceId,
-        api_id: apiId,
-        identity_id: null,
-        count: 5,
-      })
-      .execute();
-    await db
-      .insertInto('ratelimit_hourly')
-      .values({ namespace_id: 'rlns_x', identifier: 'user', hour: hour(ago), workspace_id: w.workspaceId, passed: 3, denied: 1 })
-      .execute();
     const job = {
       task: 'import',
       payload: '{}',
@@ -249,8 +263,35 @@ export function expectedAfterPrune(before: Snapshot, now: number, r: RetentionCo
     pruned[kind] = before[table].length - after[table].length;
   };
   const old = (row: Row, column: string, days: number) => row[column] !== null && n(row[column]) < cut(days);
-  keep('key_verifications_hourly', 'verifications', (x) => !old(x, 'hour', r.analyticsDays), r.analyticsDays);
-  keep('ratelimit_hourly', 'ratelimit_analytics', (x) => !old(x, 'hour', r.analyticsDays), r.analyticsDays);
+  const analytics: Array<[keyof Database, keyof Database, string, string, number]> = [
+    ['analytics_key_verifications', 'analytics_ratelimits', 'verification_events', 'ratelimit_events', r.analyticsRawDays],
+    [
+      'analytics_key_verifications_per_minute',
+      'analytics_ratelimits_per_minute',
+      'verifications_per_minute',
+      'ratelimits_per_minute',
+      r.analyticsMinuteDays,
+    ],
+    ['analytics_key_verifications_per_hour', 'analytics_ratelimits_per_hour', 'verifications', 'ratelimit_analytics', r.analyticsDays],
+    [
+      'analytics_key_verifications_per_day',
+      'analytics_ratelimits_per_day',
+      'verifications_per_day',
+      'ratelimits_per_day',
+      r.analyticsDayDays,
+    ],
+    [
+      'analytics_key_verifications_per_month',
+      'analytics_ratelimits_per_month',
+      'verifications_per_month',
+      'ratelimits_per_month',
+      r.analyticsDayDays,
+    ],
+  ];
+  for (const [v, rl, vKind, rlKind, days] of analytics) {
+    keep(v, vKind, (x) => !old(x, 'time', days), days);
+    keep(rl, rlKind, (x) => !old(x, 'time', days), days);
+  }
   keep('audit_logs', 'audit_logs', (x) => !old(x, 'created_at', r.auditDays), r.auditDays);
   keep('keys', 'deleted_keys', (x) => !old(x, 'deleted_at', r.deletedDays), r.deletedDays);
   const keyIds = new Set(after.keys.map((k) => k.id));

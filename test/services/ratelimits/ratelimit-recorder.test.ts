@@ -6,7 +6,6 @@ import { eventually } from '../../helpers/outages.ts';
 import { RatelimitRecorder, type RatelimitEvent } from '../../../src/services/ratelimits/ratelimit-recorder.ts';
 import { openStore } from '../../../src/store/store.ts';
 import { newId } from '../../../src/domain/ids.ts';
-import type { RatelimitHourlyRow } from '../../../src/store/schema.ts';
 
 const HOUR_MS = 3_600_000;
 /** A fixed, hour-aligned origin: 2025-01-30T00:00Z. */
@@ -29,8 +28,8 @@ const bump = (tally: Tally, namespaceId: string, identifier: string, hour: numbe
 
 /** Rows sorted here by (namespace, identifier, hour): PostgreSQL's collation may order strings differently. */
 const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
-const byRow = (a: RatelimitHourlyRow, b: RatelimitHourlyRow) =>
-  cmp(a.namespace_id, b.namespace_id) || cmp(a.identifier, b.identifier) || a.hour - b.hour;
+type HourRow = { namespace_id: string; identifier: string; hour: number; workspace_id: string; passed: number; denied: number };
+const byRow = (a: HourRow, b: HourRow) => cmp(a.namespace_id, b.namespace_id) || cmp(a.identifier, b.identifier) || a.hour - b.hour;
 
 for (const dialect of DIALECTS) {
   describe(`RatelimitRecorder (${dialect})`, () => {
@@ -51,8 +50,29 @@ for (const dialect of DIALECTS) {
         .execute();
       return id;
     };
-    const rows = async (namespaceIds: string[]) =>
-      (await w.store.db.selectFrom('ratelimit_hourly').selectAll().where('namespace_id', 'in', namespaceIds).execute()).sort(byRow);
+    /** The per-hour roll-up rows, as (passed, denied) per (namespace, identifier, hour). */
+    const rows = async (namespaceIds: string[]): Promise<HourRow[]> =>
+      (await w.store.db.selectFrom('analytics_ratelimits_per_hour').selectAll().where('namespace_id', 'in', namespaceIds).execute())
+        .map((x) => ({
+          namespace_id: x.namespace_id,
+          identifier: x.identifier,
+          hour: Number(x.time),
+          workspace_id: x.workspace_id,
+          passed: Number(x.passed),
+          denied: Number(x.total) - Number(x.passed),
+        }))
+        .sort(byRow);
+    /** Raw events stored for these namespaces. */
+    const rawCount = async (namespaceIds: string[]) =>
+      Number(
+        (
+          await w.store.db
+            .selectFrom('analytics_ratelimits')
+            .select((eb) => eb.fn.countAll().as('n'))
+            .where('namespace_id', 'in', namespaceIds)
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
     const expected = (tally: Tally) =>
       [...tally]
         .map(([id, [passed, denied]]) => {
@@ -81,21 +101,34 @@ for (const dialect of DIALECTS) {
       return tally;
     };
 
-    test('4000 decisions: buffered in memory, then one flush writes passed/denied per (namespace, identifier, hour) in ONE transaction', async () => {
+    test('4000 decisions: queued in memory, then one flush writes them raw and passed/denied per (namespace, identifier, hour) in ONE transaction', async () => {
       const ids = [await namespace('exact-a'), await namespace('exact-b')];
-      const r = new RatelimitRecorder(w.store.db);
+      const r = new RatelimitRecorder(w.store.db, { dialect });
       const tally = recordRandom(r, ids, 90, 4000, 7, new Map());
-      assert.equal(r.buffered, tally.size, 'one counter per distinct (namespace, identifier, hour)');
+      assert.equal(r.buffered, 4000, 'one queued event per decision');
       assert.ok(tally.size > 500, `more rows than one statement writes (${tally.size})`);
       assert.deepEqual(await rows(ids), [], 'record() writes nothing');
 
       const run = await faults.run(() => r.flush());
       assert.equal(r.buffered, 0);
-      assert.match(run.statements[0], /^begin/i);
+      // On PostgreSQL the day partitions are created first (outside the transaction); then ONE transaction.
+      const begin = run.statements.findLastIndex((x) => /^begin/i.test(x));
+      if (dialect === 'sqlite') assert.equal(begin, 0);
+      else
+        assert.deepEqual(
+          run.statements.slice(0, begin).filter((x) => !/_p2025\d{4}|pg_class|^begin|^commit/i.test(x)),
+          [],
+          'before the batch: only the day partitions',
+        );
       assert.match(run.statements.at(-1)!, /^commit/i);
-      // Chunks of 500 rows, the rest in powers of two (fixed statement shapes): one upsert per 1 bit of the rest.
-      const upserts = Math.floor(tally.size / 500) + [...(tally.size % 500).toString(2)].filter((b) => b === '1').length;
-      assert.equal(run.statements.length, 2 + upserts, 'begin, the upserts in chunks of fixed shapes, commit');
+      const inside = run.statements.slice(begin + 1, -1);
+      assert.ok(inside.length >= 5, 'the raw rows, then the roll-ups of the four grains');
+      assert.deepEqual(
+        inside.filter((x) => !/^insert into ("[^"]+"\.)?"?analytics_ratelimits/i.test(x)),
+        [],
+        'only inserts and upserts into the analytics tables',
+      );
+      assert.equal(await rawCount(ids), 4000, 'every decision stored raw');
       const written = await rows(ids);
       assert.deepEqual(written, expected(tally));
       assert.equal(
@@ -106,7 +139,7 @@ for (const dialect of DIALECTS) {
 
     test('repeated flushes add to the rows without double counting; an empty flush executes nothing', async () => {
       const ids = [await namespace('repeat')];
-      const r = new RatelimitRecorder(w.store.db);
+      const r = new RatelimitRecorder(w.store.db, { dialect });
       const tally = recordRandom(r, ids, 20, 300, 11, new Map());
       await r.flush();
       recordRandom(r, ids, 20, 400, 12, tally);
@@ -121,6 +154,7 @@ for (const dialect of DIALECTS) {
       await Promise.all([first, r.flush(), r.flush()]);
       bump(tally, ids[0], 'user_0', at(0), 1, 1);
       assert.deepEqual(await rows(ids), expected(tally));
+      assert.equal(await rawCount(ids), 702, 'each decision stored raw once');
     });
 
     test('a flush failing at any of its statements writes nothing and keeps its counts, merged with those recorded meanwhile', async () => {
@@ -132,18 +166,19 @@ for (const dialect of DIALECTS) {
           this.taken?.();
           return super.write(batch);
         }
-      })(w.store.db);
+      })(w.store.db, { dialect });
       const tally = recordRandom(r, ids, 90, 2000, 21, new Map());
       await r.flush();
       const stored = await rows(ids);
+      const storedRaw = await rawCount(ids);
 
-      // Enough rows for two upsert statements: begin, upsert, upsert, commit. After a failed flush, the next one
-      // first asks the store `select 1` in a transaction (and takes the buffer only once it answers): three more.
+      // begin, the raw inserts, the roll-up upserts of four grains, commit (the day partitions exist already).
+      // After a failed flush, the next one first asks the store `select 1` in a transaction (and takes the
+      // queue only once it answers): three more statements before its begin.
       const pending: Tally = new Map();
       recordRandom(r, ids, 90, 3000, 22, pending);
-      assert.ok(pending.size > 500);
-      for (let point = 1; point <= 4; point++) {
-        const failAt = point === 1 ? 1 : point + 3;
+      let pendingEvents = 3000;
+      for (const failAt of [1, 5, 6, 7, 8]) {
         const buffered = r.buffered;
         let taken = -1;
         // Once the flush has taken the buffer, record more: some into rows it holds, one into a new row.
@@ -161,14 +196,16 @@ for (const dialect of DIALECTS) {
           failAt,
         );
         r.taken = undefined;
-        assert.equal(taken, 0, 'the flush took the buffer');
+        assert.equal(taken, 0, 'the flush took the queue');
         assert.ok(run.tripped && run.value instanceof InjectedFailure, `failure injected at statement ${failAt}: ${run.value}`);
-        if (point > 1) assert.match(run.statements[1], /^select 1$/i, 'after a failure, the store is asked first');
+        if (failAt > 1) assert.match(run.statements[1], /^select 1$/i, 'after a failure, the store is asked first');
         bump(pending, ids[0], 'user_1', at(2), 1, 0);
         bump(pending, ids[1], `meanwhile_${failAt}`, at(3), 0, 1);
-        assert.equal(r.buffered, pending.size, 'the failed batch is back, merged with what was recorded meanwhile');
+        pendingEvents += 2;
+        assert.equal(r.buffered, pendingEvents, 'the failed batch is back, with what was recorded meanwhile');
         assert.ok(r.buffered > buffered);
         assert.deepEqual(await rows(ids), stored, `nothing of the flush failing at statement ${failAt} was written`);
+        assert.equal(await rawCount(ids), storedRaw, 'no raw event either');
       }
 
       await r.flush();
@@ -178,6 +215,7 @@ for (const dialect of DIALECTS) {
         bump(tally, ns, identifier, Number(hour), p, d);
       }
       assert.deepEqual(await rows(ids), expected(tally), 'every count exactly once');
+      assert.equal(await rawCount(ids), storedRaw + pendingEvents, 'every raw event exactly once');
     });
 
     test('a flush against a closed store rejects and keeps every counter; onError gets the failures nobody awaits', async () => {
@@ -189,19 +227,19 @@ for (const dialect of DIALECTS) {
       r.record(event('rlns_closed', 'b', at(2), true));
       await fresh.close();
       await assert.rejects(r.flush());
-      assert.equal(r.buffered, 2);
+      assert.equal(r.buffered, 3);
       r.start();
       await eventually('failed timed flushes reported to onError', async () => errors.length >= 2);
       await assert.rejects(r.close(), 'close stops the timer, then its flush fails too');
-      assert.equal(r.buffered, 2, 'still failing, still kept');
+      assert.equal(r.buffered, 3, 'still failing, still kept');
     });
 
     test('two recorders on two stores of one database (two nodes) flushing the same rows at once: no deadlock, every count once', async () => {
       const ids = [await namespace('nodes-a'), await namespace('nodes-b')];
       const other = openStore(w.url);
       try {
-        const a = new RatelimitRecorder(w.store.db);
-        const b = new RatelimitRecorder(other.db);
+        const a = new RatelimitRecorder(w.store.db, { dialect });
+        const b = new RatelimitRecorder(other.db, { dialect });
         const tally: Tally = new Map();
         // 2 × 150 identifiers × 4 hours = 1200 rows each, three upsert statements, recorded in opposite orders.
         const all: Array<[string, string, number]> = [];
@@ -224,19 +262,19 @@ for (const dialect of DIALECTS) {
       }
     });
 
-    test('maxBuffered distinct rows start a flush without the timer; start() flushes on a timer; close() flushes the rest', async () => {
+    test('maxBatch queued events start a flush without the timer; start() flushes on a timer; close() flushes the rest', async () => {
       const [ns] = [await namespace('timers')];
-      const early = new RatelimitRecorder(w.store.db, { maxBuffered: 3 });
+      const early = new RatelimitRecorder(w.store.db, { maxBatch: 12, dialect });
       for (let i = 0; i < 10; i++) early.record(event(ns, 'x', at(0), true)); // one row, many decisions
       early.record(event(ns, 'y', at(0), false));
-      assert.equal(early.buffered, 2);
+      assert.equal(early.buffered, 11);
       await new Promise((res) => setTimeout(res, 30));
       assert.deepEqual(await rows([ns]), [], 'below the threshold nothing is written');
       early.record(event(ns, 'x', at(1), true));
       await eventually('the early flush', async () => (await rows([ns])).length === 3);
       assert.equal(early.buffered, 0);
 
-      const timed = new RatelimitRecorder(w.store.db, { flushIntervalMs: 20 });
+      const timed = new RatelimitRecorder(w.store.db, { flushIntervalMs: 20, dialect });
       timed.start();
       for (let i = 0; i < 4; i++) timed.record(event(ns, 'z', at(0), i % 2 === 0));
       await eventually('the timed flush', async () => (await rows([ns])).length === 4);

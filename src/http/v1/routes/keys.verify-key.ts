@@ -10,7 +10,7 @@ export const VERIFY_BODY_LIMIT = 64 * 1024;
 
 /** What keys.verifyKey answers with a valid body, on either path (this route or the lane, http/lane-operations.ts). */
 export async function answerVerifyKey(verifier: Verifier, body: VerifyRequest, requestId: string) {
-  return { ...(await verifier.verify(body)), requestId };
+  return { ...(await verifier.verify(body, Date.now(), undefined, requestId)), requestId };
 }
 
 export default function keysVerifyKey(app: App, deps: Deps) {

@@ -25,7 +25,13 @@ function parsedQuery(text: string | undefined): VerifyRequest['authorization'] {
 /** keys.verifyKey v2 for the route and the lane: the body in the service's terms, its answer in v2's (services/verification/verify-key-v2.ts). */
 export async function verifyKeyV2(deps: Deps, caller: Caller, body: VerifyKeyV2Input) {
   const req = verifierRequest(body, parsedQuery(body.permissions));
-  const verified = await verifyKeyV2Service({ db: deps.store.db, verifier: deps.verifier }, caller, req, body.migrationId);
+  const verified = await verifyKeyV2Service(
+    { db: deps.store.db, verifier: deps.verifier },
+    caller,
+    req,
+    body.migrationId,
+    caller.requestId,
+  );
   return verified ? verifyKeyV2Data(verified) : { valid: false, code: 'NOT_FOUND' as const };
 }
 

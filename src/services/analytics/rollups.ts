@@ -1,0 +1,89 @@
+import { CompiledQuery } from 'kysely';
+import type { Database } from '../../store/schema.ts';
+import type { Executor } from '../../store/store.ts';
+import { fixedShapeChunks, insertText } from '../../store/bulk-statements.ts';
+import { floorTo } from './hourly-sums.ts';
+
+// The roll-ups of the analytics events (schema migration 0011): per minute, hour, day and month (UTC bucket
+// starts in ms; a month's is its first day), upserted by the batch that writes the raw events.
+
+export const GRAINS = ['minute', 'hour', 'day', 'month'] as const;
+export type Grain = (typeof GRAINS)[number];
+export const MINUTE_MS = 60_000;
+
+/** The start of `t`'s bucket of `grain`, UTC. */
+export function bucketOf(t: number, grain: Grain): number {
+  return grain === 'minute' ? t - (((t % MINUTE_MS) + MINUTE_MS) % MINUTE_MS) : floorTo(t, grain);
+}
+
+/** Tags as the `tags` columns hold them: PostgreSQL text[]; SQLite a JSON array of strings. */
+export function storedTags(tags: readonly string[], dialect: 'sqlite' | 'postgres'): string | string[] {
+  // PostgreSQL: an array literal, since the store's parameters serialize JS arrays as JSON.
+  return dialect === 'postgres' ? `{${tags.map((t) => `"${t.replace(/[\\"]/g, (c) => `\\${c}`)}"`).join(',')}}` : JSON.stringify(tags);
+}
+
+/** Tags as read back from a `tags` column of either dialect. */
+export function readTags(value: unknown): string[] {
+  if (Array.isArray(value)) return value as string[];
+  if (typeof value === 'string' && value.startsWith('[')) return JSON.parse(value) as string[];
+  return [];
+}
+
+/** Most rows per upsert statement: 11 columns each stay well under MAX_PARAMS. */
+const UPSERT_ROWS = 1000;
+
+/**
+ * `INSERT … ON CONFLICT (group) DO UPDATE SET s = table.s + excluded.s` for each summed column `s`, of `rows`
+ * (all with the same members in the same order), in statements of a few fixed shapes whose text is compiled once.
+ * The caller orders the rows (the same order on every node, so that concurrent flushes lock rows alike).
+ */
+export async function upsertRollups<T extends keyof Database>(
+  tx: Executor,
+  table: T,
+  rows: ReadonlyArray<Database[T]>,
+  group: ReadonlyArray<keyof Database[T] & string>,
+  summed: ReadonlyArray<keyof Database[T] & string>,
+): Promise<void> {
+  if (rows.length === 0) return;
+  const columns = Object.keys(rows[0]) as Array<keyof Database[T]>;
+  for (const part of fixedShapeChunks(rows, UPSERT_ROWS)) {
+    const text = insertText(
+      tx,
+      `upsert ${table}(${columns.join(',')})x${part.length}`,
+      () =>
+        tx
+          .insertInto(table)
+          // biome-ignore lint/suspicious/noExplicitAny: Kysely cannot type an insert into a table chosen by a type parameter
+          .values(part as any)
+          .onConflict((oc) =>
+            // biome-ignore lint/suspicious/noExplicitAny: as above
+            (oc.columns(group as any) as any).doUpdateSet(
+              Object.fromEntries(
+                // biome-ignore lint/suspicious/noExplicitAny: as above
+                summed.map((c) => [c, (eb: any) => eb(`${table}.${c}`, '+', eb.ref(`excluded.${c}`))]),
+              ),
+            ),
+          )
+          .compile().sql,
+    );
+    const params: unknown[] = new Array(part.length * columns.length);
+    let k = 0;
+    for (const row of part) for (const c of columns) params[k++] = row[c];
+    await tx.executeQuery(CompiledQuery.raw(text, params));
+  }
+}
+
+/** Adds `row` into `into` under `id`, summing `summed` when a row of that id is there already. */
+export function addRow<R extends object>(into: Map<string, R>, id: string, row: R, summed: ReadonlyArray<keyof R>): void {
+  const had = into.get(id);
+  if (had === undefined) {
+    into.set(id, row);
+    return;
+  }
+  for (const c of summed) (had[c] as number) += row[c] as number;
+}
+
+/** The rows of `rows` ordered by id (UTF-16 code units), for a lock order every node shares. */
+export function byId<R>(rows: Map<string, R>): R[] {
+  return [...rows.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)).map((id) => rows.get(id)!);
+}

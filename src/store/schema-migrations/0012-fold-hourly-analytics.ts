@@ -1,0 +1,70 @@
+import { type Kysely, PostgresAdapter, sql } from 'kysely';
+
+// Frozen in time: this file never imports application types. One store of analytics: the hourly counts of
+// before (key_verifications_hourly, ratelimit_hourly) are added into the per-hour, per-day and per-month roll-ups
+// of migration 0011 (tags empty; external_id from the identity when it still exists; no spent credits or
+// latency, which were not counted), and the hourly tables are dropped. Per-minute roll-ups and raw events of
+// that time do not exist: hours cannot be split. Nothing to undo: `down` recreates empty hourly tables.
+
+// biome-ignore lint/suspicious/noExplicitAny: a frozen migration knows no schema type
+type Db = Kysely<any>;
+
+const DAY_MS = 86_400_000;
+
+/** The SQL of the bucket start of `hour` (ms): itself, its UTC day, or its UTC month's first day. */
+function bucket(pg: boolean, grain: 'hour' | 'day' | 'month') {
+  if (grain === 'hour') return sql`h.hour`;
+  if (grain === 'day') return sql`(h.hour - (h.hour % ${sql.lit(DAY_MS)}))`;
+  return pg
+    ? sql`cast(extract(epoch from date_trunc('month', to_timestamp(h.hour / 1000.0) at time zone 'UTC')) * 1000 as bigint)`
+    : sql`cast(strftime('%s', date(h.hour / 1000, 'unixepoch', 'start of month')) as integer) * 1000`;
+}
+
+export async function up(db: Db): Promise<void> {
+  const pg = db.getExecutor().adapter instanceof PostgresAdapter;
+  const noTags = pg ? sql`cast('{}' as text[])` : sql`'[]'`;
+  for (const grain of ['hour', 'day', 'month'] as const) {
+    const t = bucket(pg, grain);
+    await sql`insert into ${sql.table(`analytics_key_verifications_per_${grain}`)}
+        (time, workspace_id, key_space_id, identity_id, external_id, key_id, outcome, tags, count, spent_credits, latency_sum)
+      select ${t}, h.workspace_id, h.api_id, coalesce(h.identity_id, ''), coalesce(i.external_id, ''), h.key_id, h.outcome,
+        ${noTags}, sum(h.count), 0, 0
+      from key_verifications_hourly h left join identities i on i.id = h.identity_id
+      group by ${t}, h.workspace_id, h.api_id, coalesce(h.identity_id, ''), coalesce(i.external_id, ''), h.key_id, h.outcome
+      on conflict (workspace_id, time, key_space_id, key_id, identity_id, external_id, outcome, tags)
+      do update set count = ${sql.table(`analytics_key_verifications_per_${grain}`)}.count + excluded.count`.execute(db);
+    await sql`insert into ${sql.table(`analytics_ratelimits_per_${grain}`)} (time, workspace_id, namespace_id, identifier, passed, total)
+      select ${t}, h.workspace_id, h.namespace_id, h.identifier, sum(h.passed), sum(h.passed + h.denied)
+      from ratelimit_hourly h
+      group by ${t}, h.workspace_id, h.namespace_id, h.identifier
+      on conflict (workspace_id, time, namespace_id, identifier)
+      do update set passed = ${sql.table(`analytics_ratelimits_per_${grain}`)}.passed + excluded.passed,
+        total = ${sql.table(`analytics_ratelimits_per_${grain}`)}.total + excluded.total`.execute(db);
+  }
+  await db.schema.dropTable('key_verifications_hourly').execute();
+  await db.schema.dropTable('ratelimit_hourly').execute();
+}
+
+export async function down(db: Db): Promise<void> {
+  await db.schema
+    .createTable('key_verifications_hourly')
+    .addColumn('key_id', 'text', (c) => c.notNull())
+    .addColumn('hour', 'bigint', (c) => c.notNull())
+    .addColumn('outcome', 'text', (c) => c.notNull())
+    .addColumn('workspace_id', 'text', (c) => c.notNull())
+    .addColumn('api_id', 'text', (c) => c.notNull())
+    .addColumn('identity_id', 'text')
+    .addColumn('count', 'bigint', (c) => c.notNull())
+    .addPrimaryKeyConstraint('key_verifications_hourly_pk', ['key_id', 'hour', 'outcome'])
+    .execute();
+  await db.schema
+    .createTable('ratelimit_hourly')
+    .addColumn('namespace_id', 'text', (c) => c.notNull())
+    .addColumn('identifier', 'text', (c) => c.notNull())
+    .addColumn('hour', 'bigint', (c) => c.notNull())
+    .addColumn('workspace_id', 'text', (c) => c.notNull())
+    .addColumn('passed', 'bigint', (c) => c.notNull())
+    .addColumn('denied', 'bigint', (c) => c.notNull())
+    .addPrimaryKeyConstraint('ratelimit_hourly_pk', ['namespace_id', 'identifier', 'hour'])
+    .execute();
+}
