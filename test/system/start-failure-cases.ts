@@ -61,6 +61,21 @@ export const START_FAILURE_CASES: StartFailureCase[] = [
       line: /must be an http\(s\) URL/,
     }),
   ),
+  { setting: 'OTEL_SDK_DISABLED', what: '"yes"', env: () => ({ OTEL_SDK_DISABLED: 'yes' }), code: 2, line: /must be true or false/ },
+  {
+    setting: 'OTEL_SERVICE_NAME',
+    what: 'a control character',
+    env: () => ({ OTEL_SERVICE_NAME: 'key\thold' }),
+    code: 2,
+    line: /control characters/,
+  },
+  {
+    setting: 'OTEL_RESOURCE_ATTRIBUTES',
+    what: 'a pair without =',
+    env: () => ({ OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment=prod,team' }),
+    code: 2,
+    line: /key=value pairs/,
+  },
   {
     setting: 'HOST',
     what: 'a name that does not resolve',
