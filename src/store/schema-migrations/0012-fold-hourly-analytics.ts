@@ -3,8 +3,8 @@ import { type Kysely, PostgresAdapter, sql } from 'kysely';
 // Frozen in time: this file never imports application types. One store of analytics: the hourly counts of
 // before (key_verifications_hourly, ratelimit_hourly) are added into the per-hour, per-day and per-month roll-ups
 // of migration 0011 (tags empty; external_id from the identity when it still exists; no spent credits or
-// latency, which were not counted), and the hourly tables are dropped. Per-minute roll-ups and raw events of
-// that time do not exist: hours cannot be split. Nothing to undo: `down` recreates empty hourly tables.
+// latency, which were not counted), and the hourly tables are emptied (kept: an older server may still write them). Per-minute roll-ups and raw events of
+// that time do not exist: hours cannot be split. Nothing to undo.
 
 // biome-ignore lint/suspicious/noExplicitAny: a frozen migration knows no schema type
 type Db = Kysely<any>;
@@ -41,30 +41,12 @@ export async function up(db: Db): Promise<void> {
       do update set passed = ${sql.table(`analytics_ratelimits_per_${grain}`)}.passed + excluded.passed,
         total = ${sql.table(`analytics_ratelimits_per_${grain}`)}.total + excluded.total`.execute(db);
   }
-  await db.schema.dropTable('key_verifications_hourly').execute();
-  await db.schema.dropTable('ratelimit_hourly').execute();
+  // Moved, not dropped: an older server still running during an upgrade keeps writing these tables (migrations
+  // only add: docs/production.md, "Upgrades"); a later release drops them once no server writes them.
+  await db.deleteFrom('key_verifications_hourly').execute();
+  await db.deleteFrom('ratelimit_hourly').execute();
 }
 
-export async function down(db: Db): Promise<void> {
-  await db.schema
-    .createTable('key_verifications_hourly')
-    .addColumn('key_id', 'text', (c) => c.notNull())
-    .addColumn('hour', 'bigint', (c) => c.notNull())
-    .addColumn('outcome', 'text', (c) => c.notNull())
-    .addColumn('workspace_id', 'text', (c) => c.notNull())
-    .addColumn('api_id', 'text', (c) => c.notNull())
-    .addColumn('identity_id', 'text')
-    .addColumn('count', 'bigint', (c) => c.notNull())
-    .addPrimaryKeyConstraint('key_verifications_hourly_pk', ['key_id', 'hour', 'outcome'])
-    .execute();
-  await db.schema
-    .createTable('ratelimit_hourly')
-    .addColumn('namespace_id', 'text', (c) => c.notNull())
-    .addColumn('identifier', 'text', (c) => c.notNull())
-    .addColumn('hour', 'bigint', (c) => c.notNull())
-    .addColumn('workspace_id', 'text', (c) => c.notNull())
-    .addColumn('passed', 'bigint', (c) => c.notNull())
-    .addColumn('denied', 'bigint', (c) => c.notNull())
-    .addPrimaryKeyConstraint('ratelimit_hourly_pk', ['namespace_id', 'identifier', 'hour'])
-    .execute();
+export async function down(_db: Db): Promise<void> {
+  // The hourly tables are still there (up() emptied them); the counts it moved into the roll-ups stay there.
 }
