@@ -111,7 +111,8 @@ export function secretsIn(values: { urls: Array<string | undefined>; masterKeys?
   return [...new Set(secrets)].filter((s) => s.length >= 3).sort((a, b) => b.length - a.length);
 }
 
-const safeDecode = (text: string): string => {
+/** `decodeURIComponent`, or the text as it is when it is not valid percent-encoding. */
+export const safeDecode = (text: string): string => {
   try {
     return decodeURIComponent(text);
   } catch {

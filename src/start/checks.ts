@@ -1,3 +1,4 @@
+import { safeDecode } from '../config/shapes.ts';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
@@ -145,14 +146,6 @@ export async function checkRedis(redisUrl: string, timeoutMs = 2_000): Promise<s
   }
   return `REDIS_URL: cannot reach Redis at ${where} (${codeOf(failure) ?? message}); starting without it until it answers: rate limits decide on the store and cache invalidation relies on the change feed`;
 }
-
-const safeDecode = (text: string): string => {
-  try {
-    return decodeURIComponent(text);
-  } catch {
-    return text;
-  }
-};
 
 /**
  * An error nobody foresaw (a bug), as one line: its message's first line and where it was thrown, never the
