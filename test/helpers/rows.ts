@@ -46,6 +46,8 @@ export const ALL_TABLES = [
   'analytics_ratelimits_per_day',
   'analytics_ratelimits_per_month',
 ] as const satisfies ReadonlyArray<keyof Database>;
+/** Tables a migration emptied but kept for older servers during an upgrade (0012), not in today's schema. */
+export const RETIRED_TABLES = ['key_verifications_hourly', 'ratelimit_hourly'] as const;
 export const everyTableListed: [Exclude<keyof Database, (typeof ALL_TABLES)[number]>] extends [never] ? true : false = true;
 
 /** A store's query builder: `store.db`, or `w.store.db` of a test world. */
