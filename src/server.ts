@@ -23,7 +23,7 @@ import {
 import type { AddressInfo } from 'node:net';
 import { listenBaseUrl, recordServerAddress } from './services/dashboard/server-address.ts';
 import { handOverBootstrapKey } from './start/bootstrap-key.ts';
-import { stopExitingOnStopSignals } from './start/signals.ts';
+import { handStopSignalsTo } from './start/signals.ts';
 
 /** How long the store may take to answer its first statement at start. */
 const STORE_START_TIMEOUT_MS = 5_000;
@@ -88,9 +88,7 @@ async function main(): Promise<void> {
     await store.close();
     process.exit(0);
   };
-  stopExitingOnStopSignals();
-  process.on('SIGINT', () => void stop('SIGINT'));
-  process.on('SIGTERM', () => void stop('SIGTERM'));
+  handStopSignalsTo((signal) => void stop(signal));
 }
 
 /**
