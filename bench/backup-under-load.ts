@@ -16,12 +16,9 @@
 // the WAL before and after, and `PRAGMA integrity_check` of the copy (removed after the check); then what the
 // writers did. It exits 1 when a request fails or a copy is not intact.
 //
-// 2026-11-28, `--keys 200000 --rounds 3 --idle-seconds 10` (a 167 MB database and copy, every copy
-// `integrity_check` ok), on 2 cores shared with other engineers' test runs (load average 26–42): verification
-// p99 during / before each backup, `--pace 0` (one burst, as before pacing) 1.54×, 1.69×, 1.34× (copies of
-// 10.2–12.1 s), default pace (32 MB/s) 2.03×, 1.50×, 1.42× (10.2–24.7 s); idle p99 230–375 ms. At that load
-// the copy runs slower than 32 MB/s even unpaced, and the noise between windows exceeds the difference: the
-// figures do not separate the paces (see docs/performance.md#backup-under-load).
+// 2026-11-29, `--keys 200000 --rounds 3 --idle-seconds 10 --paces 0,default,16` (load average 1–5.5): verification
+// p99 during / before each backup, `--pace 0` 2.25×, 1.34×, 5.33×; default pace (32 MB/s) 0.86×, 1.01×, 1.13×;
+// `--pace 16` 1.71×, 0.88×, 0.80× (docs/performance.md#backup-under-load).
 
 import { execFile, fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
