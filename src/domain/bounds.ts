@@ -29,6 +29,13 @@ export const MAX_LISTED_PROBLEMS = 100;
 /** How many items one list may hold: the queries of a permission query's `and` / `or`, the values of a list query parameter. */
 export const MAX_QUERY_ITEMS = 100;
 
+/**
+ * Tags one verification may carry (keys.verifyKey v1 and v2), and the length of each, in characters; a
+ * `tag` filter of v1's analytics.getVerifications has the same bounds.
+ */
+export const MAX_TAGS = 20;
+export const MAX_TAG_LENGTH = 128;
+
 /** Whether a string can be stored and compared the same on both dialects: no NUL, no lone UTF-16 surrogate. */
 export const isStorableText = (s: string): boolean => !s.includes('\0') && s.isWellFormed();
 

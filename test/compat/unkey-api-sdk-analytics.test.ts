@@ -7,7 +7,7 @@ import { eventually, expectV1 } from '../helpers/unkey-sdk.ts';
 
 // Issue 11, continued from unkey-api-sdk.test.ts: @unkey/api 0.38's keys.getVerifications and
 // analytics.getVerifications against Keyhold over real HTTP, each result checked against the SDK's own types.
-// Arrays reach Keyhold comma-joined, and a tag filter is refused (docs/compatibility-v1.md).
+// Arrays reach Keyhold comma-joined (docs/compatibility-v1.md), tag lists included.
 
 for (const dialect of DIALECTS) {
   describe(`@unkey/api 0.38 against Keyhold: verification analytics (${dialect})`, () => {
@@ -108,14 +108,34 @@ for (const dialect of DIALECTS) {
       );
     });
 
-    test('analytics.getVerifications by tag: keys.verify accepted `tags` without storing them, so a `tag` filter is refused', async () => {
-      const { apiId, start } = verified;
-      for (const tag of ['checkout', ['checkout', 'other']]) {
-        const res = await unkey.analytics.getVerifications({ apiId, start, tag });
-        assert.equal(res.result, undefined, JSON.stringify(res.result));
-        assert.equal(res.error?.code, 'BAD_REQUEST');
-        assert.match(res.error?.message ?? '', /\/tag .*does not record the tags/);
-      }
+    test('analytics.getVerifications by tag: the tags keys.verify sent filter (all of them) and group', async () => {
+      const { apiId, start, keyIds } = verified;
+      const get = async (query: Omit<Parameters<typeof unkey.analytics.getVerifications>[0], 'apiId' | 'start'>) =>
+        expectV1(await unkey.analytics.getVerifications({ apiId, start, ...query }), 'analytics.getVerifications', 'get');
+      assert.deepEqual(
+        (await get({ tag: 'checkout' })).map((r) => [r.valid, r.total]),
+        [[verifications, verifications]],
+      );
+      // A list reaches Keyhold comma-joined (`tag=checkout,other`): verifications carrying both, none here.
+      assert.deepEqual(
+        (await get({ tag: ['checkout', 'other'] })).map((r) => r.total),
+        [0],
+      );
+      assert.deepEqual(
+        (await get({ groupBy: 'tag' })).map((r) => [r.tag, r.valid]),
+        [['checkout', verifications]],
+      );
+      assert.deepEqual(
+        (await get({ groupBy: ['tags', 'key'] })).map((r) => [r.keyId, r.tags, r.valid]).sort(),
+        [
+          [keyIds[0], ['checkout'], verifications],
+          [keyIds[1], [], verifications],
+        ].sort(),
+      );
+      const both = await unkey.analytics.getVerifications({ apiId, start, groupBy: ['tag', 'tags'] });
+      assert.equal(both.result, undefined, JSON.stringify(both.result));
+      assert.equal(both.error?.code, 'BAD_REQUEST');
+      assert.match(both.error?.message ?? '', /\/groupBy tag and tags cannot be combined/);
     });
   });
 }

@@ -1,5 +1,5 @@
 import { Type, type Static, type TProperties, type TSchema } from '@sinclair/typebox';
-import { BOUNDS, type NumericDomain } from '../../domain/bounds.ts';
+import { BOUNDS, MAX_TAG_LENGTH, MAX_TAGS, type NumericDomain } from '../../domain/bounds.ts';
 
 /** A request body object: members not declared are dropped before the handler sees them (older clients send deprecated fields). */
 export const Body = <T extends TProperties>(props: T, description?: string) =>
@@ -16,6 +16,15 @@ export const Nullable = <T extends TSchema>(schema: T) => {
   const plain = JSON.parse(JSON.stringify(schema)) as Record<string, unknown>;
   return Type.Unsafe<Static<T> | null>({ ...plain, type: [plain.type, 'null'] });
 };
+
+/** One tag of a verification: 1..MAX_TAG_LENGTH characters, stored exactly as given. */
+export const Tag = Type.String({ minLength: 1, maxLength: MAX_TAG_LENGTH });
+
+/** The `tags` of keys.verifyKey (v1 and v2). */
+export const VerificationTags = Type.Array(Tag, {
+  maxItems: MAX_TAGS,
+  description: 'Recorded with this verification for analytics, exactly as given (docs/analytics.md).',
+});
 
 /** Free-form JSON object (meta). */
 export const Meta = Type.Object({}, { additionalProperties: true, description: 'Free-form JSON object, at most 64 KiB as JSON.' });

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { Body, Meta, OneOf, Bounded } from './common.ts';
+import { Body, Meta, OneOf, Bounded, VerificationTags } from './common.ts';
 import { VERIFY_CODES } from '../../domain/verify-codes.ts';
 
 /** A role or permission name as given to keys.createKey and migrations: 1..512 characters. */
@@ -100,12 +100,7 @@ export const VerifyKeyBody = Body({
       { maxItems: 20 },
     ),
   ),
-  tags: Type.Optional(
-    Type.Array(Type.String({ minLength: 1, maxLength: 128 }), {
-      maxItems: 20,
-      description: 'Recorded with this verification for analytics, exactly as given (docs/analytics.md).',
-    }),
-  ),
+  tags: Type.Optional(VerificationTags),
 });
 
 /** The 200 body of keys.verifyKey. */

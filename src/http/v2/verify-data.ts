@@ -2,7 +2,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { VERIFY_CODES } from '../../domain/verify-codes.ts';
 import type { VerifyRequest } from '../../services/verification/verifier.ts';
 import type { VerifiedV2 } from '../../services/verification/verify-key-v2.ts';
-import { Body, Bounded, Meta, OneOf } from '../schemas/common.ts';
+import { Body, Bounded, Meta, OneOf, VerificationTags } from '../schemas/common.ts';
 
 // keys.verifyKey v2: its body and `data`, and the mapping of the verifier's answer (shared with v1) onto them.
 
@@ -12,12 +12,7 @@ export const VERIFY_V2_BODY_LIMIT = 64 * 1024;
 /** The body of /v2/keys.verifyKey. Bounds are v1's where v2's are narrower, so a key verifiable by v1 is verifiable here. */
 export const VerifyKeyV2Body = Body({
   key: Type.String({ minLength: 1, maxLength: 1024, description: 'The key to verify.' }),
-  tags: Type.Optional(
-    Type.Array(Type.String({ minLength: 1, maxLength: 128 }), {
-      maxItems: 20,
-      description: 'Recorded with this verification for analytics, exactly as given (docs/analytics.md).',
-    }),
-  ),
+  tags: Type.Optional(VerificationTags),
   permissions: Type.Optional(
     Type.String({
       minLength: 1,

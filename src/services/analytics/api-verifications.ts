@@ -30,12 +30,11 @@ export const ORDER_FIELDS = [
 ] as const;
 export type OrderField = (typeof ORDER_FIELDS)[number];
 
-/** What analytics.getVerifications groups by (v1's `tag` and `tags` are not: tags are not recorded). */
-export const GROUPINGS = ['hour', 'day', 'month', 'key', 'identity'] as const satisfies readonly Grouping[];
+/** What analytics.getVerifications groups by: at most one time unit, key, identity, and one of tag and tags. */
+export const GROUPINGS = ['hour', 'day', 'month', 'key', 'identity', 'tag', 'tags'] as const satisfies readonly Grouping[];
 
-/** Why a `tag` filter is refused rather than ignored (ignoring it would answer the counts of every verification). */
-export const TAG_NOT_RECORDED =
-  'is not supported: this version of Keyhold does not record the tags of keys.verifyKey, so verifications cannot be filtered by tag';
+/** Why `groupBy` may not hold both `tag` and `tags`. */
+export const TAG_AND_TAGS = 'tag and tags cannot be combined: group by one tag (tag) or by the tag set (tags)';
 
 export interface ApiVerificationsQuery {
   apiId: string;
@@ -44,7 +43,7 @@ export interface ApiVerificationsQuery {
   keyId?: string | string[];
   externalId?: string;
   groupBy?: Grouping | Grouping[];
-  /** Refused when present (TAG_NOT_RECORDED). */
+  /** Only verifications carrying every one of these tags. */
   tag?: string | string[];
   limit?: number;
   orderBy?: OrderField;
@@ -54,6 +53,8 @@ export interface ApiVerificationsRow extends OutcomeCounts {
   time?: number;
   keyId?: string;
   identity?: { id: string; externalId: string };
+  tag?: string;
+  tags?: string[];
 }
 
 const TIME_GROUPS: readonly Grouping[] = ['hour', 'day', 'month'];
@@ -61,15 +62,17 @@ const list = <T>(v: T | T[] | undefined): T[] => (v === undefined ? [] : Array.i
 
 /**
  * Verification counts of an API's keys in [start, end) (`end` defaults to now), optionally only of some
- * keys (`keyId`, one or several) or of one identity (`externalId`), grouped by at most one time unit
- * (hour, day, month: UTC buckets) and/or by key and/or identity. Without any grouping: one row of totals.
+ * keys (`keyId`, one or several), of one identity (`externalId`) or of verifications carrying all of some
+ * tags (`tag`), grouped by at most one time unit (hour, day, month: UTC buckets) and/or by key, identity,
+ * and tag (a row per single tag) or tags (a row per tag set as recorded). Without any grouping: one row of
+ * totals.
  *
  * Grouped by time alone, the series is complete: every bucket from start to end, zero-filled (at most
- * MAX_BUCKETS). Combined with key or identity, only (bucket, key/identity) pairs with data are listed.
- * Grouped by identity, verifications of keys without an identity (or of a deleted identity) are left out.
+ * MAX_BUCKETS). Combined with key, identity, tag or tags, only the groups with data are listed.
+ * Grouped by identity, verifications of keys without an identity (or of a deleted identity) are left out;
+ * grouped by tag, verifications without tags (a verification counts once per distinct tag it carries).
  * Rows are ordered by `orderBy` (default `time` when grouped by time) in `order` (default asc), ties by
- * time, then keyId, then identity externalId, ascending; then cut to `limit`. A `tag` filter is a 400:
- * tags are not recorded.
+ * time, then keyId, then identity externalId, then tag or tags, ascending; then cut to `limit`.
  * Requires `api.<apiId>.read_analytics`.
  */
 export async function getApiVerifications(
@@ -91,22 +94,25 @@ export async function getApiVerifications(
 
   const byKey = groups.has('key');
   const byIdentity = groups.has('identity');
+  const byTags = groups.has('tag') ? 'tag' : groups.has('tags') ? 'tags' : undefined;
   const { from, to } = widen(q.start, end, g ?? 'hour');
   const keyIds = q.keyId === undefined ? undefined : [...new Set(list(q.keyId))];
+  const tags = q.tag === undefined ? undefined : [...new Set(list(q.tag))];
   const sums = await sumHourly(
     db,
-    { workspaceId: caller.workspaceId, apiId: q.apiId, from, to, keyIds, identityId },
-    { hour: !!g, key: byKey, identity: byIdentity },
+    { workspaceId: caller.workspaceId, apiId: q.apiId, from, to, keyIds, identityId, tags },
+    { hour: !!g, key: byKey, identity: byIdentity, tags: byTags !== undefined },
   );
 
   const folded = new Map<string, Group>();
-  if (g && !byKey && !byIdentity) {
+  const grouped = byKey || byIdentity || byTags !== undefined;
+  if (g && !grouped) {
     // Zero-fill: every bucket of the window exists before the data is added.
     for (let b = from; b < to; b = nextBucket(b, g)) folded.set(`${b}\u0000\u0000`, { time: b, counts: zero() });
-  } else if (!g && !byKey && !byIdentity) {
+  } else if (!g && !grouped) {
     folded.set('\u0000\u0000', { counts: zero() });
   }
-  fold(sums, g, folded);
+  fold(sums, g, folded, byTags);
 
   const externalIds = byIdentity
     ? await externalIdsOf(db, caller.workspaceId, [...new Set([...folded.values()].map((r) => r.identityId!))])
@@ -118,6 +124,7 @@ export async function getApiVerifications(
       ...(r.time !== undefined ? { time: r.time } : {}),
       ...(byKey ? { keyId: r.keyId } : {}),
       ...(byIdentity ? { identity: { id: r.identityId!, externalId: externalIds.get(r.identityId!)! } } : {}),
+      ...(byTags === 'tag' ? { tag: r.tag } : byTags === 'tags' ? { tags: r.tags } : {}),
       ...r.counts,
     });
   }
@@ -126,16 +133,17 @@ export async function getApiVerifications(
 }
 
 /**
- * The query's problems a schema does not state: a tag filter, an empty window, several time groupings,
- * ordering by time without one, too many buckets.
+ * The query's problems a schema does not state: an empty window, several time groupings, tag with tags,
+ * ordering by time without a time grouping, too many buckets.
  */
 function apiQueryProblems(q: ApiVerificationsQuery, end: number, timeGroups: Granularity[]): FieldProblem[] {
   const g: Granularity | undefined = timeGroups[0];
   const problems: FieldProblem[] = [];
-  if (q.tag !== undefined) problems.push({ path: '/tag', message: TAG_NOT_RECORDED });
   if (q.start >= end) problems.push({ path: '/start', message: 'must be less than end' });
   if (timeGroups.length > 1)
     problems.push({ path: '/groupBy', message: `at most one of hour, day and month (got ${timeGroups.join(', ')})` });
+  const groups = list(q.groupBy);
+  if (groups.includes('tag') && groups.includes('tags')) problems.push({ path: '/groupBy', message: TAG_AND_TAGS });
   if (q.orderBy === 'time' && !g) problems.push({ path: '/orderBy', message: 'time needs a time grouping (groupBy hour, day or month)' });
   if (g && q.start < end) {
     const { from, to } = widen(q.start, end, g);
@@ -175,15 +183,22 @@ async function externalIdsOf(db: Db, workspaceId: string, identityIds: string[])
   return externalIds;
 }
 
-/** By `field` in the given direction, ties by time, then keyId, then identity externalId, ascending. */
+/** By `field` in the given direction, ties by time, then keyId, then identity externalId, then tag or tags, ascending. */
 function sortRows(rows: ApiVerificationsRow[], field: OrderField | undefined, sign: 1 | -1): void {
   const cmp = (a: string | number | undefined, b: string | number | undefined) =>
     a === b ? 0 : a === undefined ? -1 : b === undefined ? 1 : a < b ? -1 : 1;
+  /** Tag sets item by item, a set before the longer ones it starts. */
+  const cmpTags = (a: string[] = [], b: string[] = []) => {
+    for (let i = 0; i < Math.min(a.length, b.length); i++) if (a[i] !== b[i]) return cmp(a[i], b[i]);
+    return a.length - b.length;
+  };
   rows.sort(
     (a, b) =>
       (field ? sign * cmp(a[field], b[field]) : 0) ||
       cmp(a.time, b.time) ||
       cmp(a.keyId, b.keyId) ||
-      cmp(a.identity?.externalId, b.identity?.externalId),
+      cmp(a.identity?.externalId, b.identity?.externalId) ||
+      cmp(a.tag, b.tag) ||
+      cmpTags(a.tags, b.tags),
   );
 }

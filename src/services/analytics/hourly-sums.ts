@@ -12,7 +12,7 @@ import { HOUR_MS } from '../verification/verification-recorder.ts';
 // aligned hours are 30 hourly buckets (31 when both ends fall inside an hour).
 
 export type Granularity = 'hour' | 'day' | 'month';
-export type Grouping = Granularity | 'key' | 'identity';
+export type Grouping = Granularity | 'key' | 'identity' | 'tag' | 'tags';
 
 export const DAY_MS = 24 * HOUR_MS;
 /** Most buckets one time-grouped series may span (10 000 hours is about 14 months). */
@@ -141,23 +141,41 @@ export interface Group {
   time?: number;
   keyId?: string;
   identityId?: string;
+  /** Grouped by `tag`: one tag of the verifications counted. */
+  tag?: string;
+  /** Grouped by `tags`: the tags of the verifications counted, exactly as recorded. */
+  tags?: string[];
   counts: OutcomeCounts;
 }
 
-/** Adds hourly sums into groups keyed by (bucket of `g`, key, identity); an absent dimension is left out. */
-export function fold(rows: HourlySum[], g: Granularity | undefined, into = new Map<string, Group>()): Map<string, Group> {
+/**
+ * Adds hourly sums into groups keyed by (bucket of `g`, key, identity, and with `byTags` the tag set or each
+ * tag); an absent dimension is left out. By `tag`, a row counts once for each distinct tag it carries (a row
+ * without tags counts for none); by `tags`, once for its tag set as recorded (order included; `[]` is a set).
+ */
+export function fold(
+  rows: HourlySum[],
+  g: Granularity | undefined,
+  into = new Map<string, Group>(),
+  byTags?: 'tag' | 'tags',
+): Map<string, Group> {
+  const add = (id: string, r: HourlySum, field: keyof OutcomeCounts, time: number | undefined, tagged: Partial<Group>) => {
+    let group = into.get(id);
+    if (!group) {
+      group = { time, keyId: r.key_id, identityId: r.identity_id ?? undefined, ...tagged, counts: zero() };
+      into.set(id, group);
+    }
+    group.counts[field] += r.n;
+    group.counts.total += r.n;
+  };
   for (const r of rows) {
     const field = FIELD_OF[r.outcome];
     if (field === undefined) continue;
     const time = g && r.hour !== undefined ? floorTo(Number(r.hour), g) : undefined;
     const id = `${time ?? ''}\u0000${r.key_id ?? ''}\u0000${r.identity_id ?? ''}`;
-    let group = into.get(id);
-    if (!group) {
-      group = { time, keyId: r.key_id, identityId: r.identity_id ?? undefined, counts: zero() };
-      into.set(id, group);
-    }
-    group.counts[field] += r.n;
-    group.counts.total += r.n;
+    if (byTags === 'tag') for (const tag of new Set(r.tags ?? [])) add(`${id}\u0000${tag}`, r, field, time, { tag });
+    else if (byTags === 'tags') add(`${id}\u0000${JSON.stringify(r.tags ?? [])}`, r, field, time, { tags: r.tags ?? [] });
+    else add(id, r, field, time, {});
   }
   return into;
 }

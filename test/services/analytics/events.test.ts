@@ -112,46 +112,163 @@ for (const dialect of DIALECTS) {
       }
     });
 
-    test('keys.verifyKey records each outcome as a raw event with its fields (request id, region, tags, credits)', async () => {
+    /** A verification to make: the key, the rest of the body, the code it must answer and the credits it spends. */
+    type Case = [{ keyId: string; key: string }, Record<string, unknown>, VerifyCode, number];
+
+    /**
+     * Sends each case to `route` (with `root` on v2) with its own tags, checks its code, and then that each is
+     * recorded once, under the answer's request id, with its outcome, tags, credits, workspace, API, identity.
+     */
+    const assertRecorded = async (route: '/v1/keys.verifyKey' | '/v2/keys.verifyKey', apiId: string, cases: Case[]) => {
+      const sent: Array<{ requestId: string; tags: string[] }> = [];
+      for (const [i, [k, extra, code]] of cases.entries()) {
+        const tags = i % 3 === 2 ? [] : [`case=${i}`, `route=${route}`];
+        const res = await w.post(
+          route,
+          { key: k.key, ...extra, ...(tags.length ? { tags } : {}) },
+          route.startsWith('/v2') ? w.root : null,
+        );
+        assert.equal(res.status, 200, res.body);
+        const answer = route.startsWith('/v2') ? res.json.data : res.json;
+        assert.equal(answer.code, code, `${route} case ${i}: ${res.body}`);
+        sent.push({ requestId: String(route.startsWith('/v2') ? res.json.meta.requestId : res.json.requestId), tags });
+      }
+      const requestIds = sent.map((x) => x.requestId);
+      const recorded = async () =>
+        w.store.db.selectFrom('analytics_key_verifications').selectAll().where('request_id', 'in', requestIds).execute();
+      await eventually('the events written', async () => (await recorded()).length >= cases.length);
+      const rows = await recorded();
+      assert.equal(rows.length, cases.length, 'one event per verification');
+      for (const [i, [k, , code, credits]] of cases.entries()) {
+        const row = rows.find((x) => x.request_id === sent[i].requestId);
+        assert.ok(row, `${route} ${code}: an event with the answer's requestId`);
+        const key = await w.store.db
+          .selectFrom('keys')
+          .leftJoin('identities', 'identities.id', 'keys.identity_id')
+          .select(['keys.identity_id', 'identities.external_id'])
+          .where('keys.id', '=', k.keyId)
+          .executeTakeFirstOrThrow();
+        assert.deepEqual(
+          {
+            outcome: row.outcome,
+            key_id: row.key_id,
+            workspace_id: row.workspace_id,
+            key_space_id: row.key_space_id,
+            identity_id: row.identity_id,
+            external_id: row.external_id,
+            region: row.region,
+            tags: readTags(row.tags),
+            spent_credits: Number(row.spent_credits),
+          },
+          {
+            outcome: code,
+            key_id: k.keyId,
+            workspace_id: w.workspaceId,
+            key_space_id: apiId,
+            identity_id: key.identity_id ?? '',
+            external_id: key.external_id ?? '',
+            region: 'local',
+            tags: sent[i].tags,
+            spent_credits: credits,
+          },
+          `${route} case ${i} (${code})`,
+        );
+        assert.ok(Number(row.time) > Date.now() - 60_000);
+        assert.ok(Number(row.latency) >= 0);
+      }
+    };
+
+    /** Keys in every state a verification can find: credits, disabled, expired (after the wait), identity. */
+    const keysOfEveryState = async (apiId: string) => {
+      const keys = {
+        owned: await w.createKey({ apiId, remaining: 5, externalId: 'ev-owner' }),
+        disabled: await w.createKey({ apiId, enabled: false, remaining: 5 }),
+        expired: await w.createKey({ apiId, expires: Date.now() + 500, remaining: 5 }),
+        spent: await w.createKey({ apiId, remaining: 1 }),
+        limited: await w.createKey({ apiId, remaining: 10 }),
+        plain: await w.createKey({ apiId }),
+      };
+      await new Promise((res) => setTimeout(res, 600)); // `expired` expires
+      return keys;
+    };
+    const burst = { ratelimits: [{ name: 'burst', limit: 1, duration: 60_000 }] };
+
+    test('v1 keys.verifyKey records every outcome of a found key with its tags and spent credits', async () => {
       const apiId = await w.createApi('ev-fields');
-      const valid = await w.createKey({ apiId, remaining: 5, externalId: 'ev-owner' });
-      const disabled = await w.createKey({ apiId, enabled: false });
-      const spent = await w.createKey({ apiId, remaining: 1 });
-      const cases: Array<[{ keyId: string; key: string }, Record<string, unknown>, VerifyCode, number]> = [
-        [valid, { tags: ['path=/a', 'b'] }, 'VALID', 1],
-        [valid, { authorization: { permissions: 'nothing.granted' } }, 'INSUFFICIENT_PERMISSIONS', 0],
-        [disabled, {}, 'DISABLED', 0],
-        [spent, {}, 'VALID', 1],
-        [spent, {}, 'USAGE_EXCEEDED', 0],
+      const otherApi = await w.createApi('ev-fields-other');
+      const k = await keysOfEveryState(apiId);
+      await assertRecorded('/v1/keys.verifyKey', apiId, [
+        [k.owned, {}, 'VALID', 1],
+        [k.owned, { remaining: { cost: 2 } }, 'VALID', 2],
+        [k.owned, { remaining: { cost: 0 } }, 'VALID', 0],
+        [k.plain, { remaining: { cost: 3 } }, 'VALID', 0], // a key without credits spends none
+        [k.owned, { authorization: { permissions: 'nothing.granted' } }, 'INSUFFICIENT_PERMISSIONS', 0],
+        [k.owned, { apiId: otherApi }, 'FORBIDDEN', 0],
+        [k.disabled, {}, 'DISABLED', 0],
+        [k.expired, {}, 'EXPIRED', 0],
+        [k.spent, {}, 'VALID', 1],
+        [k.spent, {}, 'USAGE_EXCEEDED', 0],
+        [k.limited, burst, 'VALID', 1],
+        [k.limited, burst, 'RATE_LIMITED', 0],
+      ]);
+    });
+
+    test('v2 keys.verifyKey records every outcome of a found key with its tags and spent credits (v2 has no apiId: no FORBIDDEN)', async () => {
+      const apiId = await w.createApi('ev-fields-v2');
+      const k = await keysOfEveryState(apiId);
+      await assertRecorded('/v2/keys.verifyKey', apiId, [
+        [k.owned, {}, 'VALID', 1],
+        [k.owned, { credits: { cost: 2 } }, 'VALID', 2],
+        [k.owned, { credits: { cost: 0 } }, 'VALID', 0],
+        [k.plain, { credits: { cost: 3 } }, 'VALID', 0],
+        [k.owned, { permissions: 'nothing.granted' }, 'INSUFFICIENT_PERMISSIONS', 0],
+        [k.disabled, {}, 'DISABLED', 0],
+        [k.expired, {}, 'EXPIRED', 0],
+        [k.spent, {}, 'VALID', 1],
+        [k.spent, {}, 'USAGE_EXCEEDED', 0],
+        [k.limited, burst, 'VALID', 1],
+        [k.limited, burst, 'RATE_LIMITED', 0],
+      ]);
+    });
+
+    test('NOT_FOUND records nothing: an unknown or deleted key, an apiId not of its workspace, a v2 caller not allowed the key', async () => {
+      const apiId = await w.createApi('ev-not-found');
+      const { keyId, key } = await w.createKey({ apiId });
+      const deleted = await w.createKey({ apiId });
+      assert.equal((await w.post('/v1/keys.deleteKey', { keyId: deleted.keyId })).status, 200);
+      const other = await w.otherWorkspace();
+      const theirApi = await w.createApi('ev-not-found-theirs', other.root);
+      const noVerify = await w.rootKey([`api.${apiId}.read_key`]);
+      const sent: Array<[string, Record<string, unknown>, string | null]> = [
+        ['/v1/keys.verifyKey', { key: 'kh_unknown_key_1234567890', tags: ['nf'] }, null],
+        ['/v1/keys.verifyKey', { key: deleted.key, tags: ['nf'] }, null],
+        ['/v1/keys.verifyKey', { key, apiId: theirApi, tags: ['nf'] }, null],
+        ['/v1/keys.verifyKey', { key, apiId: 'api_1111111111111111111111', tags: ['nf'] }, null],
+        ['/v2/keys.verifyKey', { key, tags: ['nf'] }, other.root],
+        ['/v2/keys.verifyKey', { key, tags: ['nf'] }, noVerify],
+        ['/v2/keys.verifyKey', { key: deleted.key, tags: ['nf'] }, w.root],
       ];
       const requestIds: string[] = [];
-      for (const [k, extra, code] of cases) {
-        const res = await w.post('/v1/keys.verifyKey', { key: k.key, ...extra });
-        assert.equal(res.json.code, code, res.body);
-        requestIds.push(String(res.json.requestId));
+      for (const [route, body, root] of sent) {
+        const res = await w.post(route, body, root);
+        assert.equal(res.status, 200, res.body);
+        const answer = route.startsWith('/v2') ? res.json.data : res.json;
+        assert.equal(answer.code, 'NOT_FOUND', `${route} ${JSON.stringify(body)}: ${res.body}`);
+        requestIds.push(String(route.startsWith('/v2') ? res.json.meta.requestId : res.json.requestId));
       }
-      const identity = await w.store.db.selectFrom('keys').select('identity_id').where('id', '=', valid.keyId).executeTakeFirstOrThrow();
-      await eventually(
-        'the events written',
-        async () => (await rawRows(valid.keyId)).length === 2 && (await rawRows(spent.keyId)).length === 2,
+      // A verification after them: once it is written, so would they be (the queue is written in order).
+      const after = await w.post('/v1/keys.verifyKey', { key });
+      assert.equal(after.json.code, 'VALID');
+      await eventually('the later verification written', async () => (await rawRows(keyId)).length === 1);
+      assert.deepEqual(
+        await w.store.db.selectFrom('analytics_key_verifications').select('request_id').where('request_id', 'in', requestIds).execute(),
+        [],
       );
-      await eventually('the events written', async () => (await rawRows(disabled.keyId)).length === 1);
-      for (const [i, [k, extra, code, credits]] of cases.entries()) {
-        const rows = (await rawRows(k.keyId)).filter((x) => x.request_id === requestIds[i]);
-        assert.equal(rows.length, 1, `${code}: one event with the response's requestId`);
-        const [row] = rows;
-        assert.equal(row.outcome, code);
-        assert.equal(row.workspace_id, w.workspaceId);
-        assert.equal(row.key_space_id, apiId);
-        assert.equal(row.region, 'local');
-        assert.deepEqual(readTags(row.tags), (extra.tags as string[] | undefined) ?? []);
-        assert.equal(Number(row.spent_credits), credits, `${code}: spent credits`);
-        assert.ok(Number(row.time) > Date.now() - 60_000);
-        if (k === valid) {
-          assert.equal(row.identity_id, identity.identity_id);
-          assert.equal(row.external_id, 'ev-owner');
-        }
-      }
+      assert.deepEqual(
+        (await rawRows(keyId)).map((r) => [r.request_id, r.outcome]),
+        [[String(after.json.requestId), 'VALID']],
+      );
+      assert.deepEqual(await rawRows(deleted.keyId), []);
     });
 
     test('tags: more than 20, an empty one or one of 129 characters → 400, nothing recorded', async () => {

@@ -915,7 +915,10 @@ for (const dialect of DIALECTS) {
             ['groupBy', 'hour'],
             ['groupBy', 'day'],
           ],
-          [['groupBy', 'tags']],
+          [
+            ['groupBy', 'tags'],
+            ['groupBy', 'tag'],
+          ],
           [
             ['groupBy', 'key'],
             ['groupBy', 'week'],

@@ -3,12 +3,11 @@ import assert from 'node:assert/strict';
 import { DIALECTS, world, type Response, type World } from '../../../helpers/harness.ts';
 import type { Answer } from '../../../helpers/json.ts';
 import { VerificationRecorder, HOUR_MS } from '../../../../src/services/verification/verification-recorder.ts';
-import { MAX_QUERY_ITEMS } from '../../../../src/domain/bounds.ts';
-import { TAG_NOT_RECORDED } from '../../../../src/services/analytics/api-verifications.ts';
+import { MAX_QUERY_ITEMS, MAX_TAGS } from '../../../../src/domain/bounds.ts';
 
-// The list parameters of analytics.getVerifications (keyId, groupBy) in both forms clients send them:
-// repeated (`keyId=a&keyId=b`) and comma-joined (`keyId=a,b`, what @unkey/api sends), their bounds, and the
-// `tag` filter, refused since tags are not recorded. The counting itself: test/services/analytics/verifications.test.ts.
+// The list parameters of analytics.getVerifications (keyId, groupBy, tag) in both forms clients send them:
+// repeated (`keyId=a&keyId=b`) and comma-joined (`keyId=a,b`, what @unkey/api sends), and their bounds. The
+// counting itself: test/services/analytics/verifications.test.ts; by tag: api-verifications-tags.test.ts there.
 
 const path = '/v1/analytics.getVerifications';
 /** A fixed, hour-aligned origin: 2025-01-30T00:00Z. */
@@ -43,10 +42,10 @@ const refused = (res: Response<Answer>, paths: string[]) => {
 };
 
 for (const dialect of DIALECTS) {
-  describe(`GET ${path}: list parameters and tags (${dialect})`, () => {
+  describe(`GET ${path}: list parameters (${dialect})`, () => {
     let w: World;
     let apiId: string;
-    /** Three keys verified 1, 2 and 3 times (VALID): key i in hour i. */
+    /** Three keys verified 1, 2 and 3 times (VALID): key i in hour i, with tags `k<i>` and `all`. */
     let keys: string[];
     before(async () => {
       w = await world(dialect);
@@ -56,7 +55,15 @@ for (const dialect of DIALECTS) {
       const recorder = new VerificationRecorder(w.store.db);
       keys.forEach((keyId, i) => {
         for (let n = 0; n <= i; n++)
-          recorder.record({ keyId, workspaceId: w.workspaceId, apiId, identityId: null, code: 'VALID', time: T0 + i * HOUR_MS });
+          recorder.record({
+            keyId,
+            workspaceId: w.workspaceId,
+            apiId,
+            identityId: null,
+            code: 'VALID',
+            time: T0 + i * HOUR_MS,
+            tags: [`k${i}`, 'all'],
+          });
       });
       await recorder.flush();
     });
@@ -96,7 +103,7 @@ for (const dialect of DIALECTS) {
       refused(await getRaw(w, apiId, 'groupBy=hour&groupBy=key,day'), ['/groupBy']);
     });
 
-    test(`bounds after splitting: at most ${MAX_QUERY_ITEMS} keyIds and 3 groupings, however they are sent`, async () => {
+    test(`bounds after splitting: at most ${MAX_QUERY_ITEMS} keyIds, 4 groupings and ${MAX_TAGS} tags, however they are sent`, async () => {
       const ids = (n: number) => Array.from({ length: n }, (_, i) => (i === 0 ? keys[0] : `key_${i}`));
       assert.equal(rows(await getRaw(w, apiId, `keyId=${ids(MAX_QUERY_ITEMS).join(',')}`))[0].valid, 1);
       const over = ids(MAX_QUERY_ITEMS + 1);
@@ -109,8 +116,25 @@ for (const dialect of DIALECTS) {
         refused(res, ['/keyId']);
         assert.match(res.json.error.errors[0].message, new RegExp(`more than ${MAX_QUERY_ITEMS} items`));
       }
-      refused(await getRaw(w, apiId, 'groupBy=key,identity,hour,key'), ['/groupBy']);
-      refused(await getRaw(w, apiId, 'groupBy=key,identity&groupBy=hour,key'), ['/groupBy']);
+      assert.equal(rows(await getRaw(w, apiId, 'groupBy=key,identity,hour,key')).length, 0, 'no identity: no rows');
+      refused(await getRaw(w, apiId, 'groupBy=key,identity,hour,key,tag'), ['/groupBy']);
+      refused(await getRaw(w, apiId, 'groupBy=key,identity&groupBy=hour,key,tag'), ['/groupBy']);
+      const tags = (n: number) => Array.from({ length: n }, (_, i) => (i === 0 ? 'all' : `t${i}`));
+      assert.equal(rows(await getRaw(w, apiId, `tag=${tags(1).join(',')}`))[0].valid, 6);
+      assert.equal(rows(await getRaw(w, apiId, `tag=${tags(MAX_TAGS).join(',')}`))[0].valid, 0);
+      for (const query of [
+        `tag=${tags(MAX_TAGS + 1).join(',')}`,
+        `tag=${tags(10).join(',')}&tag=${tags(MAX_TAGS + 1)
+          .slice(10)
+          .join(',')}`,
+        tags(MAX_TAGS + 1)
+          .map((t) => `tag=${t}`)
+          .join('&'),
+      ]) {
+        const res = await getRaw(w, apiId, query);
+        refused(res, ['/tag']);
+        assert.match(res.json.error.errors[0].message, new RegExp(`more than ${MAX_TAGS} items`));
+      }
     });
 
     test('empty or unknown items are a 400 naming their position', async () => {
@@ -125,30 +149,39 @@ for (const dialect of DIALECTS) {
         ['groupBy=key,,hour', ['/groupBy/1']],
         ['groupBy=key,week', ['/groupBy/1']],
         ['groupBy=', ['/groupBy/0']],
-        ['groupBy=tag', ['/groupBy/0']],
-        ['groupBy=key,tags', ['/groupBy/1']],
+        ['groupBy=tag,week', ['/groupBy/1']],
+        ['tag=all,,k1', ['/tag/1']],
+        ['tag=', ['/tag/0']],
+        ['tag=all&tag=', ['/tag/1']],
       ];
       for (const [query, paths] of cases) refused(await getRaw(w, apiId, query), paths);
     });
 
-    test('tag, in any form, is a 400 naming /tag: tags are not recorded (verifyKey accepts them)', async () => {
-      const { key } = await w.createKey({ apiId });
-      const verified = await w.post('/v1/keys.verifyKey', { key, tags: ['checkout', 'path=/v1/a,b'] });
-      assert.equal(verified.status, 200, verified.body);
-      assert.equal(verified.json.valid, true);
-
-      for (const query of ['tag=checkout', 'tag=checkout,other', 'tag=checkout&tag=other', 'tag=', `tag=a&keyId=${keys[0]}&groupBy=key`]) {
-        const res = await getRaw(w, apiId, query);
-        refused(res, ['/tag']);
-        assert.equal(res.json.error.errors[0].message, TAG_NOT_RECORDED, query);
-        assert.match(
-          res.json.error.detail,
-          /^The request query is invalid: \/tag is not supported: this version of Keyhold does not record/,
+    test('tag: comma-joined, repeated and mixed forms filter by the same tags (all of them); groupBy tag and tags', async () => {
+      const [, b, c] = keys;
+      for (const query of ['tag=all,k1', 'tag=k1&tag=all', 'tag=all,k1&tag=k1']) {
+        assert.deepEqual(
+          rows(await getRaw(w, apiId, query)).map(({ valid, total }) => ({ valid, total })),
+          [{ valid: 2, total: 2 }],
+          query,
         );
       }
-      // Listed with the query's other problems; too many tags are refused by their number alone.
-      refused(await w.get(path, { apiId, start: T0, end: T0, tag: 'checkout' }), ['/start', '/tag']);
-      refused(await getRaw(w, apiId, `tag=${Array.from({ length: MAX_QUERY_ITEMS + 1 }, (_, i) => `t${i}`).join(',')}`), ['/tag']);
+      assert.equal(rows(await getRaw(w, apiId, 'tag=k1,k2'))[0].total, 0, 'no verification carries both');
+      assert.deepEqual(
+        rows(await getRaw(w, apiId, 'tag=all&groupBy=key,tag')).map((r) => [r.keyId, (r as { tag?: string }).tag, r.valid]),
+        [
+          [keys[0], 'all', 1],
+          [keys[0], 'k0', 1],
+          [b, 'all', 2],
+          [b, 'k1', 2],
+          [c, 'all', 3],
+          [c, 'k2', 3],
+        ].sort((x, y) => (`${x[0]}\u0000${x[1]}` < `${y[0]}\u0000${y[1]}` ? -1 : 1)),
+      );
+      assert.deepEqual(
+        rows(await getRaw(w, apiId, 'groupBy=tags&groupBy=hour')).map((r) => [r.time, (r as { tags?: string[] }).tags, r.valid]),
+        keys.map((_, i) => [T0 + i * HOUR_MS, [`k${i}`, 'all'], i + 1]),
+      );
     });
 
     test('the OpenAPI document describes both forms and the refused tag', async () => {
@@ -158,13 +191,17 @@ for (const dialect of DIALECTS) {
       const param = (name: string) => params.find((p) => p.name === name)!;
       for (const [name, maxItems] of [
         ['keyId', MAX_QUERY_ITEMS],
-        ['groupBy', 3],
+        ['groupBy', 4],
+        ['tag', MAX_TAGS],
       ] as const) {
         assert.equal(param(name).schema.type, 'array');
         assert.equal(param(name).schema.maxItems, maxItems);
         assert.match(param(name).description ?? '', /repeat the parameter, or join them with commas/);
       }
-      assert.match(param('tag').description ?? '', /Not supported.*any `tag` is a 400/);
+      assert.match(param('tag').description ?? '', /carrying all of these tags/);
+      assert.match(param('groupBy').description ?? '', /tag.*tags/);
+      const row = doc.paths[path].get.responses['200'].content['application/json'].schema.items.properties;
+      assert.deepEqual([row.tag.type, row.tags.type, row.tags.items.type], ['string', 'array', 'string']);
     });
   });
 }
