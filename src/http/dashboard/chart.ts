@@ -46,4 +46,33 @@ ${bars}
 </figure>`;
 }
 
+const ROW = 24;
+const LABEL_WIDTH = 230;
+
+/**
+ * A ranking drawn on the server (top keys, identities, tags): one horizontal bar per item in the order given, its
+ * label before it and its value after it, with an accessible name and a text summary. The page shows the same
+ * items in a table beside it.
+ */
+export function rankChart(name: string, items: Array<{ label: string; value: number }>): Html {
+  const height = PAD + items.length * ROW;
+  const max = Math.max(1, ...items.map((i) => i.value));
+  const room = WIDTH - LABEL_WIDTH - PAD - 60;
+  const bars = items.map((item, i) => {
+    const y = PAD / 2 + i * ROW;
+    const width = Math.max(1, (item.value / max) * room);
+    const label = item.label.length > 30 ? `${item.label.slice(0, 29)}…` : item.label;
+    return html`<text class="bar-label" x="${LABEL_WIDTH - 8}" y="${(y + ROW * 0.65).toFixed(1)}" text-anchor="end">${label}</text>
+<rect class="s-rank" x="${LABEL_WIDTH}" y="${(y + ROW * 0.15).toFixed(1)}" width="${width.toFixed(1)}" height="${(ROW * 0.7).toFixed(1)}"><title>${item.label}: ${item.value}</title></rect>
+<text class="bar-value" x="${(LABEL_WIDTH + width + 6).toFixed(1)}" y="${(y + ROW * 0.65).toFixed(1)}">${item.value}</text>`;
+  });
+  const summary = items.length ? items.map((i) => `${i.label} ${i.value}`).join(', ') : 'no data';
+  return html`<figure class="chart rank">
+<svg role="img" aria-label="${name}" aria-describedby="${slug(name)}-summary" viewBox="0 0 ${WIDTH} ${height}">
+${bars}
+</svg>
+<figcaption id="${slug(name)}-summary">${summary}.</figcaption>
+</figure>`;
+}
+
 const slug = (name: string): string => name.toLowerCase().replace(/[^a-z0-9]+/g, '-');

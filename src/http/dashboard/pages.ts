@@ -3,6 +3,7 @@ import signOutPages from './pages/sign-in.ts';
 import workspacePages from './pages/workspaces.ts';
 import apiListPages from './pages/apis.ts';
 import apiPages from './pages/api.ts';
+import analyticsPages from './pages/analytics.ts';
 import keyPages from './pages/key.ts';
 import rootKeyPages from './pages/root-keys.ts';
 import rolePages from './pages/roles.ts';
@@ -21,6 +22,7 @@ export const PAGES: Array<(router: PageRouter) => void> = [
   workspacePages,
   apiListPages,
   apiPages,
+  analyticsPages,
   keyPages,
   rootKeyPages,
   rolePages,

@@ -96,7 +96,7 @@ async function render(ctx: PageContext, api: Api, state: State): Promise<PageRes
     when(k.lastUsedAt),
   ]);
   const path = apiPath(api.id);
-  const main = html`<p><a href="${APIS}">All APIs</a></p>
+  const main = html`<p><a href="${APIS}">All APIs</a> · <a href="${path}/analytics">Analytics</a></p>
 ${state.error ? formError(state.error, []) : ''}
 ${facts([
   ['Name', api.name],

@@ -65,7 +65,7 @@ async function render(ctx: PageContext, state: State): Promise<PageResult> {
   const range = ctx.query.range === '30d' ? '30d' : '24h';
   const path = keyPath(key.id);
   const leakedAt = (await leakedKeyUrls(ctx.deps.store.db, ctx.caller.workspaceId, [key.id])).get(key.id);
-  const main = html`<p><a href="${apiPath(api.id)}">Back to the API ${api.name}</a></p>
+  const main = html`<p><a href="${apiPath(api.id)}">Back to the API ${api.name}</a> · <a href="${path}/analytics">Analytics</a></p>
 ${state.error ? formError(state.error, []) : ''}
 ${leakedAt === undefined ? '' : html`<p class="error" id="leaked">${leakedBadge(leakedAt)}<br>This key was reported as leaked (see the audit log): replace it and delete it.</p>`}
 <div class="actions">${enabledForm(ctx.csrf, path, key.enabled)}${confirmAction({

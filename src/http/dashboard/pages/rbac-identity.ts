@@ -19,6 +19,7 @@ export function identityDetailPages(router: PageRouter, base: string): void {
       ['ID', html`<code>${identity.id}</code>`],
       ['Environment', identity.environment],
     ])}
+<p><a href="${path}/analytics">Analytics</a>: verifications of its keys</p>
 <div class="actions">${confirmAction({
       id: 'delete-identity',
       label: 'Delete',
