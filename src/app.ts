@@ -22,6 +22,7 @@ import { ratelimitsLimitOperation, verifyKeyOperation, verifyKeyV2Operation } fr
 import { VerifyKeyV2Body } from './http/v2/verify-data.ts';
 import type { App, Deps } from './http/types.ts';
 import type { Store } from './store/store.ts';
+import type { RedisTracing } from './store/redis.ts';
 import { registerDashboard } from './http/dashboard/register.ts';
 import { OidcClient, withOidcReadiness } from './services/dashboard/oidc-client.ts';
 import type { OidcConfig } from './config/oidc.ts';
@@ -56,8 +57,8 @@ export interface AppOptions {
   accessLog?: boolean;
   /** Failed root-key authentications per client address and minute before 429 (KEYHOLD_AUTH_FAILURE_LIMIT; 0: no limit). Default 100. */
   authFailureLimit?: number;
-  /** OpenTelemetry request spans (src/tracing.ts); none when unset. */
-  tracing?: RequestTracing;
+  /** OpenTelemetry spans of requests and Redis commands (src/tracing.ts); none when unset. */
+  tracing?: RequestTracing & RedisTracing;
   /** Where users reach the server (KEYHOLD_PUBLIC_URL): dashboard cookies are Secure when it is https. */
   publicUrl?: string;
   /** Background retention passes (KEYHOLD_*_RETENTION_DAYS, KEYHOLD_PRUNE_INTERVAL_MINUTES); none when unset. */
@@ -118,8 +119,8 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
   });
   await registerDocs(app);
 
-  const { redisUrl, logger, keyCacheSize, capacities, analytics } = options;
-  const runtime = await createRuntime(store, { redisUrl, logger, keyCacheSize, capacities, analytics, caches: [guard] });
+  const { redisUrl, logger, keyCacheSize, capacities, analytics, tracing } = options;
+  const runtime = await createRuntime(store, { redisUrl, logger, keyCacheSize, capacities, analytics, tracing, caches: [guard] });
   app.addHook('onClose', () => runtime.close());
   const { verifier, limiter, cache, apis, readiness, ratelimits } = runtime;
   verifier.events = ratelimits.events = crossingEvents(app, store, options);

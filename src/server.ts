@@ -4,7 +4,8 @@ import { ConfigError } from './config/shapes.ts';
 import { sqliteDataDirectory } from './config/store.ts';
 import { MasterKeyFileError, masterKeysFromConfig } from './crypto/master-keys.ts';
 import { createVault, type Vault, VaultError } from './crypto/vault.ts';
-import { openStore, type Store } from './store/store.ts';
+import { openStore, type Store, type StoreTracing } from './store/store.ts';
+import type { Tracing } from './tracing.ts';
 import { bootstrap } from './services/workspaces/workspaces.ts';
 import { buildApp } from './app.ts';
 import { JobQueue } from './jobs/job-queue.ts';
@@ -40,7 +41,8 @@ async function main(): Promise<void> {
   const dataDir = sqliteDataDirectory(config.databaseUrl);
   if (dataDir) checkDataDirectory(dataDir);
   if (config.leaks.github?.keysFile) checkGithubKeysFile(config.leaks.github.keysFile);
-  const store = await openCheckedStore(config.databaseUrl, logger);
+  const tracing = await startTracingIfOn(config);
+  const store = await openCheckedStore(config.databaseUrl, logger, tracing);
   if (config.redisUrl) await checkRedis(config.redisUrl).then((unreachable) => unreachable && logger.warn(unreachable));
   const vault = await openVault(config, store, logger);
   await bootstrapOnFirstStart(store, config, logger);
@@ -60,8 +62,7 @@ async function main(): Promise<void> {
       leaks: config.leaks,
       webhooks: config.webhooks,
       oidc: config.oidc,
-      // Loaded only when on: with tracing off, no OpenTelemetry module is imported.
-      tracing: config.tracing.enabled ? (await import('./tracing.ts')).startTracing(config.tracing.serviceName) : undefined,
+      tracing,
     },
   );
   // The address was free a moment ago; another process may still take it first.
@@ -71,8 +72,8 @@ async function main(): Promise<void> {
   await announceListening(store, config, { address, bound: app.server.address() }, logger);
 
   // Imports of enqueued keys and webhook deliveries run here unless KEYHOLD_WORKERS=0 (then `keyhold worker` runs them).
-  const tasks = workerTasks(store.db, vault, config.webhooks);
-  const worker = config.workers > 0 ? new Worker(new JobQueue(store, tasks), { concurrency: config.workers, logger }) : undefined;
+  const tasks = workerTasks(store.db, vault, config.webhooks, tracing);
+  const worker = config.workers > 0 ? new Worker(new JobQueue(store, tasks), { concurrency: config.workers, logger, tracing }) : undefined;
   worker?.start();
   if (worker) logger.info({ worker: worker.id, concurrency: config.workers }, 'job worker started');
 
@@ -86,6 +87,7 @@ async function main(): Promise<void> {
     // The worker finishes the jobs it is running; one cut short by the force exit is retried after its lock expires.
     await Promise.all([app.close(), worker?.stop()]);
     await store.close();
+    await tracing?.shutdown(); // the spans still buffered are exported
     process.exit(0);
   };
   handStopSignalsTo((signal) => void stop(signal));
@@ -107,6 +109,11 @@ async function announceListening(
   await recordServerAddress(store.db, baseUrl).catch((err: unknown) =>
     logger.warn({ err: (err as Error).message }, 'could not record the server address for dashboard links'),
   );
+}
+
+/** OpenTelemetry traces, when on; off, no OpenTelemetry module is even imported, and nothing is wrapped for them. */
+async function startTracingIfOn(config: Config): Promise<Tracing | undefined> {
+  return config.tracing.enabled ? (await import('./tracing.ts')).startTracing(config.tracing.serviceName) : undefined;
 }
 
 /** JSON lines on stdout, with secrets redacted wherever a log call might carry one. */
@@ -141,8 +148,8 @@ function exitWith(code: number, lines: string[]): never {
 }
 
 /** The store, answering and with its schema up to date; a store that cannot be used is a StartError. */
-async function openCheckedStore(databaseUrl: string, logger: pino.Logger): Promise<Store> {
-  const store = openStore(databaseUrl);
+async function openCheckedStore(databaseUrl: string, logger: pino.Logger, tracing: StoreTracing | undefined): Promise<Store> {
+  const store = openStore(databaseUrl, { tracing });
   try {
     await store.ping(STORE_START_TIMEOUT_MS);
     const applied = await store.migrate();

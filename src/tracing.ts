@@ -1,34 +1,60 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { context, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { context, propagation, SpanKind, SpanStatusCode, trace, type Tracer } from '@opentelemetry/api';
 import { NodeSDK } from '@opentelemetry/sdk-node';
 import type { RequestSpan, RequestTracing } from './http/request-tracing.ts';
+import type { StoreTracing } from './store/store.ts';
+import type { RedisTracing } from './store/redis.ts';
+import type { SendTracing } from './services/webhooks/attempt.ts';
+import type { JobTracing } from './jobs/worker.ts';
+import { tracedDialect } from './tracing/store-spans.ts';
+import { traceRedis, tracedJob, tracedSend } from './tracing/client-spans.ts';
+
+/** Everything traced, each part handed to what it traces (server.ts); none of it exists while traces are off. */
+export interface Tracing extends RequestTracing, StoreTracing, RedisTracing, SendTracing, JobTracing {
+  /** Exports the spans still buffered, then stops. */
+  shutdown(): Promise<void>;
+}
 
 /**
  * OpenTelemetry traces, loaded (dynamic import from server.ts) only when OTEL_EXPORTER_OTLP_ENDPOINT or
  * OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set. The SDK reads the standard settings itself: the exporter's
  * protocol (`http/protobuf` by default, `http/json`, `grpc`), headers and endpoint, OTEL_TRACES_SAMPLER(_ARG),
  * OTEL_BSP_*, OTEL_RESOURCE_ATTRIBUTES, OTEL_SERVICE_NAME (`keyhold` when neither names the service). Traces
- * only: no metrics or log exporters, no auto-instrumentation. W3C trace context is propagated.
+ * only: no metrics or log exporters, no auto-instrumentation; the spans are Keyhold's own (docs/observability.md).
+ * W3C trace context is propagated, in the process by the SDK's AsyncLocalStorage context manager.
  */
-export function startTracing(serviceName: string | undefined): RequestTracing {
+export function startTracing(serviceName: string | undefined): Tracing {
   const sdk = new NodeSDK({ serviceName, instrumentations: [], metricReaders: [], logRecordProcessors: [] });
   sdk.start();
   const tracer = trace.getTracer('keyhold');
   return {
-    start(method: string, headers: IncomingHttpHeaders, startTime?: number): RequestSpan {
-      const parent = propagation.extract(context.active(), headers);
-      const attributes = { 'http.request.method': method };
-      const span = tracer.startSpan(method, { kind: SpanKind.SERVER, attributes, startTime }, parent);
-      return {
-        end(route, status, workspaceId) {
-          span.updateName(`${method} ${route}`);
-          span.setAttributes({ 'http.route': route, 'http.response.status_code': status });
-          if (workspaceId) span.setAttribute('keyhold.workspace.id', workspaceId);
-          if (status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
-          span.end();
-        },
-      };
-    },
+    start: (method, headers, startTime) => requestSpan(tracer, method, headers, startTime),
+    dialect: (dialect, kind) => tracedDialect(dialect, kind === 'postgres' ? 'postgresql' : 'sqlite', tracer),
+    redis: (client) => traceRedis(client, tracer),
+    send: (url, headers, send) => tracedSend(tracer, url, headers, send),
+    job: (job, run) => tracedJob(tracer, job, run),
     shutdown: () => sdk.shutdown(),
+  };
+}
+
+function requestSpan(tracer: Tracer, method: string, headers: IncomingHttpHeaders, startTime?: number): RequestSpan {
+  const parent = propagation.extract(context.active(), headers);
+  const attributes = { 'http.request.method': method };
+  const span = tracer.startSpan(method, { kind: SpanKind.SERVER, attributes, startTime }, parent);
+  return {
+    activate(work, raw) {
+      // A request that is not sampled has no children to record: nothing to make active.
+      if (!span.isRecording()) return work();
+      const active = trace.setSpan(parent, span);
+      if (raw) context.bind(active, raw);
+      return context.with(active, work);
+    },
+    end(route, status, workspaceId) {
+      span.updateName(`${method} ${route}`);
+      span.setAttributes({ 'http.route': route, 'http.response.status_code': status });
+      if (workspaceId) span.setAttribute('keyhold.workspace.id', workspaceId);
+      if (status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+      span.end();
+    },
   };
 }

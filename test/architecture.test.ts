@@ -147,6 +147,25 @@ describe('architecture', () => {
     ]);
   });
 
+  test('OpenTelemetry is loaded only when traces are on: only src/tracing* imports it, and server.ts loads that dynamically', () => {
+    const tracing = (rel: string) => rel === 'src/tracing.ts' || rel.startsWith('src/tracing/');
+    assert.deepEqual(
+      violations(
+        (rel) => !tracing(rel),
+        (to) => to.startsWith('@opentelemetry/'),
+      ),
+      [],
+    );
+    // Elsewhere src/tracing* is named in type imports only (erased), and loaded by server.ts's `await import(…)`.
+    const valueImports = FILES.filter((f) => !tracing(f.rel)).flatMap((f) =>
+      [...f.text.matchAll(/^(?:import|export)\s+(?!type\b)[^;]*?\bfrom\s*'([^']+)'|\bimport\s*\(\s*'([^']+)'/gm)]
+        .map((m) => ({ to: target(f.path, m[1] ?? m[2]), dynamic: m[2] !== undefined }))
+        .filter(({ to }) => tracing(to))
+        .map(({ to, dynamic }) => `${f.rel} → ${to}${dynamic ? ' (dynamic)' : ''}`),
+    );
+    assert.deepEqual(valueImports, ['src/server.ts → src/tracing.ts (dynamic)']);
+  });
+
   test('a route file imports schemas and services, never another route file', () => {
     assert.deepEqual(
       violations(

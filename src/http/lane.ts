@@ -13,7 +13,7 @@ import { validationProblems } from './validation.ts';
 import { parseWith, type Validate } from './input-guards.ts';
 import type { Metrics } from './metrics.ts';
 import type { AccessLog } from './access-log.ts';
-import type { RequestTracing } from './request-tracing.ts';
+import type { RequestSpan, RequestTracing } from './request-tracing.ts';
 import { ErrorEnvelope } from './schemas/common.ts';
 
 /** Headers of one lane answer, in the order they are written (Content-Type first, then X-Request-Id). */
@@ -122,11 +122,10 @@ function createAnswer(op: LaneOperation, { parseJson, metrics, logger, accessLog
   // Errors take the envelope of the path's API version (http/errors.ts renders them so).
   const serializeError = fastJsonStringify(isV2Path(path) ? V2ErrorEnvelope : ErrorEnvelope);
 
-  return async function answer(req: IncomingMessage, res: ServerResponse, requestId: string, started: number, text: string) {
+  async function answer(req: IncomingMessage, res: ServerResponse, requestId: string, started: number, text: string, span?: RequestSpan) {
     let status = 200;
     let payload: string;
     let caller: Caller | undefined;
-    const span = tracing?.start('POST', req.headers, performance.timeOrigin + started);
     const headers: LaneHeaders = { 'content-type': 'application/json; charset=utf-8', 'x-request-id': requestId };
     try {
       caller = op.authenticate ? await op.authenticate(req, requestId, headers) : undefined;
@@ -152,6 +151,13 @@ function createAnswer(op: LaneOperation, { parseJson, metrics, logger, accessLog
     metrics.observe(path, status, ms / 1000);
     accessLog?.({ requestId, method: 'POST', route: path, status, ms });
     span?.end(path, status, caller?.workspaceId);
+  }
+
+  if (!tracing) return answer;
+  // Traced: the request's span is active while it is answered (its store statements are children of it).
+  return (req: IncomingMessage, res: ServerResponse, requestId: string, started: number, text: string) => {
+    const span = tracing.start('POST', req.headers, performance.timeOrigin + started);
+    return span.activate(() => answer(req, res, requestId, started, text, span));
   };
 }
 

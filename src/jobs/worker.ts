@@ -23,6 +23,13 @@ export interface WorkerOptions {
   /** How often a running job's lock is refreshed (ms). Default a third of the queue's visibility timeout. */
   heartbeatMs?: number;
   logger?: WorkerLogger;
+  /** A span per job run (src/tracing.ts) when traces are on. */
+  tracing?: JobTracing;
+}
+
+/** What traces a job run: `run` is the run, its result's outcome the span's. */
+export interface JobTracing {
+  job<T extends { outcome: string }>(job: Job, run: () => Promise<T>): Promise<T>;
 }
 
 export type WorkerStats = Record<Outcome, number>;
@@ -41,6 +48,7 @@ export class Worker {
   readonly #pollMs: number;
   readonly #heartbeatMs: number;
   readonly #logger?: WorkerLogger;
+  readonly #tracing?: JobTracing;
   readonly #inflight = new Set<Promise<void>>();
   #loop?: Promise<void>;
   #stopping = false;
@@ -57,6 +65,7 @@ export class Worker {
     this.#pollMs = opts.pollMs ?? 1000;
     this.#heartbeatMs = opts.heartbeatMs ?? Math.max(100, Math.floor(queue.staleMs / 3));
     this.#logger = opts.logger;
+    this.#tracing = opts.tracing;
   }
 
   get running(): boolean {
@@ -180,7 +189,8 @@ export class Worker {
         });
     }, this.#heartbeatMs);
     try {
-      const { outcome, error } = await this.#queue.process(job);
+      const run = () => this.#queue.process(job);
+      const { outcome, error } = await (this.#tracing ? this.#tracing.job(job, run) : run());
       this.stats[outcome]++;
       if (outcome === 'retried' || outcome === 'failed') {
         this.#logger?.[outcome === 'failed' ? 'error' : 'warn'](

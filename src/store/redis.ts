@@ -32,6 +32,11 @@ export function openRedis(url: string, overrides: RedisOptions = {}): Redis {
   });
 }
 
+/** What traces a Redis client's commands (src/tracing.ts), when traces are on. */
+export interface RedisTracing {
+  redis(client: Redis): void;
+}
+
 /** Resolves when Redis answers PING within `timeoutMs`; rejects otherwise. */
 export async function pingRedis(redis: Redis, timeoutMs: number): Promise<void> {
   await withDeadline(redis.ping(), timeoutMs, () => new Error(`Redis did not answer PING within ${timeoutMs} ms`));

@@ -80,6 +80,13 @@ export interface StoreOptions {
   postgres?: Partial<PostgresTimeouts>;
   /** SQLite: how long a write waits for another connection's lock (default SQLITE_BUSY_TIMEOUT_MS). */
   sqliteBusyTimeoutMs?: number;
+  /** A span per statement (src/tracing.ts) when traces are on; absent, the dialect is not wrapped. */
+  tracing?: StoreTracing;
+}
+
+/** What traces the store's statements: the dialect (of `kind`) wrapped. */
+export interface StoreTracing {
+  dialect(dialect: Dialect, kind: Capabilities['dialect']): Dialect;
 }
 
 /**
@@ -149,7 +156,7 @@ export function openStore(url: string, options: StoreOptions = {}): Store {
     describe = `sqlite:${path}`;
     backup = (targetPath, pace) => backupSqliteFile(path, targetPath, pace);
   }
-  const db = new Kysely<Database>({ dialect: observedDialect(dialect, listeners) });
+  const db = new Kysely<Database>({ dialect: observedDialect(options.tracing?.dialect(dialect, caps.dialect) ?? dialect, listeners) });
   const readOnly = readOnlyQueryOf(url); // analytics queries: apart from `db`
   return {
     db,

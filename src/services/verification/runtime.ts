@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Store } from '../../store/store.ts';
-import { openRedis } from '../../store/redis.ts';
+import { openRedis, type RedisTracing } from '../../store/redis.ts';
 import { isStoreUnavailable } from '../../store/errors.ts';
 import type { AvailabilityListener } from '../../store/availability.ts';
 import type { Notifications } from '../../store/dialects/postgres-notifications.ts';
@@ -41,6 +41,8 @@ export interface RuntimeOptions {
   caches?: ChangeListener[];
   /** Analytics recording: off records nothing; `region` of verification events (default on, `local`). */
   analytics?: { enabled: boolean; region: string };
+  /** A span per Redis command (src/tracing.ts) when traces are on. */
+  tracing?: RedisTracing;
 }
 
 /** How much each buffer that fills during an outage holds at most (docs/reliability.md). */
@@ -128,9 +130,14 @@ function availabilityReporter(health: DependencyHealth, dependency: Dependency, 
 }
 
 /** A Redis client whose connection events and errors are recorded in `health`. */
-function connectRedis(url: string, health: DependencyHealth, logger?: RuntimeLogger): { redis: Redis; redisReport: AvailabilityListener } {
+function connectRedis(
+  url: string,
+  health: DependencyHealth,
+  { logger, tracing }: RuntimeOptions,
+): { redis: Redis; redisReport: AvailabilityListener } {
   const report = availabilityReporter(health, 'redis', logger);
   const redis = openRedis(url);
+  tracing?.redis(redis);
   redis.on('error', (err: Error) => report.down(err));
   redis.on('ready', () => report.up());
   return { redis, redisReport: report };
@@ -178,7 +185,7 @@ export async function createRuntime(store: Store, opts: RuntimeOptions = {}): Pr
   const warnUnlessOutage = (msg: string) => (err: unknown) => {
     if (!isStoreUnavailable(err)) warn(msg)(err);
   };
-  const { redis, redisReport } = opts.redisUrl ? connectRedis(opts.redisUrl, health, logger) : {};
+  const { redis, redisReport } = opts.redisUrl ? connectRedis(opts.redisUrl, health, opts) : {};
   const cache = new KeyCache({ maxEntries: opts.keyCacheSize });
   // Every cache of store state in this process: each change, from any source below, reaches all of them.
   const namespaces = new NamespaceCache();

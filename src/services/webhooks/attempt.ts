@@ -11,6 +11,15 @@ export interface AttemptResult {
   error?: string;
 }
 
+/** What traces an attempt (src/tracing.ts), when traces are on: `send` is given the headers to send, `traceparent` added. */
+export interface SendTracing {
+  send(
+    url: string,
+    headers: Record<string, string>,
+    send: (headers: Record<string, string>) => Promise<AttemptResult>,
+  ): Promise<AttemptResult>;
+}
+
 const MAX_ERROR_CHARS = 500;
 
 /**

@@ -2,7 +2,7 @@ import type { Vault } from '../../crypto/vault.ts';
 import type { Job, TaskDefinition } from '../../jobs/queue.ts';
 import type { Db, Tx } from '../../store/store.ts';
 import type { WebhookDeliveryRow, WebhookEndpointRow } from '../../store/schema-webhooks.ts';
-import { attempt, type AttemptResult } from './attempt.ts';
+import { attempt, type AttemptResult, type SendTracing } from './attempt.ts';
 import { scheduleAttempt, type DeliverPayload } from './emit.ts';
 import type { WebhookSettings } from '../../config/webhooks.ts';
 import { FAILING_DISABLE_MS, nextDelay } from './delivery-rules.ts';
@@ -38,8 +38,14 @@ async function secretsOf(db: Db, vault: Vault, endpoint: WebhookEndpointRow, now
   return vault.decrypt(db, endpoint.workspace_id, sealed);
 }
 
-/** One attempt of a delivery, over the network, outside any transaction. */
-async function prepare(db: Db, vault: Vault, settings: WebhookSettings, payload: DeliverPayload): Promise<Prepared> {
+/** One attempt of a delivery, over the network, outside any transaction (a span of its own when traced). */
+async function prepare(
+  db: Db,
+  vault: Vault,
+  settings: WebhookSettings,
+  payload: DeliverPayload,
+  tracing: SendTracing | undefined,
+): Promise<Prepared> {
   const delivery = await currentDelivery(db, payload);
   if (!delivery) return { skip: true };
   const endpoint = await db.selectFrom('webhook_endpoints').selectAll().where('id', '=', delivery.endpoint_id).executeTakeFirst();
@@ -55,7 +61,8 @@ async function prepare(db: Db, vault: Vault, settings: WebhookSettings, payload:
     'webhook-timestamp': String(timestamp),
     'webhook-signature': signatureHeader(await secretsOf(db, vault, endpoint, at), delivery.event_id, timestamp, event.body),
   };
-  return { skip: false, result: await attempt(endpoint.url, headers, event.body, settings), at };
+  const send = (sent: Record<string, string>) => attempt(endpoint.url, sent, event.body, settings);
+  return { skip: false, result: await (tracing ? tracing.send(endpoint.url, headers, send) : send(headers)), at };
 }
 
 const ok = (r: AttemptResult) => r.statusCode !== undefined && r.statusCode >= 200 && r.statusCode < 300;
@@ -108,10 +115,15 @@ async function record(tx: Tx, settings: WebhookSettings, payload: DeliverPayload
 type Outcome = keyof typeof deliveryOutcomes;
 
 /** The `webhook.deliver` task: an attempt over the network (prepare), then its outcome recorded with the job's completion. */
-export function deliveryTask(db: Db, vault: Vault | undefined, settings: WebhookSettings): TaskDefinition<DeliverPayload> {
+export function deliveryTask(
+  db: Db,
+  vault: Vault | undefined,
+  settings: WebhookSettings,
+  tracing?: SendTracing,
+): TaskDefinition<DeliverPayload> {
   return {
     prepare: (payload: DeliverPayload, _job: Job<DeliverPayload>) =>
-      vault ? prepare(db, vault, settings, payload) : Promise.resolve<Prepared>({ skip: true }),
+      vault ? prepare(db, vault, settings, payload, tracing) : Promise.resolve<Prepared>({ skip: true }),
     // Counted when recorded (a transaction that then fails to commit is counted too: rare, and retried).
     run: async (tx, payload, _job, prepared) => {
       const outcome = await record(tx, settings, payload, prepared as Prepared);

@@ -1,0 +1,110 @@
+// What OpenTelemetry traces cost a verification (not run by `npm run bench`):
+//
+//   node --disable-warning=ExperimentalWarning bench/tracing-overhead.ts [--seconds 10] [--rounds 3] [--api v2|v1]
+//        [--connections 50]
+//
+// Three servers (src/main.ts, each on its own SQLite file, one cached key without credits) differ only in their
+// traces: `off` (no OTLP endpoint: no OpenTelemetry module loaded), `ratio 0.01`
+// (OTEL_TRACES_SAMPLER=parentbased_traceidratio, OTEL_TRACES_SAMPLER_ARG=0.01) and `ratio 1.0` (every request
+// traced), the last two exporting over OTLP/HTTP (protobuf, the default) to a receiver in this process that
+// accepts and discards. Each round loads each server in turn for `--seconds` (autocannon in its own process,
+// bench/load-worker.ts) with keys.verifyKey (`--api v2`: v2's, with the root key; `v1`: v1's), and reports req/s
+// and the server's CPU µs per request; at the end each traced case over `off` as the median of the rounds' own
+// ratios (the three runs of a round are neighbours in time). Target (issue 33): ratio 0.01 at least 0.95 of off;
+// ratio 1.0 is reported. (Off against a server without any tracing code: `npm run bench` before and after.)
+
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { loadavg } from 'node:os';
+import { parseArgs } from 'node:util';
+import { VERIFY_PATH, VERIFY_V2_PATH } from './cases.ts';
+import { addCleanup, processCpuTotalSeconds, runStandalone } from './processes.ts';
+import { scratchStore } from './scratch-store.ts';
+import { autocannon, call, startServer, type Load, type Server } from './server.ts';
+
+const { values: args } = parseArgs({
+  options: {
+    seconds: { type: 'string', default: '10' },
+    rounds: { type: 'string', default: '3' },
+    api: { type: 'string', default: 'v2' },
+    connections: { type: 'string', default: '50' },
+  },
+});
+const SECONDS = Math.max(1, Number(args.seconds));
+const ROUNDS = Math.max(1, Number(args.rounds));
+const CONNECTIONS = Math.max(1, Number(args.connections));
+if (args.api !== 'v1' && args.api !== 'v2') throw new Error('--api is v1 or v2');
+const V2 = args.api === 'v2';
+
+const CASES = ['off', 'ratio 0.01', 'ratio 1.0'] as const;
+type CaseName = (typeof CASES)[number];
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+/** The server's environment for a case: the endpoint blank when off (whatever this process' environment says). */
+function tracingEnv(name: CaseName, endpoint: string): Record<string, string> {
+  if (name === 'off') return { OTEL_EXPORTER_OTLP_ENDPOINT: '', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: '' };
+  const ratio = name === 'ratio 0.01' ? '0.01' : '1.0';
+  return { OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: ratio };
+}
+
+/** A server of the case with one key, and the verification load on it (checked VALID once, so the key is cached). */
+async function serverFor(name: CaseName, endpoint: string): Promise<{ server: Server; load: Load }> {
+  const { url, cleanup } = scratchStore('sqlite');
+  addCleanup(cleanup);
+  const server = await startServer(url, { env: tracingEnv(name, endpoint) });
+  const admin = (path: string, body: unknown) =>
+    call(server, { method: 'POST', path, body: JSON.stringify(body), rootKey: server.rootKey, contentType: 'application/json' });
+  const { json: api } = await admin('/v1/apis.createApi', { name: 'bench-tracing' });
+  const { json: made } = await admin('/v1/keys.createKey', { apiId: api.apiId });
+  const load: Load = V2
+    ? { method: 'POST', path: VERIFY_V2_PATH, body: JSON.stringify({ key: made.key }), rootKey: server.rootKey }
+    : { method: 'POST', path: VERIFY_PATH, body: JSON.stringify({ apiId: api.apiId, key: made.key }) };
+  const check = await call(server, load);
+  const valid = V2 ? check.json?.data?.valid : check.json?.valid;
+  if (valid !== true) throw new Error(`setup (${name}): ${check.status} ${JSON.stringify(check.json)}`);
+  return { server, load };
+}
+
+runStandalone(async () => {
+  let exported = 0;
+  const receiver = createServer((req, res) => {
+    exported++;
+    req.resume();
+    req.on('end', () => res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end());
+  });
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+  addCleanup(() => new Promise<void>((r) => receiver.close(() => r())));
+  const endpoint = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+
+  const servers = new Map<CaseName, { server: Server; load: Load }>();
+  for (const name of CASES) servers.set(name, await serverFor(name, endpoint));
+  const rates = new Map<CaseName, number[]>(CASES.map((c) => [c, []]));
+  const cpu = new Map<CaseName, number[]>(CASES.map((c) => [c, []]));
+  const loads: number[] = [];
+  for (let round = 1; round <= ROUNDS; round++) {
+    for (const name of CASES) {
+      const { server, load } = servers.get(name)!;
+      const before = await processCpuTotalSeconds(server.child.pid);
+      const r = await autocannon(server, load, SECONDS, { connections: CONNECTIONS, pipelining: 1 });
+      if (r.non2xx || r.errors) throw new Error(`${name}: ${r.non2xx} non-2xx, ${r.errors} errors`);
+      const perRequest = (((await processCpuTotalSeconds(server.child.pid)) - before) * 1e6) / (r.requests.average * SECONDS);
+      rates.get(name)!.push(r.requests.average);
+      cpu.get(name)!.push(perRequest);
+      loads.push(loadavg()[0]);
+      console.log(
+        `round ${round} ${name.padEnd(10)} ${Math.round(r.requests.average)} req/s (p99 ${r.latency.p99} ms, server CPU ${Math.round(perRequest)} µs/request)`,
+      );
+    }
+  }
+
+  const off = rates.get('off')!;
+  console.log(`\n${V2 ? 'v2' : 'v1'} keys.verifyKey, cached key, SQLite, ${CONNECTIONS} connections, ${ROUNDS} round(s) of ${SECONDS} s:`);
+  for (const name of CASES) {
+    const ratios = rates.get(name)!.map((rate, i) => rate / off[i]);
+    console.log(
+      `  ${name.padEnd(10)} median ${Math.round(median(rates.get(name)!))} req/s, server CPU ${Math.round(median(cpu.get(name)!))} µs/request` +
+        (name === 'off' ? '' : `; over off: ${median(ratios).toFixed(3)} (rounds ${ratios.map((x) => x.toFixed(3)).join(', ')})`),
+    );
+  }
+  console.log(`  exports received: ${exported}; load average ${Math.min(...loads).toFixed(1)}..${Math.max(...loads).toFixed(1)}`);
+});
