@@ -36,6 +36,8 @@ export interface ServerOptions {
   env?: Record<string, string>;
   /** More Node flags for the server (experiments: --trace-gc, --heapsnapshot-signal=SIGUSR2). */
   nodeFlags?: string[];
+  /** Another source tree to start src/main.ts from (a checkout of an earlier commit, to compare); default this one. */
+  root?: string;
 }
 
 /** How src/main.ts is started on `databaseUrl`: Node's arguments and the environment. */
@@ -49,7 +51,7 @@ export function serverCommand(
   const args = [...SERVER_NODE_FLAGS];
   if (opts.cpuProfDir) args.push('--cpu-prof', `--cpu-prof-dir=${opts.cpuProfDir}`);
   if (opts.nodeFlags) args.push(...opts.nodeFlags);
-  args.push(join(ROOT, 'src', 'main.ts'));
+  args.push(join(opts.root ?? ROOT, 'src', 'main.ts'));
   const env = {
     ...process.env,
     PORT: String(port),
@@ -69,7 +71,7 @@ export async function startServer(databaseUrl: string, opts: ServerOptions): Pro
   const rootKey = opts.rootKey ?? `kh_root_${base58(32)}`;
   if (opts.cpuProfDir) await mkdir(opts.cpuProfDir, { recursive: true });
   const { args, env } = serverCommand(databaseUrl, port, rootKey, opts);
-  const child = track(spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] }));
+  const child = track(spawn(process.execPath, args, { cwd: opts.root ?? ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] }));
   const server: Server = { base: `http://${HOST}:${port}`, rootKey, child, output: [], warnings: 0 };
   collectOutput(server);
   await waitUntilUp(server, '/v1/liveness');

@@ -1,7 +1,7 @@
 // What OpenTelemetry traces cost a verification (not run by `npm run bench`):
 //
 //   node --disable-warning=ExperimentalWarning bench/tracing-overhead.ts [--seconds 10] [--rounds 3] [--api v2|v1]
-//        [--connections 50]
+//        [--connections 50] [--baseline NAME=DIR ...]
 //
 // Three servers (src/main.ts, each on its own SQLite file, one cached key without credits) differ only in their
 // traces: `off` (no OTLP endpoint: no OpenTelemetry module loaded), `ratio 0.01`
@@ -11,7 +11,9 @@
 // bench/load-worker.ts) with keys.verifyKey (`--api v2`: v2's, with the root key; `v1`: v1's), and reports req/s
 // and the server's CPU µs per request; at the end each traced case over `off` as the median of the rounds' own
 // ratios (the three runs of a round are neighbours in time). Target (issue 33): ratio 0.01 at least 0.95 of off;
-// ratio 1.0 is reported. (Off against a server without any tracing code: `npm run bench` before and after.)
+// ratio 1.0 is reported. `--baseline NAME=DIR` (repeatable) adds a case: a server started from the source tree
+// DIR (a checkout of an earlier commit, e.g. from before traces existed, with node_modules), with traces off, to
+// show what the code of traces costs when off (target: off at least 0.99 of it). Reported over `off` too.
 
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -28,6 +30,7 @@ const { values: args } = parseArgs({
     rounds: { type: 'string', default: '3' },
     api: { type: 'string', default: 'v2' },
     connections: { type: 'string', default: '50' },
+    baseline: { type: 'string', multiple: true, default: [] },
   },
 });
 const SECONDS = Math.max(1, Number(args.seconds));
@@ -36,13 +39,22 @@ const CONNECTIONS = Math.max(1, Number(args.connections));
 if (args.api !== 'v1' && args.api !== 'v2') throw new Error('--api is v1 or v2');
 const V2 = args.api === 'v2';
 
-const CASES = ['off', 'ratio 0.01', 'ratio 1.0'] as const;
-type CaseName = (typeof CASES)[number];
+const TRACED = ['off', 'ratio 0.01', 'ratio 1.0'] as const;
+/** `--baseline` cases: name → source tree. */
+const BASELINES = new Map(
+  args.baseline.map((b) => {
+    const [name, dir] = b.split('=');
+    if (!name || !dir) throw new Error(`--baseline is NAME=DIR (got ${b})`);
+    return [name, dir] as const;
+  }),
+);
+const CASES: string[] = [...TRACED, ...BASELINES.keys()];
+type CaseName = string;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 /** The server's environment for a case: the endpoint blank when off (whatever this process' environment says). */
 function tracingEnv(name: CaseName, endpoint: string): Record<string, string> {
-  if (name === 'off') return { OTEL_EXPORTER_OTLP_ENDPOINT: '', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: '' };
+  if (name === 'off' || BASELINES.has(name)) return { OTEL_EXPORTER_OTLP_ENDPOINT: '', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: '' };
   const ratio = name === 'ratio 0.01' ? '0.01' : '1.0';
   return { OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: ratio };
 }
@@ -51,7 +63,7 @@ function tracingEnv(name: CaseName, endpoint: string): Record<string, string> {
 async function serverFor(name: CaseName, endpoint: string): Promise<{ server: Server; load: Load }> {
   const { url, cleanup } = scratchStore('sqlite');
   addCleanup(cleanup);
-  const server = await startServer(url, { env: tracingEnv(name, endpoint) });
+  const server = await startServer(url, { env: tracingEnv(name, endpoint), root: BASELINES.get(name) });
   const admin = (path: string, body: unknown) =>
     call(server, { method: 'POST', path, body: JSON.stringify(body), rootKey: server.rootKey, contentType: 'application/json' });
   const { json: api } = await admin('/v1/apis.createApi', { name: 'bench-tracing' });
@@ -98,12 +110,20 @@ runStandalone(async () => {
   }
 
   const off = rates.get('off')!;
+  const offCpu = cpu.get('off')!;
   console.log(`\n${V2 ? 'v2' : 'v1'} keys.verifyKey, cached key, SQLite, ${CONNECTIONS} connections, ${ROUNDS} round(s) of ${SECONDS} s:`);
   for (const name of CASES) {
-    const ratios = rates.get(name)!.map((rate, i) => rate / off[i]);
+    // A traced case over off; off over a baseline (what the code of traces costs when off).
+    const baseline = BASELINES.has(name);
+    const ratios = rates.get(name)!.map((rate, i) => (baseline ? off[i] / rate : rate / off[i]));
+    const cpuRatios = cpu.get(name)!.map((us, i) => (baseline ? us / offCpu[i] : offCpu[i] / us));
+    const label = baseline ? `off over ${name}` : 'over off';
     console.log(
       `  ${name.padEnd(10)} median ${Math.round(median(rates.get(name)!))} req/s, server CPU ${Math.round(median(cpu.get(name)!))} µs/request` +
-        (name === 'off' ? '' : `; over off: ${median(ratios).toFixed(3)} (rounds ${ratios.map((x) => x.toFixed(3)).join(', ')})`),
+        (name === 'off'
+          ? ''
+          : `; ${label}: ${median(ratios).toFixed(3)} by req/s (rounds ${ratios.map((x) => x.toFixed(3)).join(', ')}), ` +
+            `${median(cpuRatios).toFixed(3)} by CPU µs/request`),
     );
   }
   console.log(`  exports received: ${exported}; load average ${Math.min(...loads).toFixed(1)}..${Math.max(...loads).toFixed(1)}`);
