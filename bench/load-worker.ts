@@ -17,6 +17,8 @@ process.on('message', (opts: Record<string, unknown>) => {
           requests: { average: r.requests.average, total: r.requests.total },
           latency: { p50: r.latency.p50, p99: r.latency.p99, mean: r.latency.mean },
           non2xx: r.non2xx,
+          ok2xx: r['2xx'],
+          durationSeconds: r.duration,
           errors: r.errors,
           timeouts: r.timeouts,
         },

@@ -185,9 +185,14 @@ export function answeredBy(server: Server, load: Load): Promise<AnsweredBy | und
 }
 
 export interface AutocannonJson {
+  /** `average`: per second (per 100 ms sample with `amount`, see autocannon()). */
   requests: { average: number; total: number };
   latency: { p50: number; p99: number; mean: number };
   non2xx: number;
+  /** Responses with a 2xx status. */
+  ok2xx: number;
+  /** Wall time of the run, s (with `amount`: until the last response, to within the 100 ms sampling). */
+  durationSeconds: number;
   errors: number;
   timeouts: number;
 }
@@ -209,12 +214,16 @@ function worker(): ChildProcess {
   return child;
 }
 
-/** Runs autocannon in the load worker (its own process, same Node binary) and returns its summary. */
+/**
+ * Runs autocannon in the load worker (its own process, same Node binary) and returns its summary: `seconds` of
+ * load, or with `opts.amount` exactly that many requests (each connection sends its share and waits for every
+ * answer; `seconds` is then only the expected duration, for the timeout).
+ */
 export function autocannon(
   server: Server,
   load: Load,
   seconds: number,
-  opts: { connections: number; pipelining: number },
+  opts: { connections: number; pipelining: number; amount?: number },
 ): Promise<AutocannonJson> {
   const child = worker();
   return new Promise((resolve, reject) => {
@@ -239,6 +248,8 @@ export function autocannon(
       connections: opts.connections,
       pipelining: opts.pipelining,
       duration: seconds,
+      // With an amount, autocannon ends at the first sample after the last answer: sample often.
+      ...(opts.amount ? { amount: opts.amount, sampleInt: 100 } : {}),
       timeout: 10,
     });
   });
