@@ -190,7 +190,7 @@ export function openStore(url: string, options: StoreOptions = {}): Store {
 
 /** Where analytics queries run: apart from the store's own connections (see read-only-query.ts). */
 function readOnlyQueryOf(url: string): { run: ReadOnlyQuery; close(): Promise<void> } {
-  if (!/^postgres(ql)?:\/\//.test(url)) return { run: sqliteReadOnlyQuery(url.replace(/^sqlite:/, '')), close: async () => {} };
+  if (!/^postgres(ql)?:\/\//.test(url)) return sqliteReadOnlyQuery(url.replace(/^sqlite:/, ''));
   const parsed = new URL(url);
   const schema = parsed.searchParams.get('schema') ?? 'public';
   return postgresReadOnlyQuery(connectionOf(parsed).connectionString, schema);

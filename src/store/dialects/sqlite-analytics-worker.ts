@@ -2,13 +2,15 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { DatabaseSync } from 'node:sqlite';
 
 /*
- * Runs one analytics query in a worker thread (sqlite-read-only.ts starts one per query) on its own read-only
+ * Runs analytics queries, one at a time, in a worker thread (sqlite-read-only.ts keeps a few) on its own read-only
  * connection, so a slow query never holds the event loop that answers verifications. Every row a table scan
- * reads calls keyhold_live(), which fails the statement once the deadline has passed; the starting thread also
- * terminates this worker at the deadline. Registers what SQLite lacks for ClickHouse's semantics: quantile
+ * reads calls keyhold_live(), which fails the statement once the query's deadline has passed; the starting thread
+ * also terminates this worker at the deadline. Registers what SQLite lacks for ClickHouse's semantics: quantile
  * (linear interpolation, as ClickHouse's exact reservoir) and banker's rounding (ClickHouse's round of floats).
  */
-const { path, sql, params, deadline } = workerData as { path: string; sql: string; params: unknown[]; deadline: number };
+const { path } = workerData as { path: string };
+/** The running query's deadline (epoch ms). */
+let deadline = 0;
 
 function quantile(values: number[], level: number): number | null {
   if (values.length === 0) return null;
@@ -61,12 +63,15 @@ function open(): DatabaseSync {
   return db;
 }
 
-try {
-  const db = open();
-  const rows = db.prepare(sql).all(...(params as Array<string | number | null>));
-  db.close();
-  parentPort!.postMessage({ rows });
-} catch (err) {
-  const message = err instanceof Error ? err.message : String(err);
-  parentPort!.postMessage({ error: message, timeout: message.includes('keyhold: deadline passed') });
-}
+let db: DatabaseSync | undefined;
+parentPort!.on('message', ({ sql, params, deadline: until }: { sql: string; params: unknown[]; deadline: number }) => {
+  deadline = until;
+  try {
+    db ??= open();
+    const rows = db.prepare(sql).all(...(params as Array<string | number | null>));
+    parentPort!.postMessage({ rows });
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    parentPort!.postMessage({ error: message, timeout: message.includes('keyhold: deadline passed') });
+  }
+});
