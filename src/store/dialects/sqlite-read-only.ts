@@ -81,7 +81,8 @@ export function sqliteReadOnlyQuery(path: string): { run: ReadOnlyQuery; close()
     run,
     async close() {
       closed = true;
-      await Promise.all(idle.splice(0).map(({ worker, timer }) => (clearTimeout(timer), worker.terminate())));
+      for (const { timer } of idle) clearTimeout(timer);
+      await Promise.all(idle.splice(0).map(({ worker }) => worker.terminate()));
     },
   };
 }
