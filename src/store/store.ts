@@ -1,4 +1,14 @@
-import { Kysely, Migrator, sql, type Dialect, type Migration, type MigrationResultSet, type Transaction } from 'kysely';
+import {
+  Kysely,
+  Migrator,
+  sql,
+  type CompiledQuery,
+  type Dialect,
+  type LogEvent,
+  type Migration,
+  type MigrationResultSet,
+  type Transaction,
+} from 'kysely';
 import type { Database } from './schema.ts';
 import { SQLITE_BUSY_TIMEOUT_MS, sqliteDialect } from './dialects/sqlite.ts';
 import { listenForNotifications, type NotificationHandlers, type Notifications } from './dialects/postgres-notifications.ts';
@@ -23,6 +33,7 @@ import * as dashboardMembers from './schema-migrations/0009-dashboard-members.ts
 import * as webhookCreditCrossings from './schema-migrations/0010-webhook-credit-crossings.ts';
 import * as analyticsEvents from './schema-migrations/0011-analytics-events.ts';
 import * as foldHourlyAnalytics from './schema-migrations/0012-fold-hourly-analytics.ts';
+import * as listIndexes from './schema-migrations/0013-list-indexes.ts';
 
 export type { BackupPace, BackupStats } from './dialects/sqlite-backup.ts';
 export type Db = Kysely<Database>;
@@ -82,6 +93,8 @@ export interface StoreOptions {
   sqliteBusyTimeoutMs?: number;
   /** A span per statement (src/tracing.ts) when traces are on; absent, the dialect is not wrapped. */
   tracing?: StoreTracing;
+  /** Told every statement the store ran, as sent (SQL and parameters): the query plan checks record them. */
+  onStatement?: (statement: CompiledQuery) => void;
 }
 
 /** What traces the store's statements: the dialect (of `kind`) wrapped. */
@@ -110,6 +123,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0010-webhook-credit-crossings': webhookCreditCrossings,
   '0011-analytics-events': analyticsEvents,
   '0012-fold-hourly-analytics': foldHourlyAnalytics,
+  '0013-list-indexes': listIndexes,
 };
 
 /**
@@ -156,7 +170,7 @@ export function openStore(url: string, options: StoreOptions = {}): Store {
     describe = `sqlite:${path}`;
     backup = (targetPath, pace) => backupSqliteFile(path, targetPath, pace);
   }
-  const db = new Kysely<Database>({ dialect: observedDialect(options.tracing?.dialect(dialect, caps.dialect) ?? dialect, listeners) });
+  const db = kyselyOf(options.tracing?.dialect(dialect, caps.dialect) ?? dialect, listeners, options.onStatement);
   const readOnly = readOnlyQueryOf(url); // analytics queries: apart from `db`
   return {
     db,
@@ -186,6 +200,14 @@ export function openStore(url: string, options: StoreOptions = {}): Store {
     readOnlyQuery: readOnly.run,
     close: () => readOnly.close().then(() => db.destroy()),
   };
+}
+
+/** The store's Kysely: the outcome of every call told to `listeners`, and each statement sent to `onStatement` when given. */
+function kyselyOf(dialect: Dialect, listeners: AvailabilityListeners, onStatement?: StoreOptions['onStatement']): Db {
+  const log = (event: LogEvent) => {
+    if (event.level === 'query') onStatement?.(event.query);
+  };
+  return new Kysely<Database>({ dialect: observedDialect(dialect, listeners), ...(onStatement ? { log } : {}) });
 }
 
 /** Where analytics queries run: apart from the store's own connections (see read-only-query.ts). */

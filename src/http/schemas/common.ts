@@ -1,5 +1,6 @@
 import { Type, type Static, type TProperties, type TSchema } from '@sinclair/typebox';
 import { BOUNDS, MAX_TAG_LENGTH, MAX_TAGS, type NumericDomain } from '../../domain/bounds.ts';
+import { TOTAL_CAP } from '../../services/pagination.ts';
 
 /** A request body object: members not declared are dropped before the handler sees them (older clients send deprecated fields). */
 export const Body = <T extends TProperties>(props: T, description?: string) =>
@@ -70,6 +71,13 @@ export const PageQuery = Type.Object({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 100 })),
   cursor: Type.Optional(Type.String({ minLength: 1, description: 'The `cursor` of the previous page.' })),
 });
+
+/** A list's `total`: exact up to TOTAL_CAP, and TOTAL_CAP + 1 when more match (counting stops there). */
+export const CappedTotal = (what: string) =>
+  Type.Integer({
+    minimum: 0,
+    description: `${what}, counted up to ${TOTAL_CAP.toLocaleString('en')}: ${(TOTAL_CAP + 1).toLocaleString('en')} means more than ${TOTAL_CAP.toLocaleString('en')}.`,
+  });
 
 /** `{id, name}` items sorted by name. */
 export const NamedList = (description: string) => Type.Array(Type.Object({ id: Type.String(), name: Type.String() }), { description });

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { AppError, notFound } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
 import type { Db } from '../../store/store.ts';
@@ -7,7 +8,7 @@ import { attachPlaintexts, loadKeyViews, type KeyView } from '../keys/key-view.t
 import { emitKeysDeleted, removeKeys } from '../keys/keys.ts';
 import { requireVault, type Vault } from '../../crypto/vault.ts';
 import { requireApi } from '../lookups.ts';
-import { splitPage } from '../pagination.ts';
+import { cappedCount, splitPage, TOTAL_CAP } from '../pagination.ts';
 import { transact } from '../changes.ts';
 
 export async function createApi(db: Db, caller: Caller, input: { name: string }): Promise<{ apiId: string; name: string }> {
@@ -44,7 +45,7 @@ export interface ApiSummary {
   id: string;
   name: string;
   createdAt: number;
-  /** Live keys of the API. */
+  /** Live keys of the API, counted up to TOTAL_CAP + 1 (more than TOTAL_CAP). */
   keys: number;
 }
 
@@ -61,11 +62,19 @@ export async function listApis(
       'apis.id',
       'apis.name',
       'apis.created_at',
+      // Counted as a list's total is, up to TOTAL_CAP + 1: the page costs the same whatever the APIs hold.
       eb
-        .selectFrom('keys')
+        .selectFrom(
+          eb
+            .selectFrom('keys')
+            .select(sql<number>`1`.as('one'))
+            .whereRef('keys.api_id', '=', 'apis.id')
+            .where('keys.deleted_at', 'is', null)
+            .orderBy('keys.id')
+            .limit(TOTAL_CAP + 1)
+            .as('counted'),
+        )
         .select((k) => k.fn.countAll<number>().as('n'))
-        .whereRef('keys.api_id', '=', 'apis.id')
-        .where('keys.deleted_at', 'is', null)
         .as('keys'),
     ])
     .where('apis.workspace_id', '=', caller.workspaceId)
@@ -136,21 +145,27 @@ export interface ListKeysQuery {
   externalId?: string;
   ownerId?: string;
   decrypt?: boolean;
+  /** Count the matching keys (v1's `total`, the dashboard's); v2 has no total, so it skips the count. */
+  withTotal?: boolean;
 }
 export interface KeyPage {
   keys: KeyView[];
-  total: number;
+  /** Live keys matching the filter, counted up to TOTAL_CAP + 1 ("more than TOTAL_CAP"); absent when not asked for. */
+  total?: number;
   cursor?: string;
 }
 
 /**
  * Live keys of an API ordered by id, `limit` at a time. `cursor` is returned only when another page
- * exists; pass it back to get that page. `total` is the exact number of live keys matching the filter.
+ * exists; pass it back to get that page. `total` is the number of live keys matching the filter, exact up to
+ * TOTAL_CAP and TOTAL_CAP + 1 beyond it. Each read is one range of an index: keys_api_live (api_id, id) for the
+ * API, keys_identity_live (identity_id, api_id, id) for one identity's keys.
  */
 export async function listKeys(db: Db, caller: Caller, q: ListKeysQuery, vault?: Vault): Promise<KeyPage> {
   await requireApi(db, caller.workspaceId, q.apiId);
   requirePermissions(caller, `api.${q.apiId}.read_api`, `api.${q.apiId}.read_key`, ...(q.decrypt ? [`api.${q.apiId}.decrypt_key`] : []));
   const decryptor = q.decrypt ? requireVault(vault, 'decrypt=true') : undefined;
+  const withTotal = q.withTotal !== false;
   const externalId = q.externalId ?? q.ownerId;
   let identityId: string | undefined;
   if (externalId !== undefined) {
@@ -160,7 +175,7 @@ export async function listKeys(db: Db, caller: Caller, q: ListKeysQuery, vault?:
       .where('workspace_id', '=', caller.workspaceId)
       .where('external_id', '=', externalId)
       .executeTakeFirst();
-    if (!identity) return { keys: [], total: 0 };
+    if (!identity) return { keys: [], ...(withTotal ? { total: 0 } : {}) };
     identityId = identity.id;
   }
   let base = db.selectFrom('keys').where('api_id', '=', q.apiId).where('deleted_at', 'is', null);
@@ -169,12 +184,9 @@ export async function listKeys(db: Db, caller: Caller, q: ListKeysQuery, vault?:
     .selectAll()
     .orderBy('id')
     .limit(q.limit + 1);
-  const [rows, count] = await Promise.all([
-    pageQuery.execute(),
-    base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
-  ]);
+  const [rows, total] = await Promise.all([pageQuery.execute(), withTotal ? cappedCount(db, base) : undefined]);
   const { page, cursor } = splitPage(rows, q.limit);
   const keys = await loadKeyViews(db, page);
   if (decryptor) await attachPlaintexts(db, decryptor, caller.workspaceId, keys);
-  return { keys, total: Number(count.n), cursor };
+  return { keys, ...(total === undefined ? {} : { total }), cursor };
 }

@@ -6,7 +6,7 @@ import type { IdentityRow } from '../../store/schema.ts';
 import { isUniqueViolation } from '../../store/errors.ts';
 import { recordAudit, callerAudit } from '../audit/record-audit.ts';
 import { requirePermissions, type Caller } from '../caller.ts';
-import { splitPage } from '../pagination.ts';
+import { cappedCount, splitPage } from '../pagination.ts';
 import { transact } from '../changes.ts';
 import { containsText } from '../search.ts';
 import { ratelimitsOf, replaceRatelimits, type IdentityRatelimit, type IdentityRatelimitView } from './identity-ratelimits.ts';
@@ -176,7 +176,7 @@ export interface ListIdentitiesQuery {
   environment?: string;
   /** Only identities whose id or externalId contains it, ignoring case (v2). */
   search?: string;
-  /** Count the matching identities (v1's `total`); v2 has no total, so it skips the count. */
+  /** Count the matching identities, up to TOTAL_CAP + 1 (v1's `total`); v2 has no total, so it skips the count. */
   withTotal?: boolean;
 }
 
@@ -189,20 +189,20 @@ export async function listIdentities(
   let base = db.selectFrom('identities').where('workspace_id', '=', caller.workspaceId);
   if (q.environment !== undefined) base = base.where('environment', '=', q.environment);
   if (q.search) base = base.where(containsText(['id', 'external_id'], q.search));
-  const [rows, count] = await Promise.all([
+  const [rows, total] = await Promise.all([
     (q.cursor ? base.where('id', '>', q.cursor) : base)
       .selectAll()
       .orderBy('id')
       .limit(q.limit + 1)
       .execute(),
-    q.withTotal === false ? undefined : base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+    q.withTotal === false ? undefined : cappedCount(db, base),
   ]);
   const { page, cursor } = splitPage(rows, q.limit);
   const limits = await ratelimitsOf(
     db,
     page.map((r) => r.id),
   );
-  return { identities: page.map((r) => view(r, limits)), ...(count ? { total: Number(count.n) } : {}), cursor };
+  return { identities: page.map((r) => view(r, limits)), ...(total === undefined ? {} : { total }), cursor };
 }
 
 export interface UpdateIdentityInput extends IdentityLookup {

@@ -6,7 +6,7 @@ import type { RatelimitNamespaceRow } from '../../store/schema.ts';
 import { callerAudit, recordAudit } from '../audit/record-audit.ts';
 import { requirePermissions, type Caller } from '../caller.ts';
 import { transact } from '../changes.ts';
-import { DEFAULT_PAGE_SIZE, splitPage } from '../pagination.ts';
+import { cappedCount, DEFAULT_PAGE_SIZE, splitPage } from '../pagination.ts';
 
 /** A namespace named by id or by name (v1 accepts either; the id wins when both are given). */
 export interface NamespaceRef {
@@ -22,6 +22,7 @@ export interface NamespaceView {
 
 export interface NamespacePage {
   namespaces: NamespaceView[];
+  /** The workspace's namespaces, counted up to TOTAL_CAP + 1 ("more than TOTAL_CAP"). */
   total: number;
   cursor?: string;
 }
@@ -133,16 +134,16 @@ export async function listNamespaces(db: Db, caller: Caller, q: { limit?: number
   requirePermissions(caller, 'ratelimit.*.read_namespace');
   const limit = q.limit ?? DEFAULT_PAGE_SIZE;
   const base = db.selectFrom('ratelimit_namespaces').where('workspace_id', '=', caller.workspaceId);
-  const [rows, count] = await Promise.all([
+  const [rows, total] = await Promise.all([
     (q.cursor ? base.where('id', '>', q.cursor) : base)
       .selectAll()
       .orderBy('id')
       .limit(limit + 1)
       .execute(),
-    base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+    cappedCount(db, base),
   ]);
   const { page, cursor } = splitPage(rows, limit);
-  return { namespaces: page.map(namespaceView), total: Number(count.n), cursor };
+  return { namespaces: page.map(namespaceView), total, cursor };
 }
 
 /**

@@ -7,7 +7,7 @@ import type { RatelimitOverrideRow } from '../../store/schema.ts';
 import { callerAudit, recordAudit } from '../audit/record-audit.ts';
 import { can, requirePermissions, type Caller } from '../caller.ts';
 import { transact } from '../changes.ts';
-import { DEFAULT_PAGE_SIZE, splitPage } from '../pagination.ts';
+import { cappedCount, DEFAULT_PAGE_SIZE, splitPage } from '../pagination.ts';
 import { namespaceByRef, requireNamespace, type NamespaceLocator, type NamespaceRef } from './namespaces.ts';
 
 export interface OverrideInput extends NamespaceRef {
@@ -30,7 +30,8 @@ export interface OverrideView {
 
 export interface OverridePage {
   overrides: OverrideView[];
-  total: number;
+  /** Overrides in the namespace, counted up to TOTAL_CAP + 1 ("more than TOTAL_CAP"); absent when not asked for. */
+  total?: number;
   cursor?: string;
 }
 
@@ -168,27 +169,30 @@ export async function matchOverrideIn(db: Db, caller: Caller, locate: NamespaceL
 export const listOverrides = (db: Db, caller: Caller, q: NamespaceRef & { limit?: number; cursor?: string }): Promise<OverridePage> =>
   listOverridesIn(db, caller, namespaceByRef(q, 'query'), q);
 
-/** listOverrides in the namespace `locate` finds (v1 and v2). */
+/**
+ * listOverrides in the namespace `locate` finds (v1 and v2): a range of ratelimit_overrides_namespace (namespace_id,
+ * id). `total` (v1's; v2 has none and skips it) counts up to TOTAL_CAP + 1.
+ */
 export async function listOverridesIn(
   db: Db,
   caller: Caller,
   locate: NamespaceLocator,
-  q: { limit?: number; cursor?: string },
+  q: { limit?: number; cursor?: string; withTotal?: boolean },
 ): Promise<OverridePage> {
   const ns = await locate(db, caller.workspaceId);
   requirePermissions(caller, `ratelimit.${ns.id}.read_override`);
   const limit = q.limit ?? DEFAULT_PAGE_SIZE;
   const base = db.selectFrom('ratelimit_overrides').where('namespace_id', '=', ns.id);
-  const [rows, count] = await Promise.all([
+  const [rows, total] = await Promise.all([
     (q.cursor ? base.where('id', '>', q.cursor) : base)
       .selectAll()
       .orderBy('id')
       .limit(limit + 1)
       .execute(),
-    base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+    q.withTotal === false ? undefined : cappedCount(db, base),
   ]);
   const { page, cursor } = splitPage(rows, limit);
-  return { overrides: page.map(overrideView), total: Number(count.n), cursor };
+  return { overrides: page.map(overrideView), ...(total === undefined ? {} : { total }), cursor };
 }
 
 /** ratelimits.deleteOverride: removes it for good (setting it again later creates a new one). Needs `ratelimit.<namespaceId>.delete_override`. */

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { listKeys } from '../../../services/apis/apis.ts';
 import type { App, Deps } from '../../types.ts';
-import { requires, responses } from '../../schemas/common.ts';
+import { requires, responses, CappedTotal } from '../../schemas/common.ts';
 import { KeyView } from '../../schemas/keys.ts';
 
 export default function apisListKeys(app: App, deps: Deps) {
@@ -24,7 +24,7 @@ export default function apisListKeys(app: App, deps: Deps) {
         response: responses(
           Type.Object({
             keys: Type.Array(KeyView),
-            total: Type.Integer({ description: 'Number of live keys matching the filter.' }),
+            total: CappedTotal('Live keys matching the filter'),
             cursor: Type.Optional(Type.String({ description: 'Present when another page exists.' })),
           }),
         ),

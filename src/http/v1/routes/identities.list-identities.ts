@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { listIdentities } from '../../../services/identities/identities.ts';
 import type { App, Deps } from '../../types.ts';
-import { requires, responses } from '../../schemas/common.ts';
+import { requires, responses, CappedTotal } from '../../schemas/common.ts';
 import { IdentityView } from '../../schemas/identities.ts';
 
 export default function identitiesListIdentities(app: App, deps: Deps) {
@@ -18,7 +18,7 @@ export default function identitiesListIdentities(app: App, deps: Deps) {
         response: responses(
           Type.Object({
             identities: Type.Array(IdentityView),
-            total: Type.Integer(),
+            total: CappedTotal('Identities in the environment'),
             cursor: Type.Optional(Type.String({ description: 'Present when another page exists.' })),
           }),
         ),

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { listNamespaces } from '../../../services/ratelimits/namespaces.ts';
 import type { App, Deps } from '../../types.ts';
-import { PageQuery, requires, responses } from '../../schemas/common.ts';
+import { PageQuery, requires, responses, CappedTotal } from '../../schemas/common.ts';
 import { Namespace } from '../../schemas/ratelimits.ts';
 
 export default function ratelimitsListNamespaces(app: App, deps: Deps) {
@@ -14,7 +14,7 @@ export default function ratelimitsListNamespaces(app: App, deps: Deps) {
         response: responses(
           Type.Object({
             namespaces: Type.Array(Namespace),
-            total: Type.Integer({ description: 'Number of namespaces in the workspace.' }),
+            total: CappedTotal('Namespaces in the workspace'),
             cursor: Type.Optional(Type.String({ description: 'Present when another page exists.' })),
           }),
         ),

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { listOverrides } from '../../../services/ratelimits/overrides.ts';
 import type { App, Deps } from '../../types.ts';
-import { PageQuery, requires, responses } from '../../schemas/common.ts';
+import { PageQuery, requires, responses, CappedTotal } from '../../schemas/common.ts';
 import { NamespaceRefProps, Override } from '../../schemas/ratelimits.ts';
 
 export default function ratelimitsListOverrides(app: App, deps: Deps) {
@@ -14,7 +14,7 @@ export default function ratelimitsListOverrides(app: App, deps: Deps) {
         response: responses(
           Type.Object({
             overrides: Type.Array(Override),
-            total: Type.Integer({ description: 'Number of overrides in the namespace.' }),
+            total: CappedTotal('Overrides in the namespace'),
             cursor: Type.Optional(Type.String({ description: 'Present when another page exists.' })),
           }),
         ),

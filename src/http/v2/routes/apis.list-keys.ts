@@ -31,7 +31,12 @@ export default function v2ApisListKeys(app: App, deps: Deps) {
     },
     async (req) => {
       const { apiId, limit, cursor, externalId, decrypt } = req.body;
-      const work = listKeys(deps.store.db, req.caller, { apiId, limit: limit ?? 100, cursor, externalId, decrypt }, deps.vault);
+      const work = listKeys(
+        deps.store.db,
+        req.caller,
+        { apiId, limit: limit ?? 100, cursor, externalId, decrypt, withTotal: false },
+        deps.vault,
+      );
       const needed = [`api.${apiId}.read_api`, `api.${apiId}.read_key`];
       const page = await hideDenial(work, req.caller, needed, () => notFound('api', apiId));
       return paged(req.id, page.keys.map(keyData), page.cursor);

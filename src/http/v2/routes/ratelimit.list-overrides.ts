@@ -27,7 +27,7 @@ export default function v2RatelimitListOverrides(app: App, deps: Deps) {
     },
     async (req) => {
       const { namespace, limit, cursor } = req.body;
-      const page = await listOverridesIn(deps.store.db, req.caller, namespaceByNameOrId(namespace), { limit, cursor });
+      const page = await listOverridesIn(deps.store.db, req.caller, namespaceByNameOrId(namespace), { limit, cursor, withTotal: false });
       return paged(req.id, page.overrides.map(v2Override), page.cursor);
     },
   );
