@@ -110,7 +110,7 @@ export interface StoreTracing {
 export const MAX_PARAMS = 16_000;
 export const IN_LIST_CHUNK = 500;
 
-const MIGRATIONS: Record<string, Migration> = {
+export const MIGRATIONS: Record<string, Migration> = {
   '0001-initial': initial,
   '0002-clamp-out-of-range-numbers': clampOutOfRange,
   '0003-ratelimit-namespaces': ratelimitNamespaces,

@@ -17,7 +17,7 @@ export function bucketOf(t: number, grain: Grain): number {
 }
 
 /** Tags as the `tags` columns hold them: PostgreSQL text[]; SQLite a JSON array of strings. */
-export function storedTags(tags: readonly string[], dialect: 'sqlite' | 'postgres'): string | string[] {
+export function storedTags(tags: readonly string[], dialect: 'sqlite' | 'postgres'): string {
   // PostgreSQL: an array literal, since the store's parameters serialize JS arrays as JSON.
   return dialect === 'postgres' ? `{${tags.map((t) => `"${t.replace(/[\\"]/g, (c) => `\\${c}`)}"`).join(',')}}` : JSON.stringify(tags);
 }

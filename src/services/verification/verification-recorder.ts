@@ -5,7 +5,7 @@ import { IN_LIST_CHUNK, type Db } from '../../store/store.ts';
 import { fixedShapeChunks, insertRows } from '../../store/bulk-statements.ts';
 import { VERIFY_CODES, type VerifyCode } from '../../domain/verify-codes.ts';
 import { EventQueue, type EventQueueOptions } from '../analytics/event-queue.ts';
-import { addRow, bucketOf, byId, GRAINS, storedTags, upsertRollups } from '../analytics/rollups.ts';
+import { bucketOf, byId, GRAINS, storedTags, upsertRollups } from '../analytics/rollups.ts';
 import { ensureDayPartitions } from '../analytics/partitions.ts';
 
 export interface RecorderOptions extends EventQueueOptions {
@@ -125,12 +125,24 @@ function rollupRows(
     Map<string, AnalyticsKeyVerificationRollupRow>
   >;
   for (const e of batch) {
+    // Once per event, not per grain: the stored tags and the group's id without its time.
     const tags = e.tags ?? NO_TAGS;
-    const tagsKey = tags.length === 0 ? '' : JSON.stringify(tags);
-    const group = `${e.workspaceId}\u0000${e.apiId}\u0000${e.keyId}\u0000${e.identityId ?? ''}\u0000${e.externalId ?? ''}\u0000${e.code}\u0000${tagsKey}`;
+    const stored = tags.length === 0 ? (dialect === 'postgres' ? '{}' : '[]') : storedTags(tags, dialect);
+    // The key's id first: ids differ early, so sorting the groups (byId) compares little of each.
+    const group = `${e.keyId}\u0000${e.workspaceId}\u0000${e.apiId}\u0000${e.identityId ?? ''}\u0000${e.externalId ?? ''}\u0000${e.code}\u0000${stored}`;
+    const spent = e.spentCredits ?? 0;
+    const latency = e.latency ?? 0;
     for (const grain of GRAINS) {
       const time = bucketOf(e.time, grain);
-      const row: AnalyticsKeyVerificationRollupRow = {
+      const id = `${group}\u0000${time}`;
+      const had = maps[grain].get(id);
+      if (had) {
+        had.count += 1;
+        had.spent_credits += spent;
+        had.latency_sum += latency;
+        continue;
+      }
+      maps[grain].set(id, {
         time,
         workspace_id: e.workspaceId,
         key_space_id: e.apiId,
@@ -138,12 +150,11 @@ function rollupRows(
         external_id: e.externalId ?? '',
         key_id: e.keyId,
         outcome: e.code,
-        tags: storedTags(tags, dialect),
+        tags: stored,
         count: 1,
-        spent_credits: e.spentCredits ?? 0,
-        latency_sum: e.latency ?? 0,
-      };
-      addRow(maps[grain], `${group}\u0000${time}`, row, SUMMED);
+        spent_credits: spent,
+        latency_sum: latency,
+      });
     }
   }
   return { minute: byId(maps.minute), hour: byId(maps.hour), day: byId(maps.day), month: byId(maps.month) };
