@@ -2,6 +2,7 @@ import type { FieldProblem } from '../../domain/errors.ts';
 import { CSRF_FIELD } from './session-cookie.ts';
 import { html, type Html, type Part } from './html.ts';
 import type { FailedForm } from './form-values.ts';
+import { TOTAL_CAP } from '../../services/pagination.ts';
 
 export const csrfInput = (csrf: string): Html => html`<input type="hidden" name="${CSRF_FIELD}" value="${csrf}">`;
 
@@ -140,3 +141,7 @@ export const leakPlace = (url: string): Html =>
 
 /** The "Leaked" badge of a key or root key reported as leaked, with where it was found. */
 export const leakedBadge = (url: string): Html => html`<span class="badge-leaked">Leaked</span> ${leakPlace(url)}`;
+
+/** A list's total as counted (services/pagination.ts: exact up to TOTAL_CAP, TOTAL_CAP + 1 meaning more). */
+export const countText = (total: number | undefined): string =>
+  total === undefined ? '' : total > TOTAL_CAP ? `more than ${TOTAL_CAP.toLocaleString('en-US')}` : String(total);

@@ -3,6 +3,7 @@ import type { FieldProblem } from '../../../domain/errors.ts';
 import type { PageContext, PageResult, PageRouter } from '../context.ts';
 import {
   confirmAction,
+  countText,
   csrfInput,
   facts,
   field,
@@ -101,7 +102,7 @@ ${state.error ? formError(state.error, []) : ''}
 ${facts([
   ['Name', api.name],
   ['ID', html`<code>${api.id}</code>`],
-  ['Keys', page.total],
+  ['Keys', countText(page.total)],
 ])}
 ${state.created ? createdNotice(state.created) : ''}
 <div class="actions">${state.form ? '' : opener('Create key', 'create', path)}</div>
@@ -117,7 +118,7 @@ ${confirmAction({
   action: `${path}/delete`,
   csrf: ctx.csrf,
   question: `Delete the API ${api.name}?`,
-  detail: `Its ${page.total} keys are deleted with it and fail verification from the next request on.`,
+  detail: `Its ${countText(page.total)} keys are deleted with it and fail verification from the next request on.`,
 })}
 </section>`;
   return { page: layout({ session: ctx.session, csrf: ctx.csrf, path }, api.name, main) };

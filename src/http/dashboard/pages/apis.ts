@@ -1,6 +1,6 @@
 import { listApis } from '../../../services/apis/apis.ts';
 import type { PageContext, PageResult, PageRouter } from '../context.ts';
-import { nameForm, opener, pager, table, text, when } from '../components.ts';
+import { countText, nameForm, opener, pager, table, text, when } from '../components.ts';
 import { html } from '../html.ts';
 import { layout } from '../layout.ts';
 import type { FailedForm } from '../form-values.ts';
@@ -20,7 +20,12 @@ export default function apiListPages(router: PageRouter): void {
 
 async function render(ctx: PageContext, form: FailedForm | undefined): Promise<PageResult> {
   const page = await listApis(ctx.deps.store.db, ctx.caller, { limit: PAGE_SIZE, cursor: ctx.query.cursor });
-  const rows = page.apis.map((a) => [html`<a href="${PATH}/${a.id}">${a.name}</a>`, html`<code>${a.id}</code>`, a.keys, when(a.createdAt)]);
+  const rows = page.apis.map((a) => [
+    html`<a href="${PATH}/${a.id}">${a.name}</a>`,
+    html`<code>${a.id}</code>`,
+    countText(a.keys),
+    when(a.createdAt),
+  ]);
   const main = html`<div class="actions">${form ? '' : opener('Create API', 'create', PATH)}</div>
 ${form ? nameForm('Create API', PATH, ctx.csrf, form) : ''}
 ${table('APIs', ['Name', 'ID', 'Keys', 'Created'], rows, 'This workspace has no APIs yet.')}

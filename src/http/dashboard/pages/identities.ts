@@ -1,7 +1,7 @@
 import type { FieldProblem } from '../../../domain/errors.ts';
 import { listIdentities } from '../../../services/identities/identities.ts';
 import type { PageContext, PageResult, PageRouter } from '../context.ts';
-import { csrfInput, field, formError, opener, pager, table, text } from '../components.ts';
+import { countText, csrfInput, field, formError, opener, pager, table, text } from '../components.ts';
 import { html, type Html } from '../html.ts';
 import { layout } from '../layout.ts';
 import type { FailedForm } from '../form-values.ts';
@@ -56,7 +56,7 @@ async function render(ctx: PageContext, form: FailedForm | undefined): Promise<P
   const query = { cursor: ctx.query.cursor, environment: environment === DEFAULT_ENVIRONMENT ? undefined : environment };
   const main = html`<div class="actions">${form ? '' : opener('Create identity', 'create', PATH)}</div>
 ${form ? createForm(ctx.csrf, form) : environmentFilter(environment)}
-<p class="muted">${list.total} ${list.total === 1 ? 'identity' : 'identities'} in the environment <code>${environment}</code>.</p>
+<p class="muted">${countText(list.total)} ${list.total === 1 ? 'identity' : 'identities'} in the environment <code>${environment}</code>.</p>
 ${table('Identities', ['External ID', 'ID', 'Environment', 'Rate limits'], rows, 'This environment has no identities yet.')}
 ${pager(PATH, query, list.cursor)}`;
   return { page: layout({ session: ctx.session, csrf: ctx.csrf, path: PATH }, 'Identities', main) };

@@ -1,6 +1,6 @@
 import { listNamespaces } from '../../../services/ratelimits/namespaces.ts';
 import type { PageContext, PageResult, PageRouter } from '../context.ts';
-import { pager, table, when } from '../components.ts';
+import { countText, pager, table, when } from '../components.ts';
 import { html } from '../html.ts';
 import { layout } from '../layout.ts';
 import {
@@ -40,7 +40,7 @@ first <code>ratelimits.limit</code> request that names it (with a root key that 
 <pre><code>POST /v1/ratelimits.limit
 {"namespace": "api-calls", "identifier": "user_123", "limit": 100, "duration": 60000}</code></pre>
 <p>It then appears here, with its overrides and a chart of the requests it passed and denied.</p>`
-      : html`<p>${page.total} ${page.total === 1 ? 'namespace' : 'namespaces'}. A namespace is created by the first <code>ratelimits.limit</code> request that names it.</p>`;
+      : html`<p>${countText(page.total)} ${page.total === 1 ? 'namespace' : 'namespaces'}. A namespace is created by the first <code>ratelimits.limit</code> request that names it.</p>`;
   const main = html`${none}
 ${page.total === 0 ? '' : table('Namespaces', ['Name', 'ID', 'Created'], rows, 'No more namespaces.')}
 ${pager(PATH, { cursor: ctx.query.cursor }, page.cursor)}`;
