@@ -37,14 +37,17 @@ export function startTracing(serviceName: string | undefined): Tracing {
   };
 }
 
+/** The span of a request that is not sampled: nothing to activate or record. */
+const UNSAMPLED: RequestSpan = { activate: (work) => work(), end() {} };
+
 function requestSpan(tracer: Tracer, method: string, headers: IncomingHttpHeaders, startTime?: number): RequestSpan {
   const parent = propagation.extract(context.active(), headers);
   const attributes = { 'http.request.method': method };
   const span = tracer.startSpan(method, { kind: SpanKind.SERVER, attributes, startTime }, parent);
+  // Most requests at a ratio sampler's usual settings: no children, no attributes, nothing to end.
+  if (!span.isRecording()) return UNSAMPLED;
   return {
     activate(work, raw) {
-      // A request that is not sampled has no children to record: nothing to make active.
-      if (!span.isRecording()) return work();
       const active = trace.setSpan(parent, span);
       if (raw) context.bind(active, raw);
       return context.with(active, work);
