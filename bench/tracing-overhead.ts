@@ -1,7 +1,7 @@
 // What OpenTelemetry traces cost a verification (not run by `npm run bench`):
 //
 //   node --disable-warning=ExperimentalWarning bench/tracing-overhead.ts [--seconds 10] [--rounds 3] [--api v2|v1]
-//        [--connections 50] [--baseline NAME=DIR ...]
+//        [--connections 50] [--baseline NAME=DIR ...] [--cpu-prof-dir DIR]
 //
 // Three servers (src/main.ts, each on its own SQLite file, one cached key without credits) differ only in their
 // traces: `off` (no OTLP endpoint: no OpenTelemetry module loaded), `ratio 0.01`
@@ -14,13 +14,15 @@
 // ratio 1.0 is reported. `--baseline NAME=DIR` (repeatable) adds a case: a server started from the source tree
 // DIR (a checkout of an earlier commit, e.g. from before traces existed, with node_modules), with traces off, to
 // show what the code of traces costs when off (target: off at least 0.99 of it). Reported over `off` too.
+// `--cpu-prof-dir DIR`: each server writes a CPU profile (node --cpu-prof) into DIR/<case> when it stops.
 
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadavg } from 'node:os';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { VERIFY_PATH, VERIFY_V2_PATH } from './cases.ts';
-import { addCleanup, processCpuTotalSeconds, runStandalone } from './processes.ts';
+import { addCleanup, processCpuTotalSeconds, runStandalone, stopChild } from './processes.ts';
 import { scratchStore } from './scratch-store.ts';
 import { autocannon, call, startServer, type Load, type Server } from './server.ts';
 
@@ -31,6 +33,7 @@ const { values: args } = parseArgs({
     api: { type: 'string', default: 'v2' },
     connections: { type: 'string', default: '50' },
     baseline: { type: 'string', multiple: true, default: [] },
+    'cpu-prof-dir': { type: 'string' },
   },
 });
 const SECONDS = Math.max(1, Number(args.seconds));
@@ -63,7 +66,8 @@ function tracingEnv(name: CaseName, endpoint: string): Record<string, string> {
 async function serverFor(name: CaseName, endpoint: string): Promise<{ server: Server; load: Load }> {
   const { url, cleanup } = scratchStore('sqlite');
   addCleanup(cleanup);
-  const server = await startServer(url, { env: tracingEnv(name, endpoint), root: BASELINES.get(name) });
+  const cpuProfDir = args['cpu-prof-dir'] && join(args['cpu-prof-dir'], name.replace(/[^a-z0-9.-]+/gi, '-'));
+  const server = await startServer(url, { env: tracingEnv(name, endpoint), root: BASELINES.get(name), cpuProfDir });
   const admin = (path: string, body: unknown) =>
     call(server, { method: 'POST', path, body: JSON.stringify(body), rootKey: server.rootKey, contentType: 'application/json' });
   const { json: api } = await admin('/v1/apis.createApi', { name: 'bench-tracing' });
@@ -126,5 +130,7 @@ runStandalone(async () => {
             `${median(cpuRatios).toFixed(3)} by CPU µs/request`),
     );
   }
+  // A graceful stop, so that --cpu-prof writes each server's profile.
+  await Promise.all([...servers.values()].map(({ server }) => stopChild(server.child)));
   console.log(`  exports received: ${exported}; load average ${Math.min(...loads).toFixed(1)}..${Math.max(...loads).toFixed(1)}`);
 });

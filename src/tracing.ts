@@ -8,6 +8,7 @@ import type { SendTracing } from './services/webhooks/attempt.ts';
 import type { JobTracing } from './jobs/worker.ts';
 import { tracedDialect } from './tracing/store-spans.ts';
 import { traceRedis, tracedJob, tracedSend } from './tracing/client-spans.ts';
+import { rootSampling } from './tracing/root-sampling.ts';
 
 /** Everything traced, each part handed to what it traces (server.ts); none of it exists while traces are off. */
 export interface Tracing extends RequestTracing, StoreTracing, RedisTracing, SendTracing, JobTracing {
@@ -24,15 +25,18 @@ export interface Tracing extends RequestTracing, StoreTracing, RedisTracing, Sen
  * W3C trace context is propagated, in the process by the SDK's AsyncLocalStorage context manager.
  */
 export function startTracing(serviceName: string | undefined): Tracing {
-  const sdk = new NodeSDK({ serviceName, instrumentations: [], metricReaders: [], logRecordProcessors: [] });
+  const roots = rootSampling(process.env);
+  const sdk = new NodeSDK({ serviceName, instrumentations: [], metricReaders: [], logRecordProcessors: [], sampler: roots.sampler });
   sdk.start();
   const tracer = trace.getTracer('keyhold');
   return {
-    start: (method, headers, startTime) => requestSpan(tracer, method, headers, startTime),
+    // Without an incoming trace context, a request not sampled never reaches the SDK (tracing/root-sampling.ts).
+    start: (method, headers, startTime) =>
+      headers.traceparent === undefined && !roots.sample() ? UNSAMPLED : requestSpan(tracer, method, headers, startTime),
     dialect: (dialect, kind) => tracedDialect(dialect, kind === 'postgres' ? 'postgresql' : 'sqlite', tracer),
     redis: (client) => traceRedis(client, tracer),
     send: (url, headers, send) => tracedSend(tracer, url, headers, send),
-    job: (job, run) => tracedJob(tracer, job, run),
+    job: (job, run) => (roots.sample() ? tracedJob(tracer, job, run) : run()),
     shutdown: () => sdk.shutdown(),
   };
 }

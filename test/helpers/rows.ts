@@ -99,3 +99,23 @@ export function verificationHourRow(
     latency_sum: 0,
   };
 }
+
+/** The outcomes the analytics tests give counts of (the others stay 0). */
+export type RecordedOutcome = 'valid' | 'forbidden' | 'usageExceeded' | 'rateLimited' | 'disabled' | 'insufficientPermissions' | 'expired';
+
+/** An analytics row's counts: every outcome count 0 unless given, total their sum. */
+export const outcomeCounts = (c: Partial<Record<RecordedOutcome, number>> = {}) => {
+  const row = {
+    valid: 0,
+    notFound: 0,
+    forbidden: 0,
+    usageExceeded: 0,
+    rateLimited: 0,
+    unauthorized: 0,
+    disabled: 0,
+    insufficientPermissions: 0,
+    expired: 0,
+    ...c,
+  };
+  return { ...row, total: Object.values(row).reduce((a, b) => a + b, 0) };
+};

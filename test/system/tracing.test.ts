@@ -212,3 +212,55 @@ for (const dialect of DIALECTS) {
     });
   });
 }
+
+/**
+ * OTEL_TRACES_SAMPLER=parentbased_traceidratio with ratio 0: requests without trace context are never recorded
+ * (decided before the SDK builds a span: src/tracing/root-sampling.ts), while a sampled incoming traceparent is
+ * followed, with its children, and an unsampled one is not.
+ */
+describe('traces sampled by ratio: new traces by the ratio, incoming ones by their parent (sqlite)', () => {
+  const root = newRootKey();
+  const db = scratchDatabase('sqlite');
+  let otlp: Awaited<ReturnType<typeof otlpReceiver>>;
+  let server: ServerProcess;
+  before(async () => {
+    otlp = await otlpReceiver();
+    server = await ServerProcess.start(db.url, root, {
+      OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_BSP_SCHEDULE_DELAY: '100',
+      OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+      OTEL_TRACES_SAMPLER_ARG: '0',
+    });
+  });
+  after(async () => {
+    await server?.stop();
+    await otlp?.close();
+    await db.cleanup();
+  });
+
+  test('ratio 0: no request without context is recorded; a sampled parent is followed, an unsampled one is not', async () => {
+    const api = await server.post<{ apiId: string }>('/v1/apis.createApi', { name: 'sampled' }, root);
+    assert.equal(api.status, 200);
+    const made = await server.post<{ key: string }>('/v1/keys.createKey', { apiId: api.json.apiId }, root);
+    assert.equal(made.status, 200);
+    const verify = (traceparent?: string) =>
+      fetch(`http://127.0.0.1:${server.port}/v1/keys.verifyKey`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(traceparent ? { traceparent } : {}) },
+        body: JSON.stringify({ key: made.json.key }),
+      }).then((r) => r.status);
+    for (let i = 0; i < 20; i++) assert.equal(await verify(), 200);
+    assert.equal(await verify('00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00'), 200);
+    const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+    assert.equal(await verify(`00-${traceId}-00f067aa0ba902b7-01`), 200);
+
+    const followed = await otlp.waitFor('the sampled verification', (s) => s.traceId === traceId && s.kind === SERVER);
+    assert.equal(followed.name, 'POST /v1/keys.verifyKey');
+    // Everything exported, after the BSP's 100 ms: the sampled trace alone (the creations and the other
+    // verifications had no context, one had an unsampled parent).
+    await sleep(500);
+    const traces = new Set(otlp.spans().map((s) => s.traceId));
+    assert.deepEqual([...traces], [traceId]);
+  });
+});

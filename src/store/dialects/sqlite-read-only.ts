@@ -8,11 +8,6 @@ const MAX_IDLE = 2;
 /** An idle worker ends after this long without a query. */
 const IDLE_MS = 60_000;
 
-interface Idle {
-  worker: Worker;
-  timer: NodeJS.Timeout;
-}
-
 /**
  * SQLite: each query runs in a worker thread (sqlite-analytics-worker.ts) with its own read-only connection to the
  * database file, so the thread answering requests never runs it. A worker answers one query at a time; after a
@@ -21,48 +16,29 @@ interface Idle {
  * worker (its row check) and its worker is terminated in any case, never reused.
  */
 export function sqliteReadOnlyQuery(path: string): { run: ReadOnlyQuery; close(): Promise<void> } {
-  const idle: Idle[] = [];
-  let closed = false;
+  const workers = new QueryWorkers(path);
+  return { run: (sql, params, timeoutMs) => workers.run(sql, params, timeoutMs), close: () => workers.close() };
+}
 
-  const take = (): Worker => {
-    const held = idle.pop();
-    if (held) {
-      clearTimeout(held.timer);
-      held.worker.ref();
-      return held.worker;
-    }
-    return new Worker(new URL('./sqlite-analytics-worker.ts', import.meta.url), {
-      workerData: { path },
-      execArgv: ['--disable-warning=ExperimentalWarning'],
-    });
-  };
+class QueryWorkers {
+  readonly #path: string;
+  readonly #idle: Array<{ worker: Worker; timer: NodeJS.Timeout }> = [];
+  #closed = false;
 
-  const giveBack = (worker: Worker) => {
-    if (closed || idle.length >= MAX_IDLE) {
-      void worker.terminate();
-      return;
-    }
-    worker.unref(); // an idle worker does not keep the process alive
-    const entry: Idle = {
-      worker,
-      timer: setTimeout(() => {
-        idle.splice(idle.indexOf(entry), 1);
-        void worker.terminate();
-      }, IDLE_MS).unref(),
-    };
-    idle.push(entry);
-  };
+  constructor(path: string) {
+    this.#path = path;
+  }
 
-  const run: ReadOnlyQuery = (sql, params, timeoutMs) =>
-    new Promise((resolve, reject) => {
-      const worker = take();
+  run(sql: string, params: readonly unknown[], timeoutMs: number): Promise<Array<Record<string, unknown>>> {
+    return new Promise((resolve, reject) => {
+      const worker = this.#take();
       let settled = false;
       const settle = (fn: () => void, reusable: boolean) => {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
         worker.off('message', onMessage).off('error', onError).off('exit', onExit);
-        if (reusable) giveBack(worker);
+        if (reusable) this.#giveBack(worker);
         else void worker.terminate();
         fn();
       };
@@ -76,13 +52,40 @@ export function sqliteReadOnlyQuery(path: string): { run: ReadOnlyQuery; close()
       worker.on('message', onMessage).on('error', onError).on('exit', onExit);
       worker.postMessage({ sql, params, deadline: Date.now() + timeoutMs });
     });
+  }
 
-  return {
-    run,
-    async close() {
-      closed = true;
-      for (const { timer } of idle) clearTimeout(timer);
-      await Promise.all(idle.splice(0).map(({ worker }) => worker.terminate()));
-    },
-  };
+  async close(): Promise<void> {
+    this.#closed = true;
+    for (const { timer } of this.#idle) clearTimeout(timer);
+    await Promise.all(this.#idle.splice(0).map(({ worker }) => worker.terminate()));
+  }
+
+  #take(): Worker {
+    const held = this.#idle.pop();
+    if (held) {
+      clearTimeout(held.timer);
+      held.worker.ref();
+      return held.worker;
+    }
+    return new Worker(new URL('./sqlite-analytics-worker.ts', import.meta.url), {
+      workerData: { path: this.#path },
+      execArgv: ['--disable-warning=ExperimentalWarning'],
+    });
+  }
+
+  #giveBack(worker: Worker): void {
+    if (this.#closed || this.#idle.length >= MAX_IDLE) {
+      void worker.terminate();
+      return;
+    }
+    worker.unref(); // an idle worker does not keep the process alive
+    const entry = {
+      worker,
+      timer: setTimeout(() => {
+        this.#idle.splice(this.#idle.indexOf(entry), 1);
+        void worker.terminate();
+      }, IDLE_MS).unref(),
+    };
+    this.#idle.push(entry);
+  }
 }

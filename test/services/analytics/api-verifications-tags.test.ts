@@ -8,6 +8,7 @@ import { VerificationRecorder, HOUR_MS } from '../../../src/services/verificatio
 import { TAG_AND_TAGS } from '../../../src/services/analytics/api-verifications.ts';
 import { MAX_TAG_LENGTH, MAX_TAGS } from '../../../src/domain/bounds.ts';
 import type { VerifyCode } from '../../../src/domain/verify-codes.ts';
+import { outcomeCounts } from '../../helpers/rows.ts';
 
 // v1 analytics.getVerifications by tag: the `tag` filter (verifications carrying all given tags), groupBy `tag`
 // (a row per single tag) and `tags` (a row per tag set as recorded), with the other filters and groupings, its
@@ -19,23 +20,7 @@ const DAY_MS = 24 * HOUR_MS;
 const T0 = Date.UTC(2025, 0, 30);
 const at = (day: number, hour: number) => T0 + day * DAY_MS + hour * HOUR_MS;
 
-type Outcome = 'valid' | 'forbidden' | 'usageExceeded' | 'rateLimited' | 'disabled' | 'insufficientPermissions' | 'expired';
-/** An analytics row's counts: every outcome 0 unless given, total their sum. */
-const counts = (c: Partial<Record<Outcome, number>> = {}) => {
-  const row = {
-    valid: 0,
-    notFound: 0,
-    forbidden: 0,
-    usageExceeded: 0,
-    rateLimited: 0,
-    unauthorized: 0,
-    disabled: 0,
-    insufficientPermissions: 0,
-    expired: 0,
-    ...c,
-  };
-  return { ...row, total: Object.values(row).reduce((a, b) => a + b, 0) };
-};
+const counts = outcomeCounts;
 
 /** A GET with these query parameters, repeated ones included, exactly as URLSearchParams sends them. */
 async function get(w: World, params: Array<[string, string | number]>, key = w.root): Promise<Response<Answer>> {

@@ -6,6 +6,7 @@ import type { Answer, Loose } from '../../helpers/json.ts';
 import { securityTests } from '../../helpers/security.ts';
 import { VerificationRecorder, HOUR_MS } from '../../../src/services/verification/verification-recorder.ts';
 import type { VerifyCode } from '../../../src/domain/verify-codes.ts';
+import { outcomeCounts } from '../../helpers/rows.ts';
 
 const DAY_MS = 24 * HOUR_MS;
 /** A fixed, hour-aligned origin: 2025-01-30T00:00Z (the month ends two days later). */
@@ -23,26 +24,7 @@ const prng = (seed: number) => () => {
   return seed / 2 ** 31;
 };
 
-/** An analytics row: every outcome count 0 unless given, total their sum. */
-const counts = (
-  c: Partial<
-    Record<'valid' | 'forbidden' | 'usageExceeded' | 'rateLimited' | 'disabled' | 'insufficientPermissions' | 'expired', number>
-  > = {},
-) => {
-  const row = {
-    valid: 0,
-    notFound: 0,
-    forbidden: 0,
-    usageExceeded: 0,
-    rateLimited: 0,
-    unauthorized: 0,
-    disabled: 0,
-    insufficientPermissions: 0,
-    expired: 0,
-    ...c,
-  };
-  return { ...row, total: Object.values(row).reduce((a, b) => a + b, 0) };
-};
+const counts = outcomeCounts;
 /** A keys.getVerifications bucket. */
 const bucket = (
   time: number,
