@@ -17,8 +17,8 @@ import { type CreateTableBuilder, type Kysely, PostgresAdapter, sql } from 'kyse
 //   `<table>_pYYYYMMDD`, created ahead by the writer; `<table>_default` takes any row no day partition covers
 //   (so an insert never fails), and the writer moves such rows when it creates their day. Pruning drops whole
 //   day partitions. No primary key on raw rows (it would have to include "time"; inserts stay cheap).
-// - Indexes: raw (workspace_id, time); SQLite raw also (time), for pruning by delete. Roll-ups: the group
-//   (workspace_id, time, …) as primary key (on SQLite a WITHOUT ROWID table) and (time), for pruning.
+// - Indexes: raw (workspace_id, time); SQLite raw also (time), for pruning by delete. Roll-ups: the unique
+//   group (workspace_id, time, …) and (time), for pruning.
 // The old hourly tables (key_verifications_hourly, ratelimit_hourly) are folded into the per-hour/day/month
 // roll-ups and dropped by the next migration (0012); keys.getVerifications, analytics.getVerifications,
 // ratelimits.getAnalytics and the dashboard read the roll-ups since.
@@ -37,13 +37,6 @@ function tagsColumn(t: Table, pg: boolean): Table {
     ? t.addColumn('tags', sql`text[]`, (c) => c.notNull().defaultTo(sql`'{}'::text[]`))
     : t.addColumn('tags', 'text', (c) => c.notNull().defaultTo('[]'));
 }
-
-/**
- * SQLite: a roll-up table is its group's B-tree alone (WITHOUT ROWID, the group its primary key), not a table plus
- * a unique index holding the group again: each upsert writes one tree instead of two (the writes of a batch are
- * mostly roll-up upserts).
- */
-const withoutRowid = (pg: boolean) => (t: Table) => (pg ? t : t.modifyEnd(sql`without rowid`));
 
 async function createRaw(db: Db, name: string, columns: (t: Table) => Table, pg: boolean): Promise<void> {
   let t = columns(db.schema.createTable(name));
@@ -109,7 +102,7 @@ export async function up(db: Db): Promise<void> {
       .addColumn('count', 'bigint', (c) => c.notNull())
       .addColumn('spent_credits', 'bigint', (c) => c.notNull().defaultTo(0))
       .addColumn('latency_sum', latency, (c) => c.notNull().defaultTo(0))
-      .addPrimaryKeyConstraint(`${v}_group`, [
+      .addUniqueConstraint(`${v}_group`, [
         'workspace_id',
         'time',
         'key_space_id',
@@ -119,7 +112,6 @@ export async function up(db: Db): Promise<void> {
         'outcome',
         'tags',
       ])
-      .$call(withoutRowid(pg))
       .execute();
     await db.schema.createIndex(`${v}_time`).on(v).column('time').execute();
 
@@ -132,8 +124,7 @@ export async function up(db: Db): Promise<void> {
       .addColumn('identifier', 'text', (c) => c.notNull())
       .addColumn('passed', 'bigint', (c) => c.notNull())
       .addColumn('total', 'bigint', (c) => c.notNull())
-      .addPrimaryKeyConstraint(`${r}_group`, ['workspace_id', 'time', 'namespace_id', 'identifier'])
-      .$call(withoutRowid(pg))
+      .addUniqueConstraint(`${r}_group`, ['workspace_id', 'time', 'namespace_id', 'identifier'])
       .execute();
     await db.schema.createIndex(`${r}_time`).on(r).column('time').execute();
   }
