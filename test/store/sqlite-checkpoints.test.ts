@@ -28,3 +28,38 @@ test('SQLite: the write-ahead log is copied into the database file by the checkp
     await s.close();
   }
 });
+
+test('SQLite: under writes back to back the log is started over and cut back, not left to grow', async () => {
+  const s = await freshStore('sqlite');
+  const file = s.url.slice('sqlite:'.length);
+  try {
+    // About 100 MB of rows in 1 MB transactions with no pause between them: past the 64 MB at which the
+    // checkpointer restarts the log (sqlite-checkpointer.ts); PASSIVE checkpoints alone would keep all of it.
+    const value = 'x'.repeat(1_000);
+    let largest = 0;
+    for (let i = 0; i < 100; i++) {
+      const rows = Array.from({ length: 1_000 }, (_, j) => ({ name: `row-${i}-${j}`, value, updated_at: 1 }));
+      await s.store.db.transaction().execute((tx) => tx.insertInto('settings').values(rows).execute());
+      largest = Math.max(largest, statSync(`${file}-wal`).size);
+    }
+    // Once the checkpointer has caught up, the next write starts the log over, cut back to journal_size_limit.
+    let wal = statSync(`${file}-wal`).size;
+    for (let i = 0; i < 100 && wal > 64 * 1024 * 1024; i++) {
+      await sleep(100);
+      await s.store.db
+        .insertInto('settings')
+        .values({ name: `tick-${i}`, value: '', updated_at: 1 })
+        .execute();
+      wal = statSync(`${file}-wal`).size;
+    }
+    assert.ok(wal <= 64 * 1024 * 1024, `the log is ${wal} bytes after writes of 100 MB (largest ${largest})`);
+    const [{ n }] = await s.store.db
+      .selectFrom('settings')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('name', 'like', 'row-%')
+      .execute();
+    assert.equal(Number(n), 100_000);
+  } finally {
+    await s.close();
+  }
+});

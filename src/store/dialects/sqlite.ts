@@ -19,6 +19,8 @@ import { Checkpoints } from './sqlite-checkpoints.ts';
 
 /** How long a statement waits for another connection's write lock: as long as PostgreSQL's statement timeout. */
 export const SQLITE_BUSY_TIMEOUT_MS = 5_000;
+/** The size the write-ahead log file is cut back to when it starts over (64 MiB). */
+const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
 
 /**
  * A Kysely dialect over Node's built-in `node:sqlite`, in WAL mode so other connections can read while one
@@ -81,6 +83,8 @@ class NodeSqliteDriver implements Driver {
     if (this.#path !== ':memory:') {
       // Checkpoints run in a worker thread, not on the commit that fills the log (sqlite-checkpoints.ts).
       db.exec('PRAGMA wal_autocheckpoint = 0;');
+      // A log the checkpointer has started over is cut back to this size (sqlite-checkpointer.ts bounds its growth).
+      db.exec(`PRAGMA journal_size_limit = ${WAL_SIZE_LIMIT_BYTES};`);
       this.#checkpoints = new Checkpoints(this.#path, () => {
         if (db.isOpen) db.exec('PRAGMA wal_autocheckpoint = 1000;');
       });
