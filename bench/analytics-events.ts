@@ -15,7 +15,7 @@ import type { VerifyCode } from '../src/domain/verify-codes.ts';
 import { GRAINS } from '../src/services/analytics/rollups.ts';
 import { VerificationRecorder, type VerificationEvent } from '../src/services/verification/verification-recorder.ts';
 import type { Db } from '../src/store/store.ts';
-import { hashKey, randomKeys } from './keyset.ts';
+import { createKeys, hashKey, randomKeys } from './keyset.ts';
 import { call, type Server } from './server.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -70,14 +70,7 @@ export async function importPopulation(server: Server, db: Db, keys: number, ide
       const externalId = k % 10 < 8 ? `user_${Math.floor(k / 10) % identities}` : undefined;
       return { apiId: apiIds[k % 2], prefix: 'bench', hash: { value: hashKey(key), variant: 'sha256_base64' }, externalId };
     });
-    const res = await call(server, {
-      method: 'POST',
-      path: '/v1/migrations.createKeys',
-      body: JSON.stringify(items),
-      rootKey: server.rootKey,
-    });
-    if (res.status !== 200) throw new Error(`migrations.createKeys: ${res.status} ${JSON.stringify(res.json).slice(0, 300)}`);
-    keyIds.push(...(res.json.keyIds as string[]));
+    keyIds.push(...(await createKeys(server, items)));
   }
   const rows = await db
     .selectFrom('keys')

@@ -36,6 +36,18 @@ export async function writeKeys(dir: string, name: string, keys: string[]): Prom
   return path;
 }
 
+/** One `migrations.createKeys` request with the bootstrap root key; the created keys' ids (throws unless 200). */
+export async function createKeys(server: Server, items: object[]): Promise<string[]> {
+  const res = await call(server, {
+    method: 'POST',
+    path: '/v1/migrations.createKeys',
+    body: JSON.stringify(items),
+    rootKey: server.rootKey,
+  });
+  if (res.status !== 200) throw new Error(`migrations.createKeys: ${res.status} ${JSON.stringify(res.json).slice(0, 300)}`);
+  return res.json.keyIds as string[];
+}
+
 /** Imports the keys into the API as hashes, IMPORT_BATCH a request, IMPORT_CONCURRENCY requests in flight; returns keys/s. */
 export async function importKeys(server: Server, apiId: string, keys: string[], prefix: string): Promise<number> {
   const started = performance.now();
@@ -44,14 +56,10 @@ export async function importKeys(server: Server, apiId: string, keys: string[], 
     while (next < keys.length) {
       const batch = keys.slice(next, next + IMPORT_BATCH);
       next += batch.length;
-      const items = batch.map((key) => ({ apiId, prefix, hash: { value: hashKey(key), variant: 'sha256_base64' } }));
-      const res = await call(server, {
-        method: 'POST',
-        path: '/v1/migrations.createKeys',
-        body: JSON.stringify(items),
-        rootKey: server.rootKey,
-      });
-      if (res.status !== 200) throw new Error(`migrations.createKeys: ${res.status} ${JSON.stringify(res.json).slice(0, 300)}`);
+      await createKeys(
+        server,
+        batch.map((key) => ({ apiId, prefix, hash: { value: hashKey(key), variant: 'sha256_base64' } })),
+      );
     }
   };
   await Promise.all(Array.from({ length: IMPORT_CONCURRENCY }, worker));

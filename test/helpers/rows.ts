@@ -2,6 +2,7 @@ import type { Store } from '../../src/store/store.ts';
 import type { Database } from '../../src/store/schema.ts';
 import type { World } from './harness.ts';
 import { sha256b64 } from './hashes.ts';
+import { zero } from '../../src/services/analytics/hourly-sums.ts';
 
 /** Every table of src/store/schema.ts; the type check below fails when a table is added there but not here. */
 export const ALL_TABLES = [
@@ -100,22 +101,11 @@ export function verificationHourRow(
   };
 }
 
-/** The outcomes the analytics tests give counts of (the others stay 0). */
+/** The outcomes the analytics tests give counts of (the others stay 0, as `zero()` has them). */
 export type RecordedOutcome = 'valid' | 'forbidden' | 'usageExceeded' | 'rateLimited' | 'disabled' | 'insufficientPermissions' | 'expired';
 
 /** An analytics row's counts: every outcome count 0 unless given, total their sum. */
 export const outcomeCounts = (c: Partial<Record<RecordedOutcome, number>> = {}) => {
-  const row = {
-    valid: 0,
-    notFound: 0,
-    forbidden: 0,
-    usageExceeded: 0,
-    rateLimited: 0,
-    unauthorized: 0,
-    disabled: 0,
-    insufficientPermissions: 0,
-    expired: 0,
-    ...c,
-  };
-  return { ...row, total: Object.values(row).reduce((a, b) => a + b, 0) };
+  const row = { ...zero(), ...c };
+  return { ...row, total: Object.values(c).reduce((a, b) => a + b, 0) };
 };
