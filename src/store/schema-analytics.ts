@@ -35,6 +35,9 @@ export interface AnalyticsKeyVerificationRollupRow {
   spent_credits: number;
   latency_sum: number;
 }
+/** A coarser form of a verification roll-up (migration 0014): `by_key` without tags, `by_api` per API and outcome. */
+export type AnalyticsKeyVerificationByKeyRow = Omit<AnalyticsKeyVerificationRollupRow, 'tags'>;
+export type AnalyticsKeyVerificationByApiRow = Omit<AnalyticsKeyVerificationByKeyRow, 'key_id' | 'identity_id' | 'external_id'>;
 export interface AnalyticsRatelimitRow {
   request_id: string;
   time: number;
@@ -60,6 +63,14 @@ export interface AnalyticsTables {
   analytics_key_verifications_per_hour: AnalyticsKeyVerificationRollupRow;
   analytics_key_verifications_per_day: AnalyticsKeyVerificationRollupRow;
   analytics_key_verifications_per_month: AnalyticsKeyVerificationRollupRow;
+  analytics_key_verifications_per_minute_by_key: AnalyticsKeyVerificationByKeyRow;
+  analytics_key_verifications_per_hour_by_key: AnalyticsKeyVerificationByKeyRow;
+  analytics_key_verifications_per_day_by_key: AnalyticsKeyVerificationByKeyRow;
+  analytics_key_verifications_per_month_by_key: AnalyticsKeyVerificationByKeyRow;
+  analytics_key_verifications_per_minute_by_api: AnalyticsKeyVerificationByApiRow;
+  analytics_key_verifications_per_hour_by_api: AnalyticsKeyVerificationByApiRow;
+  analytics_key_verifications_per_day_by_api: AnalyticsKeyVerificationByApiRow;
+  analytics_key_verifications_per_month_by_api: AnalyticsKeyVerificationByApiRow;
   analytics_ratelimits: AnalyticsRatelimitRow;
   analytics_ratelimits_per_minute: AnalyticsRatelimitRollupRow;
   analytics_ratelimits_per_hour: AnalyticsRatelimitRollupRow;

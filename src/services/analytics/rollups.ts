@@ -87,3 +87,25 @@ export function addRow<R extends object>(into: Map<string, R>, id: string, row: 
 export function byId<R>(rows: Map<string, R>): R[] {
   return [...rows.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)).map((id) => rows.get(id)!);
 }
+
+/** `rows` summed per group of `group`'s columns (`summed` added up), ordered by group (byId). */
+export function coarsen<R extends object, K extends keyof R & string, S extends keyof R>(
+  rows: readonly R[],
+  group: readonly K[],
+  summed: readonly S[],
+): Array<Pick<R, K | S>> {
+  const into = new Map<string, Pick<R, K | S>>();
+  for (const row of rows) {
+    const id = group.map((c) => String(row[c])).join('\u0000');
+    const had = into.get(id);
+    if (had) {
+      for (const c of summed) (had as R)[c] = (((had as R)[c] as number) + (row[c] as number)) as R[S];
+      continue;
+    }
+    const copy = {} as Pick<R, K | S>;
+    for (const c of group) copy[c] = row[c];
+    for (const c of summed) (copy as R)[c] = row[c];
+    into.set(id, copy);
+  }
+  return byId(into);
+}

@@ -38,7 +38,9 @@ export async function runPrunePass(store: Store, retention: RetentionConfig, opt
     const dropped =
       store.caps.dialect === 'postgres' && isRawTable(rule.table) ? await dropDaysBefore(store.db, rule.table, now - keepMs) : undefined;
     if (dropped?.rows) await options.onBatch?.(rule.kind, dropped.rows);
+    // A kind may span tables (a roll-up and its coarser forms): their rows add up.
     counts[rule.kind] =
+      (counts[rule.kind] ?? 0) +
       (dropped?.rows ?? 0) +
       (await runPaced(paceOptions, stop, async (size) => {
         const rows = await deleteBatch(store, rule.table, due, size);

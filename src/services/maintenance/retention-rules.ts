@@ -1,6 +1,8 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { RetentionConfig } from '../../config/retention.ts';
 import type { Database } from '../../store/schema.ts';
+import type { Grain } from '../analytics/rollups.ts';
+import { VERIFICATION_FORMS } from '../analytics/rollup-forms.ts';
 
 /** What the retention pass removes, one name per kind of row (`keyhold maintenance prune` prints these). */
 export type PruneKind =
@@ -45,6 +47,13 @@ const analyticsRule = (kind: PruneKind, table: keyof Database, keepDays: (r: Ret
   { kind, table, keepMs: (r) => days(keepDays(r)), due: (cutoff) => sql`"time" < ${cutoff}` },
 ];
 
+/** A verification roll-up's rules: the roll-up and its coarser forms (rollups.ts VERIFICATION_FORMS), one kind. */
+const verificationRollupRules = (kind: PruneKind, grain: Grain, keepDays: (r: RetentionConfig) => number): RetentionRule[] =>
+  [`analytics_key_verifications_per_${grain}`, ...VERIFICATION_FORM_NAMES.map((f) => `analytics_key_verifications_per_${grain}_${f}`)].flatMap(
+    (table) => analyticsRule(kind, table as keyof Database, keepDays),
+  );
+const VERIFICATION_FORM_NAMES = Object.keys(VERIFICATION_FORMS);
+
 /**
  * A key migration is finished and old when it was last changed (created, or keys enqueued) before the cutoff,
  * none of its items is pending, and no key still waits under its hash algorithm (its first verification
@@ -67,10 +76,10 @@ export const RETENTION_RULES: readonly RetentionRule[] = [
   // Analytics: raw events and roll-ups, each by its own retention (on PostgreSQL the raw tables' whole days are
   // dropped as partitions first: prune.ts). `verifications` and `ratelimit_analytics` are the per-hour roll-ups.
   ...analyticsRule('verification_events', 'analytics_key_verifications', (r) => r.analyticsRawDays),
-  ...analyticsRule('verifications_per_minute', 'analytics_key_verifications_per_minute', (r) => r.analyticsMinuteDays),
-  ...analyticsRule('verifications', 'analytics_key_verifications_per_hour', (r) => r.analyticsDays),
-  ...analyticsRule('verifications_per_day', 'analytics_key_verifications_per_day', (r) => r.analyticsDayDays),
-  ...analyticsRule('verifications_per_month', 'analytics_key_verifications_per_month', (r) => r.analyticsDayDays),
+  ...verificationRollupRules('verifications_per_minute', 'minute', (r) => r.analyticsMinuteDays),
+  ...verificationRollupRules('verifications', 'hour', (r) => r.analyticsDays),
+  ...verificationRollupRules('verifications_per_day', 'day', (r) => r.analyticsDayDays),
+  ...verificationRollupRules('verifications_per_month', 'month', (r) => r.analyticsDayDays),
   ...analyticsRule('ratelimit_events', 'analytics_ratelimits', (r) => r.analyticsRawDays),
   ...analyticsRule('ratelimits_per_minute', 'analytics_ratelimits_per_minute', (r) => r.analyticsMinuteDays),
   ...analyticsRule('ratelimit_analytics', 'analytics_ratelimits_per_hour', (r) => r.analyticsDays),

@@ -1,11 +1,16 @@
 import { PostgresAdapter, sql, type Kysely } from 'kysely';
 import type { Database } from '../../store/schema.ts';
-import type { AnalyticsKeyVerificationRollupRow, AnalyticsKeyVerificationRow } from '../../store/schema-analytics.ts';
+import type {
+  AnalyticsKeyVerificationByApiRow,
+  AnalyticsKeyVerificationRollupRow,
+  AnalyticsKeyVerificationRow,
+} from '../../store/schema-analytics.ts';
 import { IN_LIST_CHUNK, type Db } from '../../store/store.ts';
 import { fixedShapeChunks, insertRows } from '../../store/bulk-statements.ts';
 import { VERIFY_CODES, type VerifyCode } from '../../domain/verify-codes.ts';
 import { EventQueue, type EventQueueOptions } from '../analytics/event-queue.ts';
-import { bucketOf, byId, GRAINS, storedTags, upsertRollups } from '../analytics/rollups.ts';
+import { bucketOf, byId, coarsen, GRAINS, type Grain, storedTags, upsertRollups } from '../analytics/rollups.ts';
+import { VERIFICATION_FORMS, type VerificationForm } from '../analytics/rollup-forms.ts';
 import { ensureDayPartitions } from '../analytics/partitions.ts';
 
 export interface RecorderOptions extends EventQueueOptions {
@@ -85,7 +90,16 @@ export class VerificationRecorder extends EventQueue<VerificationEvent> {
     const latest = latestByKey(batch);
     await this.#db.transaction().execute(async (tx) => {
       await insertRows(tx, 'analytics_key_verifications', raw);
-      for (const grain of GRAINS) await upsertRollups(tx, `analytics_key_verifications_per_${grain}`, rollups[grain], GROUP, SUMMED);
+      for (const grain of GRAINS) {
+        const rows = rollups[grain];
+        await upsertRollups(tx, `analytics_key_verifications_per_${grain}`, rows, GROUP, SUMMED);
+        for (const form of FORMS) {
+          // Typed as the coarsest form: upsertRollups writes the columns the rows have.
+          const group = VERIFICATION_FORMS[form] as ReadonlyArray<keyof AnalyticsKeyVerificationByApiRow>;
+          const table = `analytics_key_verifications_per_${grain}_${form}` as `analytics_key_verifications_per_${Grain}_by_api`;
+          await upsertRollups(tx, table, coarsen(rows, group, SUMMED), group, SUMMED);
+        }
+      }
       await moveLastUsed(tx, latest);
     });
   }
@@ -114,6 +128,7 @@ function rawRow(e: VerificationEvent, region: string, dialect: 'sqlite' | 'postg
 
 const GROUP = ['workspace_id', 'time', 'key_space_id', 'key_id', 'identity_id', 'external_id', 'outcome', 'tags'] as const;
 const SUMMED = ['count', 'spent_credits', 'latency_sum'] as const;
+const FORMS = Object.keys(VERIFICATION_FORMS) as VerificationForm[];
 
 /** The batch summed per roll-up group, per grain, ordered by group. */
 function rollupRows(

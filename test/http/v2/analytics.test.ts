@@ -2,6 +2,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { sql } from 'kysely';
 import { DIALECTS, world, type World } from '../../helpers/harness.ts';
+import { refillRollupForms } from '../../helpers/rollup-forms.ts';
 import { assertV2Error, v2Data, v2Locations, v2SecurityTests } from '../../helpers/v2.ts';
 
 const HOUR = 3_600_000;
@@ -29,6 +30,7 @@ async function insertDaily(w: World, workspaceId: string, rows: Array<Partial<Ro
       values (${r.time}, ${workspaceId}, ${r.key_space_id ?? 'api_a'}, '', ${r.external_id ?? ''}, ${r.key_id ?? 'key_1'}, ${r.outcome ?? 'VALID'},
         ${pg ? sql`${[]}::text[]` : '[]'}, ${r.count}, ${r.spent_credits ?? 0}, 0)`.execute(w.store.db);
   }
+  await refillRollupForms(w.store.db);
 }
 
 for (const dialect of DIALECTS) {

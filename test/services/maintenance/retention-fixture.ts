@@ -110,6 +110,15 @@ export async function agedFixture(w: World, now: number): Promise<{ liveKey: str
         .insertInto(`analytics_key_verifications_per_${g}`)
         .values({ time, ...group, count: 5, spent_credits: 0, latency_sum: 5 })
         .execute();
+      const { tags: _tags, ...byKey } = group;
+      await db
+        .insertInto(`analytics_key_verifications_per_${g}_by_key`)
+        .values({ time, ...byKey, count: 5, spent_credits: 0, latency_sum: 5 })
+        .execute();
+      await db
+        .insertInto(`analytics_key_verifications_per_${g}_by_api`)
+        .values({ time, workspace_id: w.workspaceId, key_space_id: apiId, outcome: 'VALID', count: 5, spent_credits: 0, latency_sum: 5 })
+        .execute();
       await db
         .insertInto(`analytics_ratelimits_per_${g}`)
         .values({ time, workspace_id: w.workspaceId, namespace_id: 'rlns_x', identifier: 'user', passed: 3, total: 4 })
@@ -291,6 +300,14 @@ export function expectedAfterPrune(before: Snapshot, now: number, r: RetentionCo
   for (const [v, rl, vKind, rlKind, days] of analytics) {
     keep(v, vKind, (x) => !old(x, 'time', days), days);
     keep(rl, rlKind, (x) => !old(x, 'time', days), days);
+    // A roll-up's coarser forms go with it, counted under its kind.
+    if (v === 'analytics_key_verifications' || days === 0) continue;
+    let total = pruned[vKind];
+    for (const form of ['by_key', 'by_api'] as const) {
+      keep(`${v}_${form}` as keyof Database, vKind, (x) => !old(x, 'time', days), days);
+      total += pruned[vKind];
+    }
+    pruned[vKind] = total;
   }
   keep('audit_logs', 'audit_logs', (x) => !old(x, 'created_at', r.auditDays), r.auditDays);
   keep('keys', 'deleted_keys', (x) => !old(x, 'deleted_at', r.deletedDays), r.deletedDays);

@@ -1,3 +1,5 @@
+import { VERIFICATION_FORMS } from '../rollup-forms.ts';
+
 /**
  * The public side of analytics queries: the tables a query may name (Unkey v2's names), their columns with
  * ClickHouse's types, the physical table behind each and how long it keeps rows.
@@ -22,6 +24,10 @@ export interface PublicTable {
   /** How far back the table keeps rows (its retention); a query's range may not start earlier. */
   retentionDays: number;
   columns: Record<string, PublicColumn>;
+  /** A roll-up's summed columns (public names): what its coarser forms add up. */
+  summed?: ReadonlySet<string>;
+  /** A roll-up's coarser forms, coarsest first: each one's table and the physical columns it has (compile-projection.ts). */
+  forms?: ReadonlyArray<{ physical: string; columns: ReadonlySet<string> }>;
 }
 
 const col = (physical: string, type: ValueType): PublicColumn => ({ physical, type });
@@ -76,6 +82,11 @@ function verificationTables(): PublicTable[] {
       physical: `analytics_key_verifications_per_${grain}`,
       retentionDays: RETENTION_DAYS[grain],
       columns: { time: rollupTime(grain), ...VERIFICATION_IDS, count: col('count', 'int'), latency_sum: col('latency_sum', 'float') },
+      summed: new Set(['count', 'spent_credits', 'latency_sum']),
+      forms: (['by_api', 'by_key'] as const).map((form) => ({
+        physical: `analytics_key_verifications_per_${grain}_${form}`,
+        columns: new Set<string>([...VERIFICATION_FORMS[form], 'count', 'spent_credits', 'latency_sum']),
+      })),
     })),
   ];
 }

@@ -47,6 +47,8 @@ export interface QueryFilter {
   workspaceId: string;
   source: AnalyticsSource;
   scopeIds: readonly string[] | null;
+  /** false: every roll-up is read itself, never a coarser form (to compare the two). Default true. */
+  forms?: boolean;
 }
 
 /** The state of one compilation: the dialect, the bound parameters, the query's "now", CTEs and fresh names. */

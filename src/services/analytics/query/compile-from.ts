@@ -12,7 +12,7 @@ const SECOND_NAMES = new Set(['api_id', 'apiId', 'externalId']);
  * namespaces the caller may read, whatever else the query says. Every reference to a public table, in every
  * subquery, CTE and branch, goes through here.
  */
-function baseTable(ctx: CompileContext, table: PublicTable): string {
+function baseTable(ctx: CompileContext, table: PublicTable, physical: string): string {
   const { workspaceId, scopeIds, source } = ctx.filter;
   const conditions = [`workspace_id = ${ctx.bind(workspaceId, 'string')}`];
   if (scopeIds) {
@@ -20,7 +20,7 @@ function baseTable(ctx: CompileContext, table: PublicTable): string {
     conditions.push(ids.length > 0 ? `${SCOPE_COLUMN[source]} IN (${ids.join(', ')})` : '1 = 0');
   }
   if (ctx.dialect.rowCheck) conditions.push(ctx.dialect.rowCheck);
-  return `(SELECT * FROM ${table.physical} WHERE ${conditions.join(' AND ')})`;
+  return `(SELECT * FROM ${physical} WHERE ${conditions.join(' AND ')})`;
 }
 
 const sourceOf = (name: string, columns: Array<[string, ScopeColumn]>, star: string[]): ScopeSource => ({
@@ -36,8 +36,8 @@ const outputSource = (ctx: CompileContext, name: string, columns: OutputColumn[]
     columns.map((c) => c.name),
   );
 
-/** A named FROM item: one of the query's CTEs, or a public table. */
-function namedItem(ctx: CompileContext, scope: Scope, name: string, alias: string | null): string {
+/** A named FROM item: one of the query's CTEs, or a public table (read from `form`, one of its forms, when given). */
+function namedItem(ctx: CompileContext, scope: Scope, name: string, alias: string | null, form?: string): string {
   const as = alias ?? name;
   const d = ctx.dialect;
   const cte = ctx.ctes.get(name);
@@ -59,7 +59,7 @@ function namedItem(ctx: CompileContext, scope: Scope, name: string, alias: strin
     ),
     table,
   });
-  return `${baseTable(ctx, table)} AS ${d.id(as)}`;
+  return `${baseTable(ctx, table, form ?? table.physical)} AS ${d.id(as)}`;
 }
 
 const JOINS: Record<string, string> = {
@@ -73,14 +73,15 @@ const JOINS: Record<string, string> = {
 
 /**
  * Compiles a FROM clause's item into `scope`: tables become their filtered reads (baseTable), subqueries are
- * compiled with their own scope; joins take ON conditions (compiled once both sides are in scope).
+ * compiled with their own scope; joins take ON conditions (compiled once both sides are in scope). `form`: the
+ * physical form a lone roll-up is read from (compile-projection.ts).
  */
-export function compileFromItem(ctx: CompileContext, scope: Scope, node: Node, alias: string | null = null): string {
+export function compileFromItem(ctx: CompileContext, scope: Scope, node: Node, alias: string | null = null, form?: string): string {
   switch (node.type) {
     case 'identifier':
-      return namedItem(ctx, scope, nameOf(node), alias);
+      return namedItem(ctx, scope, nameOf(node), alias, form);
     case 'alias':
-      return compileFromItem(ctx, scope, node.expr as Node, nameOf(node.alias as Node));
+      return compileFromItem(ctx, scope, node.expr as Node, nameOf(node.alias as Node), form);
     case 'paren_expr': {
       const inner = node.expr as Node;
       if (inner.type !== 'select_stmt' && inner.type !== 'compound_select_stmt') return compileFromItem(ctx, scope, inner, alias);

@@ -3,6 +3,7 @@ import { RESULT_ROWS_MAX, type CompiledQuery, type Ex, type OutputColumn, type S
 import { CompileContext, itemsOf, nameOf, newScope, operatorText, type QueryFilter, type Scope } from './compile-context.ts';
 import { compileExpr } from './compile-expr.ts';
 import { compileFromItem, tablesOf } from './compile-from.ts';
+import { projectionFor } from './compile-projection.ts';
 import { checkRetention } from './retention.ts';
 import { invalidQuery, type QueryStatement } from './parse.ts';
 
@@ -154,7 +155,8 @@ function compileSelect(ctx: CompileContext, node: Node, parent: Scope | null, mo
   const scope = newScope(parent);
   const d = ctx.dialect;
   const fromClause = clauseOf(node, 'from_clause');
-  const from = fromClause ? compileFromItem(ctx, scope, fromClause.expr as Node) : null;
+  const form = fromClause && ctx.filter.forms !== false ? projectionFor(node, new Set(ctx.ctes.keys())) : undefined;
+  const from = fromClause ? compileFromItem(ctx, scope, fromClause.expr as Node, null, form) : null;
   const select = clauseOf(node, 'select_clause')!;
   const items = selectItems(ctx, scope, itemsOf(select.columns as Node));
   const compiled = items.map((item) => ({ item, ex: item.compile() }));

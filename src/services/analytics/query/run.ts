@@ -59,6 +59,8 @@ export interface AnalyticsQueryOptions {
   timeoutMs?: number;
   /** The query's now() (tests); default the clock. */
   nowMs?: number;
+  /** false: read every roll-up itself, never a coarser form (tests compare the answers). */
+  forms?: boolean;
 }
 
 /**
@@ -78,7 +80,7 @@ export async function runAnalyticsQuery(
   const statement = parseQuery(query);
   validateQuery(statement, source);
   const nowMs = options.nowMs ?? Date.now();
-  const filter = { workspaceId: caller.workspaceId, source, scopeIds };
+  const filter = { workspaceId: caller.workspaceId, source, scopeIds, forms: options.forms };
   const compiled = compileQuery(statement, query, DIALECTS[store.caps.dialect], filter, nowMs);
   const timeoutMs = options.timeoutMs ?? QUERY_TIMEOUT_MS;
   const release = acquire(caller.workspaceId);

@@ -1,0 +1,50 @@
+import { type Kysely, sql } from 'kysely';
+
+// Frozen in time: this file never imports application types. Coarser forms ("projections") of each verification
+// roll-up, so that a question about a whole workspace or about keys reads a few rows per bucket instead of one per
+// key, outcome and tag set (docs/analytics.md, "How queries are answered"):
+//
+// - `analytics_key_verifications_per_<grain>_by_key`: the roll-up without `tags` (group: workspace_id, time,
+//   key_space_id, key_id, identity_id, external_id, outcome);
+// - `analytics_key_verifications_per_<grain>_by_api`: the roll-up per API and outcome only (group: workspace_id,
+//   time, key_space_id, outcome).
+//
+// Each sums `count`, `spent_credits` and `latency_sum` of its roll-up's rows; the batch writer upserts all three
+// forms in one transaction, so they always agree. Filled here from the roll-ups already stored. Indexes: the
+// unique group, and (time) for pruning, as the roll-ups.
+
+// biome-ignore lint/suspicious/noExplicitAny: a frozen migration knows no schema type
+type Db = Kysely<any>;
+
+const GRAINS = ['minute', 'hour', 'day', 'month'] as const;
+
+const FORMS = {
+  by_key: ['workspace_id', 'time', 'key_space_id', 'key_id', 'identity_id', 'external_id', 'outcome'],
+  by_api: ['workspace_id', 'time', 'key_space_id', 'outcome'],
+} as const;
+
+export async function up(db: Db): Promise<void> {
+  for (const grain of GRAINS) {
+    const rollup = `analytics_key_verifications_per_${grain}`;
+    for (const [form, group] of Object.entries(FORMS) as Array<[string, readonly string[]]>) {
+      const name = `${rollup}_${form}`;
+      let t = db.schema.createTable(name);
+      for (const column of group) t = t.addColumn(column, column === 'time' ? 'bigint' : 'text', (c) => c.notNull());
+      await t
+        .addColumn('count', 'bigint', (c) => c.notNull())
+        .addColumn('spent_credits', 'bigint', (c) => c.notNull().defaultTo(0))
+        .addColumn('latency_sum', 'double precision', (c) => c.notNull().defaultTo(0))
+        .addUniqueConstraint(`${name}_group`, [...group] as never[])
+        .execute();
+      await db.schema.createIndex(`${name}_time`).on(name).column('time').execute();
+      const columns = sql.join(group.map((c) => sql.ref(c)));
+      await sql`insert into ${sql.table(name)} (${columns}, count, spent_credits, latency_sum)
+        select ${columns}, sum(count), sum(spent_credits), sum(latency_sum) from ${sql.table(rollup)} group by ${columns}`.execute(db);
+    }
+  }
+}
+
+export async function down(db: Db): Promise<void> {
+  for (const grain of GRAINS)
+    for (const form of Object.keys(FORMS)) await db.schema.dropTable(`analytics_key_verifications_per_${grain}_${form}`).execute();
+}
