@@ -182,3 +182,19 @@ for (const dialect of DIALECTS) {
     });
   });
 }
+
+test('SQLite: a query reading one table once checks its deadline on sampled rows, any other on every row read', () => {
+  const sampled = '(rowid % 1024 <> 0 OR keyhold_live())';
+  const once = compile(SQLITE_QUERY_DIALECT, 'SELECT outcome, count() FROM key_verifications_v1 GROUP BY outcome');
+  assert.ok(once.sql.includes(sampled), once.sql);
+  for (const q of [
+    'SELECT count() FROM key_verifications_v1 AS a CROSS JOIN key_verifications_v1 AS b',
+    'SELECT count() FROM key_verifications_v1 WHERE key_id IN (SELECT key_id FROM key_verifications_v1)',
+    'WITH k AS (SELECT key_id FROM key_verifications_v1) SELECT count() FROM k',
+    'SELECT key_id FROM key_verifications_v1 UNION ALL SELECT key_id FROM key_verifications_v1',
+  ]) {
+    const sql = compile(SQLITE_QUERY_DIALECT, q).sql;
+    assert.ok(!sql.includes(sampled) && sql.includes('keyhold_live()'), `${q}: ${sql}`);
+  }
+  assert.ok(!compile(POSTGRES_QUERY_DIALECT, 'SELECT count() FROM key_verifications_v1').sql.includes('keyhold_live'));
+});
