@@ -5,6 +5,7 @@ import { requireApi, requireKey } from '../lookups.ts';
 import { HOUR_MS, RECORDED_CODES, type RecordedCode } from '../verification/verification-recorder.ts';
 import { bucketOf, MINUTE_MS } from './rollups.ts';
 import { sumByTag, type SummaryFilter, type SummaryTable } from './usage-tags.ts';
+import type { VerificationForm } from './rollup-forms.ts';
 
 // The dashboard's usage summary: verifications over a recent range by outcome, the top keys, identities and tags,
 // and credits spent, read from the roll-ups (never the raw events): per minute for the last hour, per hour for the
@@ -131,17 +132,20 @@ async function scopeColumn(db: Db, caller: Caller, scope: UsageScope): Promise<P
   return { column: 'identity_id', value: identity.id };
 }
 
-/** The filter's roll-up rows: the workspace always, the range, and the scope's column. */
-const rows = (db: Db, f: SummaryFilter) =>
+/**
+ * The filter's rows of the roll-up's coarser form `form` (rollup-forms.ts; the same sums without tags, or per API
+ * and outcome only): the workspace always, the range, and the scope's column.
+ */
+const rows = (db: Db, f: SummaryFilter, form: VerificationForm) =>
   db
-    .selectFrom(f.table as 'analytics_key_verifications_per_hour')
+    .selectFrom(`${f.table}_${form}` as 'analytics_key_verifications_per_hour_by_key')
     .where('workspace_id', '=', f.workspaceId)
     .where('time', '>=', f.from)
     .where('time', '<', f.to)
     .where(f.column, '=', f.value);
 
 async function sumSeries(db: Db, f: SummaryFilter): Promise<Array<{ time: number; outcome: string; count: number; spentCredits: number }>> {
-  const found = await rows(db, f)
+  const found = await rows(db, f, f.column === 'key_space_id' ? 'by_api' : 'by_key')
     .select((eb) => ['time', 'outcome', eb.fn.sum<number | string>('count').as('n'), eb.fn.sum<number | string>('spent_credits').as('c')])
     .groupBy(['time', 'outcome'])
     .execute();
@@ -150,7 +154,7 @@ async function sumSeries(db: Db, f: SummaryFilter): Promise<Array<{ time: number
 
 /** count, valid and spentCredits summed per `column`, the TOP rows with most verifications (ties by id). */
 async function rank(db: Db, f: SummaryFilter, column: 'key_id' | 'identity_id'): Promise<Array<UsageRank & { id: string }>> {
-  const found = await rows(db, f)
+  const found = await rows(db, f, 'by_key')
     .$if(column === 'identity_id', (qb) => qb.where('identity_id', '!=', ''))
     .select((eb) => [
       eb.ref(column).as('id'),
@@ -193,7 +197,7 @@ async function rankIdentities(db: Db, f: SummaryFilter): Promise<UsageSummary['t
   const ids = ranked.map((r) => r.id);
   const [identities, recorded] = await Promise.all([
     db.selectFrom('identities').select(['id', 'external_id']).where('workspace_id', '=', f.workspaceId).where('id', 'in', ids).execute(),
-    rows(db, f)
+    rows(db, f, 'by_key')
       .select((eb) => ['identity_id', eb.fn.max('external_id').as('external_id')])
       .where('identity_id', 'in', ids)
       .groupBy('identity_id')

@@ -83,10 +83,18 @@ function reference(w: Walk, node: Node, asSummed: boolean, self: string | null):
   throw new NotProjectable();
 }
 
+/**
+ * Whether `node` has fields set beyond these (a call's DISTINCT, FILTER, OVER, ORDER BY… change what it sees; the
+ * parser leaves an absent one undefined).
+ */
+const hasMore = (node: Node | undefined, fields: readonly string[]): boolean =>
+  node !== undefined && Object.entries(node).some(([f, v]) => v != null && f !== 'type' && f !== 'range' && !fields.includes(f));
+
 function call(w: Walk, node: Node, self: string | null): void {
   if ((node.name as Node).type !== 'identifier') throw new NotProjectable();
   const name = nameOf(node.name as Node).toLowerCase();
   const argsNode = (node.args as Node | undefined)?.expr as Node | undefined;
+  if (hasMore(node, ['name', 'args']) || hasMore(argsNode, ['args'])) throw new NotProjectable();
   const args = argsNode?.args ? itemsOf(argsNode.args as Node) : [];
   if (!AGGREGATES.has(name)) {
     for (const a of args) visit(w, a, self);
