@@ -8,4 +8,3 @@ export const VERIFICATION_FORMS = {
   by_api: ['workspace_id', 'time', 'key_space_id', 'outcome'],
 } as const;
 export type VerificationForm = keyof typeof VERIFICATION_FORMS;
-

@@ -49,9 +49,10 @@ const analyticsRule = (kind: PruneKind, table: keyof Database, keepDays: (r: Ret
 
 /** A verification roll-up's rules: the roll-up and its coarser forms (rollups.ts VERIFICATION_FORMS), one kind. */
 const verificationRollupRules = (kind: PruneKind, grain: Grain, keepDays: (r: RetentionConfig) => number): RetentionRule[] =>
-  [`analytics_key_verifications_per_${grain}`, ...VERIFICATION_FORM_NAMES.map((f) => `analytics_key_verifications_per_${grain}_${f}`)].flatMap(
-    (table) => analyticsRule(kind, table as keyof Database, keepDays),
-  );
+  [
+    `analytics_key_verifications_per_${grain}`,
+    ...VERIFICATION_FORM_NAMES.map((f) => `analytics_key_verifications_per_${grain}_${f}`),
+  ].flatMap((table) => analyticsRule(kind, table as keyof Database, keepDays));
 const VERIFICATION_FORM_NAMES = Object.keys(VERIFICATION_FORMS);
 
 /**

@@ -11,7 +11,8 @@ import { type Kysely, sql } from 'kysely';
 //
 // Each sums `count`, `spent_credits` and `latency_sum` of its roll-up's rows; the batch writer upserts all three
 // forms in one transaction, so they always agree. Filled here from the roll-ups already stored. Indexes: the
-// unique group, and (time) for pruning, as the roll-ups.
+// unique group, and (time) for pruning, as the roll-ups; `by_key` also (workspace_id, key_id, time), for one key's
+// series (a key's page, `WHERE key_id = …`), which would otherwise read every key's rows of its time range.
 
 // biome-ignore lint/suspicious/noExplicitAny: a frozen migration knows no schema type
 type Db = Kysely<any>;
@@ -37,6 +38,7 @@ export async function up(db: Db): Promise<void> {
         .addUniqueConstraint(`${name}_group`, [...group] as never[])
         .execute();
       await db.schema.createIndex(`${name}_time`).on(name).column('time').execute();
+      if (form === 'by_key') await db.schema.createIndex(`${name}_key`).on(name).columns(['workspace_id', 'key_id', 'time']).execute();
       const columns = sql.join(group.map((c) => sql.ref(c)));
       await sql`insert into ${sql.table(name)} (${columns}, count, spent_credits, latency_sum)
         select ${columns}, sum(count), sum(spent_credits), sum(latency_sum) from ${sql.table(rollup)} group by ${columns}`.execute(db);

@@ -46,8 +46,18 @@ for (const dialect of DIALECTS) {
           .execute();
         await up(db);
         const read = async (table: string, columns: string[]) =>
-          (await db.selectFrom(table).select([...columns, 'count', 'spent_credits', 'latency_sum']).execute())
-            .map((r) => [...columns.map((c) => (c === 'time' ? Number(r[c]) : r[c])), Number(r.count), Number(r.spent_credits), Number(r.latency_sum)])
+          (
+            await db
+              .selectFrom(table)
+              .select([...columns, 'count', 'spent_credits', 'latency_sum'])
+              .execute()
+          )
+            .map((r) => [
+              ...columns.map((c) => (c === 'time' ? Number(r[c]) : r[c])),
+              Number(r.count),
+              Number(r.spent_credits),
+              Number(r.latency_sum),
+            ])
             .sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
         assert.deepEqual(await read('analytics_key_verifications_per_day_by_api', ['time', 'key_space_id', 'outcome']), [
           [D, 'api_1', 'RATE_LIMITED', 1, 0, 2],
@@ -55,13 +65,16 @@ for (const dialect of DIALECTS) {
           [D, 'api_2', 'VALID', 7, 0, 14],
           [D + DAY_MS, 'api_1', 'VALID', 2, 0, 4],
         ]);
-        assert.deepEqual(await read('analytics_key_verifications_per_day_by_key', ['time', 'key_id', 'identity_id', 'external_id', 'outcome']), [
-          [D, 'key_1', 'id_1', 'user_1', 'RATE_LIMITED', 1, 0, 2],
-          [D, 'key_1', 'id_1', 'user_1', 'VALID', 7, 3, 14],
-          [D, 'key_2', '', '', 'VALID', 5, 5, 10],
-          [D, 'key_3', '', '', 'VALID', 7, 0, 14],
-          [D + DAY_MS, 'key_2', '', '', 'VALID', 2, 0, 4],
-        ]);
+        assert.deepEqual(
+          await read('analytics_key_verifications_per_day_by_key', ['time', 'key_id', 'identity_id', 'external_id', 'outcome']),
+          [
+            [D, 'key_1', 'id_1', 'user_1', 'RATE_LIMITED', 1, 0, 2],
+            [D, 'key_1', 'id_1', 'user_1', 'VALID', 7, 3, 14],
+            [D, 'key_2', '', '', 'VALID', 5, 5, 10],
+            [D, 'key_3', '', '', 'VALID', 7, 0, 14],
+            [D + DAY_MS, 'key_2', '', '', 'VALID', 2, 0, 4],
+          ],
+        );
         assert.equal((await db.selectFrom('analytics_key_verifications_per_hour_by_api').selectAll().execute()).length, 0);
       } finally {
         await close();

@@ -12,7 +12,7 @@ const SECOND_NAMES = new Set(['api_id', 'apiId', 'externalId']);
  * namespaces the caller may read, whatever else the query says. Every reference to a public table, in every
  * subquery, CTE and branch, goes through here.
  */
-function baseTable(ctx: CompileContext, table: PublicTable, physical: string): string {
+function baseTable(ctx: CompileContext, physical: string): string {
   const { workspaceId, scopeIds, source } = ctx.filter;
   const conditions = [`workspace_id = ${ctx.bind(workspaceId, 'string')}`];
   if (scopeIds) {
@@ -59,7 +59,7 @@ function namedItem(ctx: CompileContext, scope: Scope, name: string, alias: strin
     ),
     table,
   });
-  return `${baseTable(ctx, table, form ?? table.physical)} AS ${d.id(as)}`;
+  return `${baseTable(ctx, form ?? table.physical)} AS ${d.id(as)}`;
 }
 
 const JOINS: Record<string, string> = {
@@ -121,7 +121,8 @@ export function readsOneTableOnce(statement: Node): boolean {
     if (node.type === 'select_stmt') selects++;
     if (node.type === 'join_expr' || node.type === 'with_clause') joins++;
     for (const value of Object.values(node))
-      for (const child of Array.isArray(value) ? value : [value]) if (child && typeof child === 'object' && typeof child.type === 'string') walk(child);
+      for (const child of Array.isArray(value) ? value : [value])
+        if (child && typeof child === 'object' && typeof child.type === 'string') walk(child);
   };
   walk(statement);
   return selects === 1 && joins === 0 && statement.type === 'select_stmt';

@@ -17,17 +17,7 @@ import { itemsOf, nameOf } from './compile-context.ts';
 /** Aggregates whose result is the same over a form's rows as over the roll-up's, when given group columns. */
 const SAME_OVER_GROUPS = new Set(['min', 'max', 'any', 'uniq', 'uniqexact', 'groupuniqarray']);
 /** Every aggregate (and row-multiplying function) of the allow-list; the others are per-row functions. */
-const AGGREGATES = new Set([
-  ...SAME_OVER_GROUPS,
-  'sum',
-  'sumif',
-  'count',
-  'countif',
-  'avg',
-  'grouparray',
-  'quantile',
-  'arrayjoin',
-]);
+const AGGREGATES = new Set([...SAME_OVER_GROUPS, 'sum', 'sumif', 'count', 'countif', 'avg', 'grouparray', 'quantile', 'arrayjoin']);
 /** Node types that hold nothing but their children (operators, literals, lists, CASE, INTERVAL). */
 const PLAIN = new Set([
   'binary_expr',
@@ -73,14 +63,12 @@ function column(w: Walk, name: string, asSummed: boolean): void {
 /** A column reference: `name` (a SELECT alias wins, as in ClickHouse, except inside its own expression) or `t.name`. */
 function reference(w: Walk, node: Node, asSummed: boolean, self: string | null): void {
   if (node.type === 'identifier') {
-    if (!asSummed && w.aliases.has(node.name) && node.name !== self) return;
-    return column(w, node.name, asSummed);
-  }
-  if (node.type === 'member_expr' && (node.object as Node).type === 'identifier' && (node.property as Node).type === 'identifier') {
+    const alias = !asSummed && w.aliases.has(node.name) && node.name !== self;
+    if (!alias) column(w, node.name, asSummed);
+  } else if (node.type === 'member_expr' && (node.object as Node).type === 'identifier' && (node.property as Node).type === 'identifier') {
     if (nameOf(node.object as Node) !== w.qualifier) throw new NotProjectable();
-    return column(w, (node.property as Node).name, asSummed);
-  }
-  throw new NotProjectable();
+    column(w, (node.property as Node).name, asSummed);
+  } else throw new NotProjectable();
 }
 
 /**
@@ -110,10 +98,14 @@ function call(w: Walk, node: Node, self: string | null): void {
 }
 
 function visit(w: Walk, node: Node, self: string | null): void {
-  if (node.type === 'identifier' || node.type === 'member_expr') return reference(w, node, false, self);
-  if (node.type === 'func_call') return call(w, node, self);
-  if (node.type === 'alias') return visit(w, node.expr as Node, nameOf(node.alias as Node));
-  if (!PLAIN.has(node.type)) throw new NotProjectable();
+  if (node.type === 'identifier' || node.type === 'member_expr') reference(w, node, false, self);
+  else if (node.type === 'func_call') call(w, node, self);
+  else if (node.type === 'alias') visit(w, node.expr as Node, nameOf(node.alias as Node));
+  else if (PLAIN.has(node.type)) visitChildren(w, node, self);
+  else throw new NotProjectable();
+}
+
+function visitChildren(w: Walk, node: Node, self: string | null): void {
   for (const [field, value] of Object.entries(node)) {
     if (field === 'type' || field === 'range' || value === null || typeof value !== 'object') continue;
     for (const child of Array.isArray(value) ? value : [value]) if (child && typeof child.type === 'string') visit(w, child, self);
@@ -139,7 +131,7 @@ export function projectionFor(select: Node, cteNames: ReadonlySet<string>): stri
   const from = clauses.find((c) => c.type === 'from_clause');
   const named = from && singleTable(from.expr as Node, cteNames);
   if (!named) return undefined;
-  const columns = itemsOf((clauses.find((c) => c.type === 'select_clause')!.columns as Node));
+  const columns = itemsOf(clauses.find((c) => c.type === 'select_clause')!.columns as Node);
   const aliases = new Set(columns.filter((c) => c.type === 'alias').map((c) => nameOf(c.alias as Node)));
   const w: Walk = { ...named, aliases, used: new Set(), aggregated: false };
   try {

@@ -24,16 +24,40 @@ const prng = (seed: number) => () => {
 
 /** [query, the form it reads: 'by_api', 'by_key' or null for the roll-up itself]. */
 const QUERIES: Array<[string, 'by_api' | 'by_key' | null]> = [
-  ['SELECT time AS date, SUM(count) AS verifications FROM key_verifications_per_day_v1 WHERE time >= now() - INTERVAL 30 DAY GROUP BY date ORDER BY date', 'by_api'],
-  ['SELECT key_id, SUM(count) AS total FROM key_verifications_per_day_v1 WHERE time >= now() - INTERVAL 7 DAY GROUP BY key_id ORDER BY total DESC, key_id LIMIT 3', 'by_key'],
-  ["SELECT time, SUM(count) AS n FROM key_verifications_per_hour_v1 WHERE key_id = 'KEY0' AND time >= now() - INTERVAL 24 HOUR GROUP BY time ORDER BY time", 'by_key'],
-  ["SELECT toStartOfHour(time) AS h, sumIf(count, outcome = 'VALID') AS ok, sum(spent_credits) AS credits, sum(latency_sum) AS l FROM key_verifications_per_minute_v1 AS m WHERE m.time >= now() - INTERVAL 2 DAY GROUP BY h ORDER BY h", 'by_api'],
-  ['SELECT api_id, sum(spent_credits) AS credits, uniq(key_id) AS keys, min(time) AS first, max(time) AS last FROM key_verifications_per_hour_v1 GROUP BY api_id ORDER BY api_id', 'by_key'],
-  ['SELECT externalId, identity_id, SUM(count) AS n FROM key_verifications_per_hour_v1 GROUP BY externalId, identity_id HAVING n > 0 ORDER BY n DESC, externalId', 'by_key'],
+  [
+    'SELECT time AS date, SUM(count) AS verifications FROM key_verifications_per_day_v1 WHERE time >= now() - INTERVAL 30 DAY GROUP BY date ORDER BY date',
+    'by_api',
+  ],
+  [
+    'SELECT key_id, SUM(count) AS total FROM key_verifications_per_day_v1 WHERE time >= now() - INTERVAL 7 DAY GROUP BY key_id ORDER BY total DESC, key_id LIMIT 3',
+    'by_key',
+  ],
+  [
+    "SELECT time, SUM(count) AS n FROM key_verifications_per_hour_v1 WHERE key_id = 'KEY0' AND time >= now() - INTERVAL 24 HOUR GROUP BY time ORDER BY time",
+    'by_key',
+  ],
+  [
+    "SELECT toStartOfHour(time) AS h, sumIf(count, outcome = 'VALID') AS ok, sum(spent_credits) AS credits, sum(latency_sum) AS l FROM key_verifications_per_minute_v1 AS m WHERE m.time >= now() - INTERVAL 2 DAY GROUP BY h ORDER BY h",
+    'by_api',
+  ],
+  [
+    'SELECT api_id, sum(spent_credits) AS credits, uniq(key_id) AS keys, min(time) AS first, max(time) AS last FROM key_verifications_per_hour_v1 GROUP BY api_id ORDER BY api_id',
+    'by_key',
+  ],
+  [
+    'SELECT externalId, identity_id, SUM(count) AS n FROM key_verifications_per_hour_v1 GROUP BY externalId, identity_id HAVING n > 0 ORDER BY n DESC, externalId',
+    'by_key',
+  ],
   ['SELECT sum(count) AS count, outcome FROM key_verifications_per_month_v1 GROUP BY outcome ORDER BY count DESC, outcome', 'by_api'],
   ['SELECT DISTINCT outcome FROM key_verifications_per_day_v1 GROUP BY outcome ORDER BY outcome', 'by_api'],
-  ['WITH d AS (SELECT time, sum(count) AS n FROM key_verifications_per_day_v1 GROUP BY time) SELECT max(n) AS peak, count() AS days FROM d', 'by_api'],
-  ["SELECT outcome, sum(count) AS n FROM key_verifications_per_day_v1 WHERE api_id IN ('API0') AND outcome != 'DISABLED' GROUP BY 1 ORDER BY 1", 'by_api'],
+  [
+    'WITH d AS (SELECT time, sum(count) AS n FROM key_verifications_per_day_v1 GROUP BY time) SELECT max(n) AS peak, count() AS days FROM d',
+    'by_api',
+  ],
+  [
+    "SELECT outcome, sum(count) AS n FROM key_verifications_per_day_v1 WHERE api_id IN ('API0') AND outcome != 'DISABLED' GROUP BY 1 ORDER BY 1",
+    'by_api',
+  ],
   // What a coarser form cannot answer: rows counted, summed columns read other than by sum, tags, no grouping.
   ['SELECT count() AS n_rows FROM key_verifications_per_day_v1', null],
   ['SELECT avg(count) AS a, outcome FROM key_verifications_per_day_v1 GROUP BY outcome ORDER BY outcome', null],
@@ -45,18 +69,34 @@ const QUERIES: Array<[string, 'by_api' | 'by_key' | null]> = [
   ['SELECT key_id, count FROM key_verifications_per_month_v1 ORDER BY key_id, count, outcome, toString(tags)', null],
   ['SELECT outcome, sum(count) AS n FROM key_verifications_per_day_v1 GROUP BY outcome HAVING min(count) >= 1 ORDER BY outcome', null],
   ['SELECT sum(count) AS n FROM key_verifications_per_day_v1 WHERE key_id IN (SELECT key_id FROM key_verifications_per_day_v1)', null],
-  ['SELECT a.outcome, sum(a.count) AS n FROM key_verifications_per_day_v1 AS a JOIN key_verifications_per_day_v1 AS b ON a.key_id = b.key_id GROUP BY a.outcome ORDER BY a.outcome', null],
+  [
+    'SELECT a.outcome, sum(a.count) AS n FROM key_verifications_per_day_v1 AS a JOIN key_verifications_per_day_v1 AS b ON a.key_id = b.key_id GROUP BY a.outcome ORDER BY a.outcome',
+    null,
+  ],
 ];
 
-const formOf = (sqlText: string): 'by_api' | 'by_key' | null => (sqlText.includes('_by_api ') ? 'by_api' : sqlText.includes('_by_key ') ? 'by_key' : null);
+const formOf = (sqlText: string): 'by_api' | 'by_key' | null =>
+  sqlText.includes('_by_api ') ? 'by_api' : sqlText.includes('_by_key ') ? 'by_key' : null;
 
 const sorted = (rows: Array<Record<string, unknown>>) => rows.map((r) => JSON.stringify(r)).sort();
 
 test('each query reads the coarsest form that answers it, or the roll-up itself', () => {
   for (const [query, form] of QUERIES) {
-    const compiled = compileQuery(parseQuery(query), query, SQLITE_QUERY_DIALECT, { workspaceId: 'ws', source: 'verifications', scopeIds: null }, 0);
+    const compiled = compileQuery(
+      parseQuery(query),
+      query,
+      SQLITE_QUERY_DIALECT,
+      { workspaceId: 'ws', source: 'verifications', scopeIds: null },
+      0,
+    );
     assert.equal(formOf(compiled.sql), form, query);
-    const itself = compileQuery(parseQuery(query), query, SQLITE_QUERY_DIALECT, { workspaceId: 'ws', source: 'verifications', scopeIds: null, forms: false }, 0);
+    const itself = compileQuery(
+      parseQuery(query),
+      query,
+      SQLITE_QUERY_DIALECT,
+      { workspaceId: 'ws', source: 'verifications', scopeIds: null, forms: false },
+      0,
+    );
     assert.equal(formOf(itself.sql), null, query);
   }
 });
