@@ -43,7 +43,7 @@ export async function runPrunePass(store: Store, retention: RetentionConfig, opt
       (counts[rule.kind] ?? 0) +
       (dropped?.rows ?? 0) +
       (await runPaced(paceOptions, stop, async (size) => {
-        const rows = await deleteBatch(store, rule.table, due, size);
+        const rows = await deleteBatch(store, rule.table, due, size, rule.primaryKey);
         if (rows) await options.onBatch?.(rule.kind, rows);
         return { done: rows, more: rows === size };
       }));

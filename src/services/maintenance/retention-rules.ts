@@ -36,6 +36,8 @@ const DAY_MS = 86_400_000;
 export interface RetentionRule {
   kind: PruneKind;
   table: keyof Database;
+  /** The primary key of a table stored WITHOUT ROWID on SQLite, which its rows are deleted by. */
+  primaryKey?: readonly string[];
   keepMs(retention: RetentionConfig): number;
   due(cutoff: number): RawBuilder<unknown>;
 }
@@ -47,13 +49,16 @@ const analyticsRule = (kind: PruneKind, table: keyof Database, keepDays: (r: Ret
   { kind, table, keepMs: (r) => days(keepDays(r)), due: (cutoff) => sql`"time" < ${cutoff}` },
 ];
 
-/** A verification roll-up's rules: the roll-up and its coarser forms (rollups.ts VERIFICATION_FORMS), one kind. */
-const verificationRollupRules = (kind: PruneKind, grain: Grain, keepDays: (r: RetentionConfig) => number): RetentionRule[] =>
-  [
-    `analytics_key_verifications_per_${grain}`,
-    ...VERIFICATION_FORM_NAMES.map((f) => `analytics_key_verifications_per_${grain}_${f}`),
-  ].flatMap((table) => analyticsRule(kind, table as keyof Database, keepDays));
-const VERIFICATION_FORM_NAMES = Object.keys(VERIFICATION_FORMS);
+/** A verification roll-up's rules: the roll-up and its coarser forms (rollup-forms.ts, WITHOUT ROWID), one kind. */
+const verificationRollupRules = (kind: PruneKind, grain: Grain, keepDays: (r: RetentionConfig) => number): RetentionRule[] => [
+  ...analyticsRule(kind, `analytics_key_verifications_per_${grain}`, keepDays),
+  ...Object.entries(VERIFICATION_FORMS).flatMap(([form, group]) =>
+    analyticsRule(kind, `analytics_key_verifications_per_${grain}_${form}` as keyof Database, keepDays).map((rule) => ({
+      ...rule,
+      primaryKey: group,
+    })),
+  ),
+];
 
 /**
  * A key migration is finished and old when it was last changed (created, or keys enqueued) before the cutoff,

@@ -4,7 +4,7 @@ import { DatabaseSync } from 'node:sqlite';
 /*
  * Runs analytics queries, one at a time, in a worker thread (sqlite-read-only.ts keeps a few) on its own read-only
  * connection, so a slow query never holds the event loop that answers verifications. Every row a table scan
- * reads calls keyhold_live(), which fails the statement once the query's deadline has passed; the starting thread
+ * reads calls keyhold_live() (one read in 1,024, compile-sqlite.ts), which fails the statement once the query's deadline has passed; the starting thread
  * also terminates this worker at the deadline. Registers what SQLite lacks for ClickHouse's semantics: quantile
  * (linear interpolation, as ClickHouse's exact reservoir) and banker's rounding (ClickHouse's round of floats).
  */
@@ -34,7 +34,8 @@ function open(): DatabaseSync {
   db.exec('PRAGMA query_only = 1');
   // ClickHouse's LIKE is case-sensitive; SQLite's is not unless told.
   db.exec('PRAGMA case_sensitive_like = 1');
-  db.function('keyhold_live', () => {
+  // Given the row's time (unused): a column makes SQLite call it on every read of a row (compile-sqlite.ts).
+  db.function('keyhold_live', (_time) => {
     if (Date.now() > deadline) throw new Error('keyhold: deadline passed');
     return 1;
   });

@@ -308,6 +308,12 @@ for (const dialect of DIALECTS) {
       assert.ok(Date.now() - t0 < 2_000, 'the server answered while the query ran');
       assertV2Error(await slow, 422, 'user/unprocessable_entity/query_execution_timeout');
       assert.ok(Date.now() - started < 15_000);
+      // The query itself stopped (a worker left running would keep a core busy long after the answer).
+      await new Promise((r) => setTimeout(r, 500));
+      const before = process.cpuUsage();
+      await new Promise((r) => setTimeout(r, 1_000));
+      const spent = process.cpuUsage(before);
+      assert.ok((spent.user + spent.system) / 1000 < 400, `CPU after the answer: ${(spent.user + spent.system) / 1000} ms in 1 s`);
     });
 
     test('a body without its query is a 400 locating it', async () => {

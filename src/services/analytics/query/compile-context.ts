@@ -56,8 +56,6 @@ export class CompileContext {
   readonly dialect: SqlDialect;
   readonly filter: QueryFilter;
   readonly nowMs: number;
-  /** The query reads one table once (compile-from.ts readsOneTableOnce). */
-  oneScan = false;
   readonly params: unknown[] = [];
   /** The query's text (an unnamed column is named by its expression's text). */
   readonly text: string;

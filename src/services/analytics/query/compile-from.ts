@@ -19,7 +19,7 @@ function baseTable(ctx: CompileContext, physical: string): string {
     const ids = scopeIds.map((id) => ctx.bind(id, 'string'));
     conditions.push(ids.length > 0 ? `${SCOPE_COLUMN[source]} IN (${ids.join(', ')})` : '1 = 0');
   }
-  if (ctx.dialect.rowCheck) conditions.push(ctx.dialect.rowCheck(ctx.oneScan));
+  if (ctx.dialect.rowCheck) conditions.push(ctx.dialect.rowCheck);
   return `(SELECT * FROM ${physical} WHERE ${conditions.join(' AND ')})`;
 }
 
@@ -111,21 +111,6 @@ function compileJoin(ctx: CompileContext, scope: Scope, node: Node): string {
   if (op === 'CROSS JOIN') throw invalidQuery('CROSS JOIN takes no ON condition.');
   const on = ctx.expr(scope, spec.expr as Node);
   return `${left} ${op} ${right} ON ${ctx.dialect.cond(on)}`;
-}
-
-/** Whether `statement` reads one table once: one SELECT (no subquery, CTE or UNION) from one named table, no join. */
-export function readsOneTableOnce(statement: Node): boolean {
-  let selects = 0;
-  let joins = 0;
-  const walk = (node: Node): void => {
-    if (node.type === 'select_stmt') selects++;
-    if (node.type === 'join_expr' || node.type === 'with_clause') joins++;
-    for (const value of Object.values(node))
-      for (const child of Array.isArray(value) ? value : [value])
-        if (child && typeof child === 'object' && typeof child.type === 'string') walk(child);
-  };
-  walk(statement);
-  return selects === 1 && joins === 0 && statement.type === 'select_stmt';
 }
 
 /** The public tables read directly by a SELECT's FROM (for the retention check). */

@@ -2,7 +2,7 @@ import type { SqlNode as Node } from './parse.ts';
 import { RESULT_ROWS_MAX, type CompiledQuery, type Ex, type OutputColumn, type SqlDialect } from './compiled.ts';
 import { CompileContext, itemsOf, nameOf, newScope, operatorText, type QueryFilter, type Scope } from './compile-context.ts';
 import { compileExpr } from './compile-expr.ts';
-import { compileFromItem, readsOneTableOnce, tablesOf } from './compile-from.ts';
+import { compileFromItem, tablesOf } from './compile-from.ts';
 import { projectionFor } from './compile-projection.ts';
 import { checkRetention } from './retention.ts';
 import { invalidQuery, type QueryStatement } from './parse.ts';
@@ -24,7 +24,6 @@ export function compileQuery(
   nowMs: number,
 ): CompiledQuery {
   const ctx = new CompileContext(dialect, filter, nowMs, text);
-  ctx.oneScan = readsOneTableOnce(statement);
   ctx.subquery = (node, parent) => compileStatement(ctx, node, parent, 'sub');
   ctx.expr = (scope, node) => compileExpr(ctx, scope, node);
   const { sql, columns } = compileStatement(ctx, statement, null, 'top');

@@ -57,10 +57,12 @@ export const SQLITE_QUERY_DIALECT: SqlDialect = {
   castFloat: (sql) => `CAST(${sql} AS REAL)`,
   castText: (sql) => `CAST(${sql} AS TEXT)`,
   id: (name) => `"${name.replaceAll('"', '""')}"`,
-  // keyhold_live() is a call into JavaScript: on every row, it was most of a long scan's time. A query that reads
-  // one table once calls it on one row in 1,024 (by rowid), still every millisecond or so of a scan; a join or a
-  // subquery may read the same rows again and again, so there it runs on every row read.
-  rowCheck: (oneScan) => (oneScan ? '(rowid % 1024 <> 0 OR keyhold_live())' : 'keyhold_live()'),
+  // keyhold_live() is a call into JavaScript: on every row, it was most of a long scan's time. It runs on one row
+  // read in 1,024 at random (SQLite's own random(), a few ns): every millisecond or so of a scan, and as often when
+  // a join reads the same rows again and again (each read draws again). It is given the row's `time` so that SQLite
+  // evaluates it on every read of a row: without a column it ran once per row of each table, and a cross join of
+  // a few rows ran on, unchecked, long after its deadline.
+  rowCheck: '(random() % 1024 <> 0 OR keyhold_live(time))',
   startOf,
   addMonths: (ms, months) =>
     `(CAST(strftime('%s', (${ms}) / 1000, 'unixepoch', (${months}) || ' months', 'floor') AS INTEGER) * 1000 + (${ms}) % 1000)`,

@@ -49,11 +49,8 @@ export interface SqlDialect {
   castText(sql: string): string;
   /** Quotes an identifier. */
   id(name: string): string;
-  /**
-   * A condition every row a table scan reads evaluates (SQLite: the deadline check), or null. `oneScan`: the query
-   * reads one table once (compile-from.ts readsOneTableOnce), so no row is read twice and a sampled check suffices.
-   */
-  rowCheck: ((oneScan: boolean) => string) | null;
+  /** A condition every row a table scan reads evaluates (SQLite: the deadline check), or null. */
+  rowCheck: string | null;
   /** The first ms of the month / quarter / year of a ms timestamp. */
   startOf(unit: 'month' | 'quarter' | 'year', ms: string): string;
   /** A ms timestamp moved by `months` calendar months. */
