@@ -19,13 +19,17 @@ const POLL_MS = 5;
 const START_TIMEOUT_MS = 60_000;
 const TARGET_SECONDS = 1;
 
-/** The status of one verification request, or undefined when it got no answer (not listening yet). */
-function verifyStatus(port: number, body: string): Promise<number | undefined> {
+/** The status and body of one verification request, or undefined when it got no answer (not listening yet). */
+function verifyAnswer(port: number, body: string): Promise<{ status: number | undefined; text: string } | undefined> {
   return new Promise((resolve) => {
     const headers = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) };
     const req = request({ host: HOST, port, path: VERIFY_PATH, method: 'POST', headers, agent: false, timeout: 5_000 }, (res) => {
-      res.resume();
-      res.once('end', () => resolve(res.statusCode));
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        text += chunk;
+      });
+      res.once('end', () => resolve({ status: res.statusCode, text }));
       res.once('error', () => resolve(undefined));
     });
     req.once('timeout', () => req.destroy());
@@ -34,8 +38,11 @@ function verifyStatus(port: number, body: string): Promise<number | undefined> {
   });
 }
 
-/** Spawns `args` with PORT=port, polls until a verification answers 200, stops the process; seconds from spawn to that answer. */
-async function timeStart(args: string[], env: NodeJS.ProcessEnv, port: number, body: string): Promise<number> {
+/**
+ * Spawns `args` with PORT=port, polls until a verification answers 200 (with `expect` in its body, when given, e.g.
+ * `"code":"VALID"`), stops the process; seconds from spawn to that answer.
+ */
+export async function timeStart(args: string[], env: NodeJS.ProcessEnv, port: number, body: string, expect?: string): Promise<number> {
   const output: string[] = [];
   const started = performance.now();
   const child: ChildProcess = track(spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'pipe'] }));
@@ -46,7 +53,8 @@ async function timeStart(args: string[], env: NodeJS.ProcessEnv, port: number, b
         throw new Error(
           `cold start: the process exited (${child.exitCode ?? child.signalCode}) before answering:\n${output.join('').slice(-2000)}`,
         );
-      if ((await verifyStatus(port, body)) === 200) return (performance.now() - started) / 1000;
+      const answer = await verifyAnswer(port, body);
+      if (answer?.status === 200 && (expect === undefined || answer.text.includes(expect))) return (performance.now() - started) / 1000;
       if (performance.now() - started > START_TIMEOUT_MS) throw new Error(`cold start: no 200 from ${VERIFY_PATH} within 60 s`);
       await sleep(POLL_MS);
     }
@@ -55,7 +63,7 @@ async function timeStart(args: string[], env: NodeJS.ProcessEnv, port: number, b
   }
 }
 
-const median = (xs: number[]): number => {
+export const median = (xs: number[]): number => {
   const sorted = [...xs].sort((a, b) => a - b);
   const mid = sorted.length >> 1;
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;

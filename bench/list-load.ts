@@ -13,6 +13,7 @@
 
 import { readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
+import { parseResponse } from './raw-http.ts';
 
 export interface Spec {
   /** The URL requested (base and path). */
@@ -50,18 +51,6 @@ function requests(spec: Spec, url: URL): string[] {
     const body = `{"apiId":${apiId},"key":"${key}"}`;
     return `${head}Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
   });
-}
-
-/** How much of `buf` one complete response takes, with its status and body; undefined until it has all arrived. */
-function parseResponse(buf: Buffer): { length: number; status: number; body: string } | undefined {
-  const end = buf.indexOf('\r\n\r\n');
-  if (end < 0) return undefined;
-  const head = buf.toString('latin1', 0, end);
-  const match = /\r\ncontent-length:\s*(\d+)/i.exec(head);
-  if (!match) throw new Error(`a response without Content-Length: ${head}`);
-  const length = end + 4 + Number(match[1]);
-  if (buf.length < length) return undefined;
-  return { length, status: Number(head.slice(9, 12)), body: buf.toString('utf8', end + 4, length) };
 }
 
 async function run(spec: Spec): Promise<ListLoadResult> {

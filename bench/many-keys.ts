@@ -61,7 +61,7 @@ const CHURN_KEYS = 1_000_000;
 const CHURN_PASSES = 3;
 
 /** One pass of bench/list-load.ts against `target`, with the CPU time `target` spent over it; fails on any wrong answer. */
-async function pass(label: string, target: Server, spec: Omit<Spec, 'url'> & { path: string }): Promise<Pass> {
+export async function pass(label: string, target: Server, spec: Omit<Spec, 'url'> & { path: string }): Promise<Pass> {
   const countsBefore = await cacheCounters(target);
   const before = await processCpuSeconds(target.child.pid);
   const r = await listLoad({ ...spec, url: target.base + spec.path }, Math.ceil(spec.amount / 200) + 60);
