@@ -43,7 +43,8 @@ export async function up(db: Db): Promise<void> {
         .addPrimaryKeyConstraint(`${name}_group`, [...group] as never[]);
       await (pg ? t : t.modifyEnd(sql`without rowid`)).execute();
       await db.schema.createIndex(`${name}_time`).on(name).column('time').execute();
-      if (pg && form === 'by_key') await db.schema.createIndex(`${name}_key`).on(name).columns(['workspace_id', 'key_id', 'time']).execute();
+      if (pg && form === 'by_key')
+        await db.schema.createIndex(`${name}_key`).on(name).columns(['workspace_id', 'key_id', 'time']).execute();
       const columns = sql.join(group.map((c) => sql.ref(c)));
       await sql`insert into ${sql.table(name)} (${columns}, count, spent_credits, latency_sum)
         select ${columns}, sum(count), sum(spent_credits), sum(latency_sum) from ${sql.table(rollup)} group by ${columns}`.execute(db);
