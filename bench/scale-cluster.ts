@@ -7,15 +7,14 @@
 // delete's answer to that node's first not-valid answer. After the load, each credit key's credits left
 // (GET /v1/keys.getKey) give the credits spent, which must equal the VALID answers the load generator counted.
 
-import { spawn } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { exited, sleep, stopChild, track } from './processes.ts';
+import { sleep, stopChild } from './processes.ts';
 import { fmt } from './report.ts';
 import { keyAt, type KeySet } from './scale-key-derivation.ts';
 import type { MixedResult, MixedSpec } from './scale-mixed-load.ts';
 import { figure, type Figure } from './scale-report.ts';
-import { call, ROOT, startServer, type Server } from './server.ts';
+import { call, runJsonChild, startServer, type Server } from './server.ts';
 
 const NODES = 3;
 const POLL_MS = 5;
@@ -43,23 +42,7 @@ export interface ClusterInput {
 
 async function mixedLoad(spec: MixedSpec, file: string): Promise<MixedResult> {
   await writeFile(file, JSON.stringify(spec));
-  const child = track(
-    spawn(process.execPath, [join(ROOT, 'bench', 'scale-mixed-load.ts'), file], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] }),
-  );
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.on('data', (c: Buffer) => {
-    stdout += c.toString('utf8');
-  });
-  child.stderr!.on('data', (c: Buffer) => {
-    stderr += c.toString('utf8');
-  });
-  const timer = setTimeout(() => child.kill('SIGKILL'), (spec.seconds + 120) * 1000);
-  await exited(child);
-  clearTimeout(timer);
-  if (child.exitCode !== 0)
-    throw new Error(`bench/scale-mixed-load.ts exited with ${child.exitCode ?? child.signalCode}: ${stderr.trim()}`);
-  return JSON.parse(stdout.trim().split('\n').at(-1)!) as MixedResult;
+  return runJsonChild<MixedResult>('scale-mixed-load.ts', file, spec.seconds + 120);
 }
 
 async function verify(node: Server, apiId: string, key: string): Promise<{ valid: boolean; code: string }> {

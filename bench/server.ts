@@ -256,10 +256,12 @@ export function autocannon(
 }
 
 /** Runs bench/list-load.ts (autocannon over a list of keys) in its own process and returns its result. */
-export async function listLoad(spec: Spec, timeoutSeconds: number): Promise<ListLoadResult> {
-  const child = track(
-    spawn(process.execPath, [join(ROOT, 'bench', 'list-load.ts'), JSON.stringify(spec)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] }),
-  );
+export const listLoad = (spec: Spec, timeoutSeconds: number): Promise<ListLoadResult> =>
+  runJsonChild<ListLoadResult>('list-load.ts', JSON.stringify(spec), timeoutSeconds);
+
+/** Runs bench/<script> with one argument in its own process (killed after `timeoutSeconds`); its last stdout line, as JSON. */
+export async function runJsonChild<T>(script: string, arg: string, timeoutSeconds: number): Promise<T> {
+  const child = track(spawn(process.execPath, [join(ROOT, 'bench', script), arg], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] }));
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (c: Buffer) => {
@@ -271,6 +273,6 @@ export async function listLoad(spec: Spec, timeoutSeconds: number): Promise<List
   const timer = setTimeout(() => child.kill('SIGKILL'), timeoutSeconds * 1000);
   await exited(child);
   clearTimeout(timer);
-  if (child.exitCode !== 0) throw new Error(`bench/list-load.ts exited with ${child.exitCode ?? child.signalCode}: ${stderr.trim()}`);
-  return JSON.parse(stdout.trim().split('\n').at(-1)!) as ListLoadResult;
+  if (child.exitCode !== 0) throw new Error(`bench/${script} exited with ${child.exitCode ?? child.signalCode}: ${stderr.trim()}`);
+  return JSON.parse(stdout.trim().split('\n').at(-1)!) as T;
 }
