@@ -49,11 +49,19 @@ async function exists(db: Db, name: string): Promise<boolean> {
   return Number(rows[0]?.n) > 0;
 }
 
+/**
+ * Every node's partition creations take this transaction-level advisory lock first, so they run one at a time:
+ * two ATTACH PARTITIONs of different days at once deadlock on the parent and the default partition.
+ */
+const PARTITION_LOCK = 0x6b68_7061; // "khpa"
+
 /** One transaction: an empty table of the parent's shape, the default partition's rows of that day moved in, attached. */
 async function createDay(db: Db, table: RawTable, name: string, day: number): Promise<void> {
   if (await exists(db, name)) return;
   const [t, p, d] = [sql.table(table), sql.table(name), sql.table(`${table}_default`)];
   await db.transaction().execute(async (tx) => {
+    await sql`select pg_advisory_xact_lock(${sql.lit(PARTITION_LOCK)})`.execute(tx);
+    if (await exists(tx, name)) return; // made by another node while this one waited
     await sql`create table ${p} (like ${t} including defaults)`.execute(tx);
     await sql`with moved as (delete from ${d} where "time" >= ${day} and "time" < ${day + DAY_MS} returning *)
       insert into ${p} select * from moved`.execute(tx);

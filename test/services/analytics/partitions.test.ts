@@ -6,6 +6,8 @@ import { VerificationRecorder } from '../../../src/services/verification/verific
 import { RatelimitRecorder } from '../../../src/services/ratelimits/ratelimit-recorder.ts';
 import { runPrunePass } from '../../../src/services/maintenance/prune.ts';
 import { loadRetentionConfig } from '../../../src/config/retention.ts';
+import { ensureDayPartitions } from '../../../src/services/analytics/partitions.ts';
+import { openStore } from '../../../src/store/store.ts';
 
 // PostgreSQL only: the raw analytics tables are partitioned by day (SQLite has no partitions; its retention
 // deletes rows, tested in test/services/maintenance/prune-pass.test.ts).
@@ -73,6 +75,31 @@ describe('analytics day partitions (postgres)', () => {
       await v.flush();
       assert.ok((await partitions('analytics_key_verifications')).includes(partName('analytics_key_verifications', dayStart(old))));
     } finally {
+      await close();
+    }
+  });
+
+  test('two nodes creating different days at once both succeed: creations take turns instead of deadlocking', async () => {
+    const { store, url, close } = await freshStore('postgres');
+    const other = openStore(url);
+    try {
+      // Two nodes (pools of their own) each creating 12 days, in opposite orders, several at once: without
+      // a lock shared by every creation, two ATTACH PARTITIONs of different days deadlock on the parent.
+      const start = dayStart(Date.now()) - 40 * DAY;
+      const days = Array.from({ length: 12 }, (_, i) => start + i * 2 * DAY);
+      const create = (db: typeof store.db, order: number[]) =>
+        Promise.all(order.map((day) => ensureDayPartitions(db, 'analytics_key_verifications', [day + 3_600_000])));
+      await Promise.all([create(store.db, days), create(other.db, [...days].reverse())]);
+      const names = (
+        await sql<{ name: string }>`select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid
+          where i.inhparent = 'analytics_key_verifications'::regclass`.execute(store.db)
+      ).rows.map((r) => r.name);
+      for (const day of days) {
+        assert.ok(names.includes(partName('analytics_key_verifications', day)), `${partName('analytics_key_verifications', day)} created`);
+        assert.ok(names.includes(partName('analytics_key_verifications', day + DAY)), 'and the day after it');
+      }
+    } finally {
+      await other.close();
       await close();
     }
   });
