@@ -96,16 +96,10 @@ export function coarsen<R extends object, K extends keyof R & string, S extends 
 ): Array<Pick<R, K | S>> {
   const into = new Map<string, Pick<R, K | S>>();
   for (const row of rows) {
-    const id = group.map((c) => String(row[c])).join('\u0000');
-    const had = into.get(id);
-    if (had) {
-      for (const c of summed) (had as R)[c] = (((had as R)[c] as number) + (row[c] as number)) as R[S];
-      continue;
-    }
     const copy = {} as Pick<R, K | S>;
     for (const c of group) copy[c] = row[c];
-    for (const c of summed) (copy as R)[c] = row[c];
-    into.set(id, copy);
+    for (const c of summed) copy[c] = row[c];
+    addRow(into, group.map((c) => String(row[c])).join('\u0000'), copy, summed);
   }
   return byId(into);
 }

@@ -85,24 +85,28 @@ export class VerificationRecorder extends EventQueue<VerificationEvent> {
 
   protected async write(batch: VerificationEvent[]): Promise<void> {
     if (this.#dialect === 'postgres') await ensureDayPartitions(this.#db, 'analytics_key_verifications', times(batch));
+    // Every row is built before the transaction: on SQLite it holds the one write lock while it runs.
     const raw = batch.map((e) => rawRow(e, this.#region, this.#dialect));
     const rollups = rollupRows(batch, this.#dialect);
+    const forms = GRAINS.map((grain) => formRows(grain, rollups[grain]));
     const latest = latestByKey(batch);
     await this.#db.transaction().execute(async (tx) => {
       await insertRows(tx, 'analytics_key_verifications', raw);
-      for (const grain of GRAINS) {
-        const rows = rollups[grain];
-        await upsertRollups(tx, `analytics_key_verifications_per_${grain}`, rows, GROUP, SUMMED);
-        for (const form of FORMS) {
-          // Typed as the coarsest form: upsertRollups writes the columns the rows have.
-          const group = VERIFICATION_FORMS[form] as ReadonlyArray<keyof AnalyticsKeyVerificationByApiRow>;
-          const table = `analytics_key_verifications_per_${grain}_${form}` as `analytics_key_verifications_per_${Grain}_by_api`;
-          await upsertRollups(tx, table, coarsen(rows, group, SUMMED), group, SUMMED);
-        }
-      }
+      for (const grain of GRAINS) await upsertRollups(tx, `analytics_key_verifications_per_${grain}`, rollups[grain], GROUP, SUMMED);
+      for (const form of forms.flat()) await upsertRollups(tx, form.table, form.rows, form.group, SUMMED);
       await moveLastUsed(tx, latest);
     });
   }
+}
+
+/** The rows of each coarser form of one grain's roll-up rows (rollup-forms.ts), with its table and group. */
+function formRows(grain: Grain, rows: AnalyticsKeyVerificationRollupRow[]) {
+  return FORMS.map((form) => {
+    // Typed as the coarsest form: upsertRollups writes the columns the rows have.
+    const group = VERIFICATION_FORMS[form] as ReadonlyArray<keyof AnalyticsKeyVerificationByApiRow>;
+    const table = `analytics_key_verifications_per_${grain}_${form}` as `analytics_key_verifications_per_${Grain}_by_api`;
+    return { table, group, rows: coarsen(rows, group, SUMMED) };
+  });
 }
 
 function* times(batch: ReadonlyArray<{ time: number }>): Iterable<number> {
