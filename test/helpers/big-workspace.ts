@@ -8,7 +8,9 @@ import type { Store } from '../../src/store/store.ts';
  *
  * - keys: `n` in one API (`apiId`), 1 in 100 soft-deleted; every even key belongs to identity 1 (`ext_1`, half of the
  *   keys: the heavy filter), key i otherwise to identity (i - 1) % 1,000 + 1 (`n` / 1,000 keys each for the other
- *   odd ones); each key has a `default` rate limit, a role and a permission;
+ *   odd ones); each key has a `default` rate limit, a role and a permission; and `n` / 2 keys of an older API
+ *   (`oldApiId`), made before all of them (their ids sort first): a page of the big API that walks the keys in id
+ *   order and filters by API reads them all before its first row;
  * - identities: `n` in the environment `default`; the first 1,000 each have a rate limit of their own;
  * - roles and permissions: `n` each, role i holding permission i; keys hold the first 1,000 of them;
  * - audit records: `n`, ten events in turn (EVENTS), every fifth about key 1 (the heavy target), record i otherwise
@@ -22,6 +24,8 @@ import type { Store } from '../../src/store/store.ts';
 export interface BigWorkspace {
   workspaceId: string;
   apiId: string;
+  /** An API of the same workspace whose keys are older than all of `apiId`'s. */
+  oldApiId: string;
   namespaceId: string;
   endpointId: string;
   /** How many rows each big table got. */
@@ -78,25 +82,27 @@ export async function fillBigWorkspace(store: Store, n = 100_000): Promise<BigWo
   const big: BigWorkspace = {
     workspaceId: ws,
     apiId: 'api_big',
+    oldApiId: 'api_old',
     namespaceId: 'rlns_big',
     endpointId: 'whep_big',
     n,
     idOf: (prefix, i) => `${prefix}_${OFFSET + i}`,
   };
   await db.insertInto('workspaces').values({ id: ws, name: 'big', created_at: T0, deleted_at: null }).execute();
+  const api = (id: string, name: string) => ({
+    id,
+    workspace_id: ws,
+    name,
+    default_prefix: null,
+    default_bytes: null,
+    delete_protection: 0,
+    created_at: T0,
+    updated_at: T0,
+    deleted_at: null,
+  });
   await db
     .insertInto('apis')
-    .values({
-      id: big.apiId,
-      workspace_id: ws,
-      name: 'big',
-      default_prefix: null,
-      default_bytes: null,
-      delete_protection: 0,
-      created_at: T0,
-      updated_at: T0,
-      deleted_at: null,
-    })
+    .values([api(big.oldApiId, 'old'), api(big.apiId, 'big')])
     .execute();
   await db
     .insertInto('ratelimit_namespaces')
@@ -194,6 +200,17 @@ function fillPhases(pg: boolean, n: number, big: BigWorkspace): RawBuilder<unkno
     groups('webhook_events', { id: id('evt'), workspace_id: ws, type: str('key.created'), body: str('{}'), created_at: time() }),
   ];
   const secondPhase = [
+    insertRows(pg, n / 2, 'keys', {
+      // key_0…: before every key_1… of the big API
+      id: `'key_0' || (${OFFSET} + i)`,
+      workspace_id: ws,
+      api_id: str(big.oldApiId),
+      hash: `'hash_old_' || i`,
+      start: str('old_abcd'),
+      enabled: '1',
+      created_at: `${T0} - 1000000000 + i`,
+      updated_at: `${T0} - 1000000000 + i`,
+    }),
     rows('keys', {
       id: id('key'),
       workspace_id: ws,

@@ -40,6 +40,8 @@ interface PgNode {
   'Node Type': string;
   'Relation Name'?: string;
   'Index Name'?: string;
+  'Index Cond'?: string;
+  Filter?: string;
   Plans?: PgNode[];
 }
 
@@ -121,6 +123,13 @@ function postgresProblems(root: PgNode, big: ReadonlySet<string>): string[] {
     const type = node['Node Type'];
     const relation = node['Relation Name'];
     if (type === 'Seq Scan' && relation && big.has(relation)) problems.push(`${EVERY_ROW} Seq Scan on ${relation}`);
+    // An index walked for its order alone (no condition, or one on id: a cursor) while a filter picks the owner's
+    // rows (`api_id = $1`): every row the filter rejects before the page fills is read, however few the estimate says.
+    const bounded = [...(node['Index Cond'] ?? '').matchAll(/(\w+) (=|<|>|<=|>=) /g)].some(
+      ([, column, op]) => column !== 'id' || op === '=',
+    );
+    if (/Index (Only )?Scan/.test(type) && relation && big.has(relation) && / = /.test(node.Filter ?? '') && !bounded)
+      problems.push(`walks ${node['Index Name']} and filters ${relation} rows by ${node.Filter}: no index cond selects them`);
     if (type === 'Sort' && underLimit) {
       for (const table of new Set(bigReads(node, big))) problems.push(`Sort of ${table} rows for a LIMIT: no index gives the order`);
     }

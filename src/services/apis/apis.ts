@@ -8,7 +8,7 @@ import { attachPlaintexts, loadKeyViews, type KeyView } from '../keys/key-view.t
 import { emitKeysDeleted, removeKeys } from '../keys/keys.ts';
 import { requireVault, type Vault } from '../../crypto/vault.ts';
 import { requireApi } from '../lookups.ts';
-import { cappedCount, splitPage, TOTAL_CAP } from '../pagination.ts';
+import { cappedCount, ownedRows, splitPage, TOTAL_CAP } from '../pagination.ts';
 import { transact } from '../changes.ts';
 
 export async function createApi(db: Db, caller: Caller, input: { name: string }): Promise<{ apiId: string; name: string }> {
@@ -58,34 +58,48 @@ export async function listApis(
   requirePermissions(caller, 'api.*.read_api');
   let query = db
     .selectFrom('apis')
-    .select((eb) => [
-      'apis.id',
-      'apis.name',
-      'apis.created_at',
-      // Counted as a list's total is, up to TOTAL_CAP + 1: the page costs the same whatever the APIs hold.
-      eb
-        .selectFrom(
-          eb
-            .selectFrom('keys')
-            .select(sql<number>`1`.as('one'))
-            .whereRef('keys.api_id', '=', 'apis.id')
-            .where('keys.deleted_at', 'is', null)
-            .orderBy('keys.id')
-            .limit(TOTAL_CAP + 1)
-            .as('counted'),
-        )
-        .select((k) => k.fn.countAll<number>().as('n'))
-        .as('keys'),
-    ])
-    .where('apis.workspace_id', '=', caller.workspaceId)
-    .where('apis.deleted_at', 'is', null);
-  if (q.cursor) query = query.where('apis.id', '>', q.cursor);
-  const rows = await query
-    .orderBy('apis.id')
-    .limit(q.limit + 1)
-    .execute();
-  const { page, cursor } = splitPage(rows, q.limit);
-  return { apis: page.map((r) => ({ id: r.id, name: r.name, createdAt: r.created_at, keys: Number(r.keys ?? 0) })), cursor };
+    .select(['id', 'name', 'created_at'])
+    .where('workspace_id', '=', caller.workspaceId)
+    .where('deleted_at', 'is', null);
+  if (q.cursor) query = query.where('id', '>', q.cursor);
+  const { page, cursor } = splitPage(
+    await query
+      .orderBy('id')
+      .limit(q.limit + 1)
+      .execute(),
+    q.limit,
+  );
+  const keys = await keyCounts(
+    db,
+    page.map((r) => r.id),
+  );
+  return { apis: page.map((r, i) => ({ id: r.id, name: r.name, createdAt: r.created_at, keys: keys[i] })), cursor };
+}
+
+/**
+ * Each API's live keys, counted as a list's total is (up to TOTAL_CAP + 1: a page of APIs costs the same whatever
+ * they hold), in one statement. Each count names its API's id as a parameter rather than correlating with the page's
+ * rows: the planner then reads each API's own statistics (a correlated count was estimated alike for every API and
+ * walked the primary key, or sorted a big API's every key).
+ */
+async function keyCounts(db: Db, apiIds: string[]): Promise<number[]> {
+  if (apiIds.length === 0) return [];
+  const live = db.selectFrom('keys').select(sql<number>`1`.as('one')).where('deleted_at', 'is', null);
+  const row = await db
+    .selectNoFrom((eb) =>
+      apiIds.map((id, i) =>
+        eb
+          .selectFrom(
+            ownedRows(live, 'api_id', id)
+              .limit(TOTAL_CAP + 1)
+              .as('counted'),
+          )
+          .select((k) => k.fn.countAll<number>().as('n'))
+          .as(`k${i}`),
+      ),
+    )
+    .executeTakeFirstOrThrow();
+  return apiIds.map((_, i) => Number((row as Record<string, unknown>)[`k${i}`] ?? 0));
 }
 
 /** Soft-deletes the API and every live key of it in one transaction (key.deleted for each key). */
@@ -178,13 +192,13 @@ export async function listKeys(db: Db, caller: Caller, q: ListKeysQuery, vault?:
     if (!identity) return { keys: [], ...(withTotal ? { total: 0 } : {}) };
     identityId = identity.id;
   }
-  let base = db.selectFrom('keys').where('api_id', '=', q.apiId).where('deleted_at', 'is', null);
-  if (identityId !== undefined) base = base.where('identity_id', '=', identityId);
-  const pageQuery = (q.cursor ? base.where('id', '>', q.cursor) : base)
+  let live = db.selectFrom('keys').where('deleted_at', 'is', null);
+  if (identityId !== undefined) live = live.where('identity_id', '=', identityId);
+  const pageQuery = ownedRows(live, 'api_id', q.apiId, { after: q.cursor })
     .selectAll()
-    .orderBy('id')
     .limit(q.limit + 1);
-  const [rows, total] = await Promise.all([pageQuery.execute(), withTotal ? cappedCount(db, base) : undefined]);
+  const counted = ownedRows(live, 'api_id', q.apiId);
+  const [rows, total] = await Promise.all([pageQuery.execute(), withTotal ? cappedCount(db, counted) : undefined]);
   const { page, cursor } = splitPage(rows, q.limit);
   const keys = await loadKeyViews(db, page);
   if (decryptor) await attachPlaintexts(db, decryptor, caller.workspaceId, keys);

@@ -2,7 +2,7 @@ import { parseJson } from '../../domain/json.ts';
 import type { Db } from '../../store/store.ts';
 import type { AuditLogRow } from '../../store/schema.ts';
 import { requirePermissions, type Caller } from '../caller.ts';
-import { splitPage } from '../pagination.ts';
+import { ownedRows, splitPage } from '../pagination.ts';
 
 export interface AuditQuery {
   limit: number;
@@ -25,16 +25,18 @@ export interface AuditLogView {
 
 /** The workspace's audit records, newest first, `limit` at a time; `cursor` is returned when older records remain. */
 export async function listAuditLogs(db: Db, workspaceId: string, q: AuditQuery): Promise<{ logs: AuditLogView[]; cursor?: string }> {
-  let query = db.selectFrom('audit_logs').selectAll().where('workspace_id', '=', workspaceId);
-  if (q.cursor) query = query.where('id', '<', q.cursor);
-  if (q.event) query = query.where('event', '=', q.event);
-  if (q.targetId) query = query.where('target_id', '=', q.targetId);
+  let query = db.selectFrom('audit_logs').selectAll();
   if (q.since !== undefined) query = query.where('created_at', '>=', q.since);
   if (q.until !== undefined) query = query.where('created_at', '<', q.until);
-  const rows = await query
-    .orderBy('id', 'desc')
-    .limit(q.limit + 1)
-    .execute();
+  // The index of the narrowest filter: audit_logs_target_id (workspace_id, target_id, id), audit_logs_event
+  // (workspace_id, event, id), audit_logs_workspace (workspace_id, id).
+  const newestFirst = { after: q.cursor, order: 'desc' } as const;
+  if (q.targetId) {
+    if (q.event) query = query.where('event', '=', q.event);
+    query = ownedRows(query.where('workspace_id', '=', workspaceId), 'target_id', q.targetId, newestFirst);
+  } else if (q.event) query = ownedRows(query.where('workspace_id', '=', workspaceId), 'event', q.event, newestFirst);
+  else query = ownedRows(query, 'workspace_id', workspaceId, newestFirst);
+  const rows = await query.limit(q.limit + 1).execute();
   const { page, cursor } = splitPage(rows, q.limit);
   return { logs: page.map(auditLogView), cursor };
 }
@@ -65,11 +67,7 @@ export async function listAuditLogsFor(db: Db, caller: Caller, q: AuditQuery) {
  */
 export async function auditEvents(db: Db, caller: Caller): Promise<string[]> {
   requirePermissions(caller, 'api.*.read_audit');
-  const recent = db
-    .selectFrom('audit_logs')
-    .select('event')
-    .where('workspace_id', '=', caller.workspaceId)
-    .orderBy('id', 'desc')
+  const recent = ownedRows(db.selectFrom('audit_logs').select('event'), 'workspace_id', caller.workspaceId, { order: 'desc' })
     .limit(10_000)
     .as('recent');
   const rows = await db.selectFrom(recent).select('recent.event').distinct().orderBy('recent.event').execute();

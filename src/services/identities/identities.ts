@@ -6,7 +6,7 @@ import type { IdentityRow } from '../../store/schema.ts';
 import { isUniqueViolation } from '../../store/errors.ts';
 import { recordAudit, callerAudit } from '../audit/record-audit.ts';
 import { requirePermissions, type Caller } from '../caller.ts';
-import { cappedCount, splitPage } from '../pagination.ts';
+import { cappedCount, ownedRows, splitPage } from '../pagination.ts';
 import { transact } from '../changes.ts';
 import { containsText } from '../search.ts';
 import { ratelimitsOf, replaceRatelimits, type IdentityRatelimit, type IdentityRatelimitView } from './identity-ratelimits.ts';
@@ -186,16 +186,19 @@ export async function listIdentities(
   q: ListIdentitiesQuery,
 ): Promise<{ identities: IdentityView[]; total?: number; cursor?: string }> {
   requirePermissions(caller, 'identity.*.read_identity');
-  let base = db.selectFrom('identities').where('workspace_id', '=', caller.workspaceId);
-  if (q.environment !== undefined) base = base.where('environment', '=', q.environment);
+  let base = db.selectFrom('identities');
   if (q.search) base = base.where(containsText(['id', 'external_id'], q.search));
+  // identities_environment (workspace_id, environment, id) for one environment, identities_workspace otherwise.
+  const owned = (after?: string) =>
+    q.environment === undefined
+      ? ownedRows(base, 'workspace_id', caller.workspaceId, { after })
+      : ownedRows(base.where('workspace_id', '=', caller.workspaceId), 'environment', q.environment, { after });
   const [rows, total] = await Promise.all([
-    (q.cursor ? base.where('id', '>', q.cursor) : base)
+    owned(q.cursor)
       .selectAll()
-      .orderBy('id')
       .limit(q.limit + 1)
       .execute(),
-    q.withTotal === false ? undefined : cappedCount(db, base),
+    q.withTotal === false ? undefined : cappedCount(db, owned()),
   ]);
   const { page, cursor } = splitPage(rows, q.limit);
   const limits = await ratelimitsOf(

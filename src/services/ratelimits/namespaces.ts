@@ -140,7 +140,7 @@ export async function listNamespaces(db: Db, caller: Caller, q: { limit?: number
       .orderBy('id')
       .limit(limit + 1)
       .execute(),
-    cappedCount(db, base),
+    cappedCount(db, base.orderBy('id')),
   ]);
   const { page, cursor } = splitPage(rows, limit);
   return { namespaces: page.map(namespaceView), total, cursor };

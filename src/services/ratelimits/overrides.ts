@@ -7,7 +7,7 @@ import type { RatelimitOverrideRow } from '../../store/schema.ts';
 import { callerAudit, recordAudit } from '../audit/record-audit.ts';
 import { can, requirePermissions, type Caller } from '../caller.ts';
 import { transact } from '../changes.ts';
-import { cappedCount, DEFAULT_PAGE_SIZE, splitPage } from '../pagination.ts';
+import { cappedCount, DEFAULT_PAGE_SIZE, ownedRows, splitPage } from '../pagination.ts';
 import { namespaceByRef, requireNamespace, type NamespaceLocator, type NamespaceRef } from './namespaces.ts';
 
 export interface OverrideInput extends NamespaceRef {
@@ -182,14 +182,13 @@ export async function listOverridesIn(
   const ns = await locate(db, caller.workspaceId);
   requirePermissions(caller, `ratelimit.${ns.id}.read_override`);
   const limit = q.limit ?? DEFAULT_PAGE_SIZE;
-  const base = db.selectFrom('ratelimit_overrides').where('namespace_id', '=', ns.id);
+  const base = db.selectFrom('ratelimit_overrides');
   const [rows, total] = await Promise.all([
-    (q.cursor ? base.where('id', '>', q.cursor) : base)
+    ownedRows(base, 'namespace_id', ns.id, { after: q.cursor })
       .selectAll()
-      .orderBy('id')
       .limit(limit + 1)
       .execute(),
-    q.withTotal === false ? undefined : cappedCount(db, base),
+    q.withTotal === false ? undefined : cappedCount(db, ownedRows(base, 'namespace_id', ns.id)),
   ]);
   const { page, cursor } = splitPage(rows, limit);
   return { overrides: page.map(overrideView), ...(total === undefined ? {} : { total }), cursor };

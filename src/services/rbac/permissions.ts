@@ -6,7 +6,7 @@ import type { PermissionRow } from '../../store/schema.ts';
 import { recordAudit, callerAudit } from '../audit/record-audit.ts';
 import { requirePermissions, type Caller } from '../caller.ts';
 import { transact } from '../changes.ts';
-import { splitPage } from '../pagination.ts';
+import { ownedRows, splitPage } from '../pagination.ts';
 import { containsText } from '../search.ts';
 
 /** The v1 Permission object. `slug` is what keys are verified against; it is unique in the workspace. */
@@ -115,7 +115,7 @@ export async function getPermission(db: Db, caller: Caller, permission: string, 
  */
 export async function listPermissions(db: Db, caller: Caller): Promise<PermissionView[]> {
   requirePermissions(caller, 'rbac.*.read_permission');
-  const rows = await db.selectFrom('permissions').selectAll().where('workspace_id', '=', caller.workspaceId).orderBy('id').execute();
+  const rows = await ownedRows(db.selectFrom('permissions').selectAll(), 'workspace_id', caller.workspaceId).execute();
   return rows.map(permissionView);
 }
 
@@ -168,12 +168,10 @@ export async function listPermissionsPage(
   q: { limit: number; cursor?: string; search?: string },
 ): Promise<{ permissions: PermissionView[]; cursor?: string }> {
   requirePermissions(caller, 'rbac.*.read_permission');
-  let query = db.selectFrom('permissions').selectAll().where('workspace_id', '=', caller.workspaceId);
+  let query = db.selectFrom('permissions').selectAll();
   if (q.search) query = query.where(containsText(['id', 'name', 'slug', 'description'], q.search));
-  if (q.cursor) query = query.where('id', '>', q.cursor);
   const { page, cursor } = splitPage(
-    await query
-      .orderBy('id')
+    await ownedRows(query, 'workspace_id', caller.workspaceId, { after: q.cursor })
       .limit(q.limit + 1)
       .execute(),
     q.limit,

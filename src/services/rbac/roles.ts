@@ -10,7 +10,7 @@ import { permissionView, permissionViews, type PermissionView, type RbacLookup }
 import { resolveOrCreate, type Named } from './find-or-create-by-name.ts';
 import { permissionNames, permissionReference, referenceProblems, resolveReferences, type PermissionItem } from './resolve-references.ts';
 import { transact } from '../changes.ts';
-import { splitPage } from '../pagination.ts';
+import { ownedRows, splitPage } from '../pagination.ts';
 import { containsText } from '../search.ts';
 
 /** The Role object: its permissions sorted by slug. */
@@ -150,7 +150,7 @@ export async function getRole(db: Db, caller: Caller, role: string, lookup: Rbac
  */
 export async function listRoles(db: Db, caller: Caller): Promise<RoleView[]> {
   requirePermissions(caller, 'rbac.*.read_role');
-  const rows = await db.selectFrom('roles').selectAll().where('workspace_id', '=', caller.workspaceId).orderBy('id').execute();
+  const rows = await ownedRows(db.selectFrom('roles').selectAll(), 'workspace_id', caller.workspaceId).execute();
   return roleViews(db, rows, caller.workspaceId);
 }
 
@@ -164,12 +164,10 @@ export async function listRolesPage(
   q: { limit: number; cursor?: string; search?: string },
 ): Promise<{ roles: RoleView[]; cursor?: string }> {
   requirePermissions(caller, 'rbac.*.read_role');
-  let query = db.selectFrom('roles').selectAll().where('workspace_id', '=', caller.workspaceId);
+  let query = db.selectFrom('roles').selectAll();
   if (q.search) query = query.where(containsText(['id', 'name', 'description'], q.search));
-  if (q.cursor) query = query.where('id', '>', q.cursor);
   const { page, cursor } = splitPage(
-    await query
-      .orderBy('id')
+    await ownedRows(query, 'workspace_id', caller.workspaceId, { after: q.cursor })
       .limit(q.limit + 1)
       .execute(),
     q.limit,

@@ -4,7 +4,7 @@ import type { Db } from '../../store/store.ts';
 import type { WebhookDeliveryRow } from '../../store/schema-webhooks.ts';
 import { callerAudit, recordAudit } from '../audit/record-audit.ts';
 import { requirePermissions, type Caller } from '../caller.ts';
-import { DEFAULT_PAGE_SIZE } from '../pagination.ts';
+import { DEFAULT_PAGE_SIZE, ownedRows } from '../pagination.ts';
 import { requireEndpointFor } from './endpoint-records.ts';
 import { emitEvent, scheduleAttempt } from './emit.ts';
 
@@ -44,13 +44,11 @@ export async function listDeliveries(
 ): Promise<{ deliveries: DeliveryView[]; cursor?: string }> {
   await requireEndpointFor(db, caller, q.endpointId, 'read_endpoint');
   const limit = q.limit ?? DEFAULT_PAGE_SIZE;
-  const rows = await db
+  const filtered = db
     .selectFrom('webhook_deliveries')
     .selectAll()
-    .where('endpoint_id', '=', q.endpointId)
-    .$if(q.status !== undefined, (b) => b.where('status', '=', q.status!))
-    .$if(q.cursor !== undefined, (b) => b.where('id', '<', q.cursor!))
-    .orderBy('id', 'desc')
+    .$if(q.status !== undefined, (b) => b.where('status', '=', q.status!));
+  const rows = await ownedRows(filtered, 'endpoint_id', q.endpointId, { after: q.cursor, order: 'desc' })
     .limit(limit + 1)
     .execute();
   const page = rows.slice(0, limit);

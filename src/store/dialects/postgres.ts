@@ -122,13 +122,16 @@ function timedClient(client: pg.PoolClient, queryMs: number, named: boolean): Po
     return name ? client.query({ name, text: sql, values: [...parameters] }) : client.query(sql, [...parameters]);
   };
   const query = (sql: string, parameters: ReadonlyArray<unknown>) =>
-    withDeadline(send(sql, parameters), queryMs, () => {
-      // The connection may be dead without having said so: discard it (its statement then fails with
-      // nobody waiting for it), and have the pool drop the client when it comes back instead of reusing it.
-      broken = true;
-      (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
-      return new StoreUnavailableError(`PostgreSQL did not answer within ${queryMs} ms`);
-    });
+    // queryMs 0 is no deadline (named statements alone bring a client here).
+    !queryMs
+      ? send(sql, parameters)
+      : withDeadline(send(sql, parameters), queryMs, () => {
+          // The connection may be dead without having said so: discard it (its statement then fails with
+          // nobody waiting for it), and have the pool drop the client when it comes back instead of reusing it.
+          broken = true;
+          (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+          return new StoreUnavailableError(`PostgreSQL did not answer within ${queryMs} ms`);
+        });
   // pg-pool sets `release` anew on every checkout: look it up at call time. An argument makes it drop the client.
   return { query, release: () => client.release(broken || undefined) } as unknown as PostgresPoolClient;
 }
