@@ -183,8 +183,18 @@ function auditAndDashboardReads(input: ReadsInput, c: Cursors): Array<Read | fal
     !!c.dashboard && { id: 'dash-api-21', label: "dashboard: the big API's page, 21st page", request: () => dashApi(apiId, c.dashboard) },
     {
       id: 'dash-key',
-      label: "dashboard: a key's page (there is no key search)",
+      label: "dashboard: a key's page",
       request: (i) => ({ method: 'GET', path: `/dashboard/keys/${q(keyOf(input, i + 19))}`, dashboard: true }),
+    },
+    {
+      id: 'dash-search-key',
+      label: "dashboard: the big API's key search, by a key's id",
+      request: (i) => ({ method: 'GET', path: `/dashboard/apis/${q(apiId)}?q=${q(keyOf(input, i + 29))}`, dashboard: true }),
+    },
+    {
+      id: 'dash-search-identity',
+      label: "dashboard: the big API's key search, by an externalId",
+      request: () => ({ method: 'GET', path: `/dashboard/apis/${q(apiId)}?q=${q(input.externalId)}`, dashboard: true }),
     },
     {
       id: 'dash-audit',

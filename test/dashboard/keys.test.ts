@@ -135,6 +135,36 @@ for (const dialect of DIALECTS) {
       await page.close();
     });
 
+    it("finds a key by its ID and an identity's keys by its external ID, in this API only", async () => {
+      const searched = await s.world.createApi('searched');
+      const other = await s.world.createApi('elsewhere');
+      const a = await s.world.createKey({ apiId: searched, name: 'search a', externalId: 'cust-search' });
+      await s.world.createKey({ apiId: searched, name: 'search b', externalId: 'cust-search' });
+      const lone = await s.world.createKey({ apiId: searched, name: 'search lone' });
+      const foreign = await s.world.createKey({ apiId: other, name: 'search foreign', externalId: 'cust-search' });
+      const { page, errors } = await s.signedIn();
+      const found = async (query: string) => {
+        await page.goto(`${s.world.baseUrl}/dashboard/apis/${searched}`);
+        await page.getByRole('searchbox', { name: 'Find keys' }).fill(query);
+        await page.getByRole('button', { name: 'Find', exact: true }).click();
+        await page.waitForURL(`**/dashboard/apis/${searched}?q=*`);
+        // The Name column of each row found (no table at all when nothing is).
+        return page.getByRole('table', { name: 'Keys found' }).locator('tbody td:nth-child(2)').allTextContents();
+      };
+
+      assert.deepEqual(await found(lone.keyId), ['search lone']);
+      await checkPage(page, `${dialect}-api-key-search`);
+      assert.deepEqual((await found('cust-search')).sort(), ['search a', 'search b']);
+      assert.equal(await page.getByRole('link', { name: 'Show all keys' }).count(), 1);
+      // Another API's key, by its ID or its identity, is not this API's: nothing found.
+      assert.deepEqual(await found(foreign.keyId), []);
+      assert.match(await page.content(), /No key of this API has that key ID or external ID/);
+      // The full key is not a search term (a GET would carry it into logs): it finds nothing.
+      assert.deepEqual(await found(a.key), []);
+      assert.deepEqual(errors, []);
+      await page.close();
+    });
+
     it('creates a key through the form and shows it once', async () => {
       const { page, errors } = await s.signedIn();
       await page.goto(`${s.world.baseUrl}/dashboard/apis/${apiId}`);

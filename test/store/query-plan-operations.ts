@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import type { BigWorkspace } from '../helpers/big-workspace.ts';
 import type { Caller } from '../../src/services/caller.ts';
 import type { Db, Store } from '../../src/store/store.ts';
-import { getApi, listApis, listKeys } from '../../src/services/apis/apis.ts';
+import { getApi, listApis, listKeys, searchKeys } from '../../src/services/apis/apis.ts';
 import { getKey } from '../../src/services/keys/keys.ts';
 import { listIdentities } from '../../src/services/identities/identities.ts';
 import { listRoles, listRolesPage } from '../../src/services/rbac/roles.ts';
@@ -199,6 +199,20 @@ const dashboardAndOtherListings: Operation[] = [
       );
       const apis = await listApis(db, caller, { limit: 50 });
       assert.equal(apis.apis[0].keys, TOTAL_CAP + 1);
+    },
+  },
+  {
+    name: "the dashboard's key search: by a key's id, by an externalId (a page, and one by cursor)",
+    async run({ db, caller, big }) {
+      const byId = await searchKeys(db, caller, { apiId: big.apiId, query: big.idOf('key', 4242), limit: 50 });
+      assert.deepEqual(
+        byId.keys.map((k) => k.id),
+        [big.idOf('key', 4242)],
+      );
+      const byIdentity = await searchKeys(db, caller, { apiId: big.apiId, query: 'ext_1', limit: 50 });
+      assert.equal(byIdentity.keys.length, 50);
+      const next = await searchKeys(db, caller, { apiId: big.apiId, query: 'ext_1', limit: 50, cursor: byIdentity.cursor });
+      assert.ok(next.keys[0].id > byIdentity.keys[49].id);
     },
   },
   {

@@ -170,6 +170,33 @@ export interface KeyPage {
 }
 
 /**
+ * The dashboard's key search in one API: `query` is a key's id (that key, when it is a live key of this API) or an
+ * identity's externalId (its live keys of this API, a page at a time, as listKeys filters them). Both are one index
+ * read whatever the API holds: the primary key, then keys_identity_live. Not the key itself: a search is a GET,
+ * and its address would carry the secret into logs and the browser's history.
+ */
+export async function searchKeys(
+  db: Db,
+  caller: Caller,
+  q: { apiId: string; query: string; limit: number; cursor?: string },
+): Promise<KeyPage> {
+  const query = q.query.trim();
+  if (q.cursor === undefined) {
+    await requireApi(db, caller.workspaceId, q.apiId);
+    requirePermissions(caller, `api.${q.apiId}.read_api`, `api.${q.apiId}.read_key`);
+    const byId = await db
+      .selectFrom('keys')
+      .selectAll()
+      .where('id', '=', query)
+      .where('api_id', '=', q.apiId)
+      .where('deleted_at', 'is', null)
+      .execute();
+    if (byId.length > 0) return { keys: await loadKeyViews(db, byId), total: 1 };
+  }
+  return listKeys(db, caller, { apiId: q.apiId, limit: q.limit, cursor: q.cursor, externalId: query });
+}
+
+/**
  * Live keys of an API ordered by id, `limit` at a time. `cursor` is returned only when another page
  * exists; pass it back to get that page. `total` is the number of live keys matching the filter, exact up to
  * TOTAL_CAP and TOTAL_CAP + 1 beyond it. Each read is one range of an index: keys_api_live (api_id, id) for the

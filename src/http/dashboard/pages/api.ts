@@ -1,4 +1,4 @@
-import { getApi, listKeys } from '../../../services/apis/apis.ts';
+import { getApi, listKeys, searchKeys } from '../../../services/apis/apis.ts';
 import type { FieldProblem } from '../../../domain/errors.ts';
 import type { PageContext, PageResult, PageRouter } from '../context.ts';
 import {
@@ -80,7 +80,11 @@ async function createKey(ctx: PageContext): Promise<PageResult> {
 const dash = html`<span class="muted">—</span>`;
 
 async function render(ctx: PageContext, api: Api, state: State): Promise<PageResult> {
-  const page = await listKeys(ctx.deps.store.db, ctx.caller, { apiId: api.id, limit: PAGE_SIZE, cursor: ctx.query.cursor });
+  const search = text(ctx.query.q);
+  const at = { apiId: api.id, limit: PAGE_SIZE, cursor: ctx.query.cursor };
+  const page = search
+    ? await searchKeys(ctx.deps.store.db, ctx.caller, { ...at, query: search })
+    : await listKeys(ctx.deps.store.db, ctx.caller, at);
   const leaks = await leakedKeyUrls(
     ctx.deps.store.db,
     ctx.caller.workspaceId,
@@ -102,13 +106,19 @@ ${state.error ? formError(state.error, []) : ''}
 ${facts([
   ['Name', api.name],
   ['ID', html`<code>${api.id}</code>`],
-  ['Keys', countText(page.total)],
+  ...(search ? [] : [['Keys', countText(page.total)] as [string, string]]),
 ])}
 ${state.created ? createdNotice(state.created) : ''}
 <div class="actions">${state.form ? '' : opener('Create key', 'create', path)}</div>
 ${state.form ? createForm(ctx.csrf, path, state.form) : ''}
-${table('Keys', ['Start', 'Name', 'External ID', 'Roles', 'Remaining', 'Enabled', 'Expires', 'Last used'], rows, 'This API has no keys yet.')}
-${pager(path, { cursor: ctx.query.cursor }, page.cursor)}
+${searchForm(path, search)}
+${table(
+  search ? 'Keys found' : 'Keys',
+  ['Start', 'Name', 'External ID', 'Roles', 'Remaining', 'Enabled', 'Expires', 'Last used'],
+  rows,
+  search ? 'No key of this API has that key ID or external ID.' : 'This API has no keys yet.',
+)}
+${pager(path, { q: search, cursor: ctx.query.cursor }, page.cursor)}
 <section class="panel" aria-labelledby="danger-title">
 <h2 id="danger-title">Delete this API</h2>
 <p>Deleting the API deletes every key of it.</p>
@@ -118,10 +128,20 @@ ${confirmAction({
   action: `${path}/delete`,
   csrf: ctx.csrf,
   question: `Delete the API ${api.name}?`,
-  detail: `Its ${countText(page.total)} keys are deleted with it and fail verification from the next request on.`,
+  detail: `Its ${search ? '' : `${countText(page.total)} `}keys are deleted with it and fail verification from the next request on.`,
 })}
 </section>`;
   return { page: layout({ session: ctx.session, csrf: ctx.csrf, path }, api.name, main) };
+}
+
+/** Finds a key by its ID, or an identity's keys by its external ID (searchKeys: one index read each). */
+function searchForm(path: string, search: string | undefined): Html {
+  return html`<form method="get" action="${path}" class="inline" aria-label="Search keys">
+<label for="search-keys">Find keys</label>
+<input type="search" id="search-keys" name="q" value="${search ?? ''}" aria-describedby="search-keys-hint">
+<button type="submit" class="secondary">Find</button>${search ? html` <a href="${path}">Show all keys</a>` : ''}
+<p class="hint" id="search-keys-hint">A key ID, or an external ID for that identity’s keys.</p>
+</form>`;
 }
 
 function createdNotice(created: { keyId: string; key: string }): Html {
