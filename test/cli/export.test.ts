@@ -7,6 +7,7 @@ import type { AuditLogView } from '../../src/services/audit/list-audit-logs.ts';
 import { auditLogsOldestFirst } from '../../src/services/audit/export-audit-logs.ts';
 import { verificationsOldestFirst, type VerificationExportRow } from '../../src/services/analytics/export-verifications.ts';
 import { HOUR_MS } from '../../src/services/verification/verification-recorder.ts';
+import { refillRollupForms } from '../helpers/rollup-forms.ts';
 
 /** A fixed, hour-aligned origin for the hourly rows: 2025-03-01T00:00Z. */
 const T0 = Date.UTC(2025, 2, 1);
@@ -122,6 +123,8 @@ for (const dialect of DIALECTS) {
           }),
         )
         .execute();
+      // Written straight into the roll-up: its coarser forms filled as the batch writer would have.
+      await refillRollupForms(w.store.db);
 
       /** analytics.getVerifications of both APIs, grouped by hour and key, in the export's order and shape. */
       const analytics = async (start: number, end: number): Promise<VerificationExportRow[]> => {

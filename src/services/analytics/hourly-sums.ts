@@ -105,9 +105,13 @@ export async function sumHourly(
   f: HourlyFilter,
   by: { hour: boolean; key: boolean; identity: boolean; tags?: boolean },
 ): Promise<HourlySum[]> {
+  // Without tags, the roll-up's `by_key` form has the same sums in fewer rows and, on PostgreSQL, an index by key:
+  // one key's hours read that key's rows instead of every key's rows of the range (a key's page at 10,000,000 keys).
+  const table =
+    f.tags === undefined && by.tags !== true ? 'analytics_key_verifications_per_hour_by_key' : 'analytics_key_verifications_per_hour';
   const query = (keyIds?: string[]) =>
     db
-      .selectFrom('analytics_key_verifications_per_hour')
+      .selectFrom(table as 'analytics_key_verifications_per_hour')
       .select((eb) => ['outcome', eb.fn.sum<number | string>('count').as('n')])
       .where('workspace_id', '=', f.workspaceId)
       .where('time', '>=', f.from)
