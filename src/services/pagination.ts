@@ -1,4 +1,4 @@
-import { type RawBuilder, sql, type SelectQueryBuilder } from 'kysely';
+import { sql, type SelectQueryBuilder } from 'kysely';
 import type { Database } from '../store/schema.ts';
 import type { Executor } from '../store/store.ts';
 
@@ -29,13 +29,11 @@ export function splitPage<T extends { id: string }>(rows: T[], limit: number): {
 export function ownedRows<DB, TB extends keyof DB, O>(
   qb: SelectQueryBuilder<DB, TB, O>,
   owner: string,
-  value: string | RawBuilder<unknown>,
+  value: string,
   opts: { after?: string; order?: 'asc' | 'desc' } = {},
 ): SelectQueryBuilder<DB, TB, O> {
   const desc = opts.order === 'desc';
-  // `table.owner` (a subquery correlated by `value`, a column of the outer query): that table's id.
-  const dot = owner.lastIndexOf('.');
-  const [o, id] = [sql.ref(owner), sql.ref(dot < 0 ? 'id' : `${owner.slice(0, dot)}.id`)];
+  const [o, id] = [sql.ref(owner), sql.ref('id')];
   const [from, to] = desc ? [sql.raw('<='), sql.raw('>=')] : [sql.raw('>='), sql.raw('<=')];
   const start =
     opts.after === undefined
