@@ -39,6 +39,9 @@ import { startExpirySweeps } from './services/webhooks/expiry-sweep.ts';
 import { deliveryOutcomes, oldestPendingDelivery } from './services/webhooks/delivery-task.ts';
 import type { AnalyticsConfig } from './config/analytics.ts';
 import { DEFAULT_WEBHOOK_SETTINGS as WEBHOOKS, type WebhookSettings } from './config/webhooks.ts';
+import { DEFAULT_USAGE_SETTINGS, type UsageSettings } from './config/usage.ts';
+import { startUsageScans } from './services/usage/period-claims.ts';
+import { reportOutcomes } from './services/usage/send-task.ts';
 
 export interface AppOptions {
   /** Redis for cluster-wide rate limits and cache invalidation (REDIS_URL). */
@@ -73,6 +76,8 @@ export interface AppOptions {
   leaks?: LeakConfig;
   /** KEYHOLD_WEBHOOK_* settings (default: Standard Webhooks' schedule, public https URLs only). */
   webhooks?: WebhookSettings;
+  /** KEYHOLD_USAGE_* settings (when a closed period is reported); the scan's interval (ms; default 5 s; tests use less). */
+  usage?: UsageSettings & { scanIntervalMs?: number };
 }
 
 export const BODY_LIMIT = 5 * 1024 * 1024;
@@ -127,15 +132,18 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
   const webhooks = options.webhooks ?? WEBHOOKS;
   const oidc = options.oidc ? new OidcClient(options.oidc, options.publicUrl ?? 'http://127.0.0.1') : undefined;
   const ready = withOidcReadiness(readiness, oidc);
-  const deps: Deps = { store, vault: options.vault, verifier, limiter, cache, apis, readiness: ready, ratelimits, webhooks };
+  const usage = { db: store.db, vault: options.vault, webhooks, publicUrl: options.publicUrl ?? 'http://127.0.0.1' };
+  const deps: Deps = { store, vault: options.vault, verifier, limiter, cache, apis, readiness: ready, ratelimits, webhooks, usage };
   for (const register of ROUTES) register(app, deps);
   for (const register of V2_ROUTES) register(app, deps);
   registerOutsideTheApis(app, { deps, internal, options, parseJson, oidc });
   const pruner = startPruner(app, store, options);
+  startUsageReports(app, store, options);
   metrics.watch({ verifier, cache, health: runtime.health, jobs: () => jobQueueStats(store.db), pruner });
   metrics.watch({
     buffers: () => ({ ...runtime.buffers(), root_key_uses: { held: guard.heldUses, dropped: guard.droppedUses } }),
     webhooks: { outcomes: deliveryOutcomes, oldestPending: () => oldestPendingDelivery(store.db) },
+    usageReports: reportOutcomes,
   });
   lane = createLane({
     operations: [
@@ -177,6 +185,16 @@ function crossingEvents(app: App, store: Store, options: AppOptions): CrossingEv
     await events.close();
   });
   return events;
+}
+
+/** The scan that reports usage exports' closed periods (usage/period-claims.ts), stopped with the app. */
+function startUsageReports(app: App, store: Store, options: AppOptions): void {
+  const { settleMs, scanIntervalMs } = { ...DEFAULT_USAGE_SETTINGS, ...options.usage };
+  const onError = (err: unknown) => {
+    if (!isStoreUnavailable(err)) options.logger?.error({ err }, 'could not report usage');
+  };
+  const stop = startUsageScans(store.db, { settleMs, retention: options.retention }, onError, scanIntervalMs);
+  app.addHook('onClose', stop);
 }
 
 /** `GET /metrics`: the Prometheus text of `metrics`, without a root key. */

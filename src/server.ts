@@ -61,6 +61,7 @@ async function main(): Promise<void> {
       ...{ retention: config.retention, analytics: config.analytics },
       leaks: config.leaks,
       webhooks: config.webhooks,
+      usage: config.usage,
       oidc: config.oidc,
       tracing,
     },

@@ -7,6 +7,7 @@ import { serverFrom, type ServerConfig } from './server.ts';
 import { ConfigError, secretsIn } from './shapes.ts';
 import { storeFrom, type StoreConfig } from './store.ts';
 import { tracingFrom, type TracingConfig } from './telemetry.ts';
+import { usageFrom, type UsageSettings } from './usage.ts';
 import { webhooksFrom, type WebhookSettings } from './webhooks.ts';
 
 /*
@@ -25,6 +26,8 @@ export interface Config extends ServerConfig, StoreConfig, BootstrapConfig {
   leaks: LeakConfig;
   /** KEYHOLD_WEBHOOK_*: how webhooks are delivered (webhooks.ts). */
   webhooks: WebhookSettings;
+  /** KEYHOLD_USAGE_*: when usage exports report a closed period (usage.ts). */
+  usage: UsageSettings;
   /** Single sign-on to the dashboard (KEYHOLD_OIDC_*, oidc.ts); off when KEYHOLD_OIDC_ISSUER is unset. */
   oidc?: OidcConfig;
   /** OpenTelemetry traces (OTEL_*, telemetry.ts): on when an OTLP endpoint is set. */
@@ -44,6 +47,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     analytics: analyticsFrom(env, problems),
     leaks: leakConfigFrom(env, problems),
     webhooks: webhooksFrom(env, problems),
+    usage: usageFrom(env, problems),
     oidc: oidcFrom(env, problems),
     tracing: tracingFrom(env, problems),
   };

@@ -57,6 +57,11 @@ export const ERROR_CATALOG = {
     code: 'NOT_FOUND',
     description: "The webhook delivery does not exist in the caller's workspace.",
   },
+  'data/usage-export-not-found': {
+    status: 404,
+    code: 'NOT_FOUND',
+    description: "The usage export does not exist in the caller's workspace.",
+  },
   'data/workspace-not-found': { status: 404, code: 'NOT_FOUND', description: 'The workspace does not exist.' },
   'data/root-key-not-found': { status: 404, code: 'NOT_FOUND', description: 'The root key does not exist.' },
   'request/method-not-allowed': { status: 405, code: 'METHOD_NOT_ALLOWED', description: 'The path exists but not with this HTTP method.' },
@@ -187,6 +192,7 @@ const NOT_FOUND = {
   override: 'data/override-not-found',
   'webhook endpoint': 'data/webhook-endpoint-not-found',
   'webhook delivery': 'data/webhook-delivery-not-found',
+  'usage export': 'data/usage-export-not-found',
   workspace: 'data/workspace-not-found',
   'root key': 'data/root-key-not-found',
 } as const satisfies Record<string, ErrorKind>;

@@ -25,7 +25,9 @@ export type IdPrefix =
   | 'evt'
   | 'whdl'
   | 'wcc'
-  | 'dsu';
+  | 'dsu'
+  | 'uexp'
+  | 'urep';
 
 // Random bytes are drawn from the OS in blocks, not one call per id (ids are made for every key imported).
 const pool = Buffer.alloc(4096);

@@ -39,6 +39,7 @@ export const ACTIONS = {
     'read_analytics',
   ],
   webhook: ['create_endpoint', 'read_endpoint', 'update_endpoint', 'delete_endpoint'],
+  usage: ['create_export', 'read_export', 'update_export', 'delete_export'],
 } as const satisfies Record<string, readonly string[]>;
 
 export type ResourceType = keyof typeof ACTIONS;

@@ -25,6 +25,8 @@ export interface MetricSources {
   buffers?: () => Record<string, { held: number; dropped: number }>;
   /** Webhook delivery attempts recorded by this process by outcome, and when the oldest pending delivery was created (a store read per scrape). */
   webhooks?: { outcomes: Record<string, number>; oldestPending: () => Promise<number | null> };
+  /** Usage report attempts recorded by this process, by outcome. */
+  usageReports?: Record<string, number>;
 }
 
 /** Prometheus metrics of one app instance (its own registry, so several apps can live in one process). */
@@ -267,7 +269,7 @@ function registerBufferMetrics(registry: Registry, sources: MetricSources): void
   });
 }
 
-/** Webhook deliveries: attempts by outcome (this process), and the age of the oldest pending delivery. */
+/** Webhook deliveries and usage reports: attempts by outcome (this process), and the age of the oldest pending delivery. */
 function registerWebhookMetrics(registry: Registry, sources: MetricSources): void {
   new Counter({
     name: 'keyhold_webhook_delivery_attempts_total',
@@ -277,6 +279,16 @@ function registerWebhookMetrics(registry: Registry, sources: MetricSources): voi
     collect() {
       this.reset();
       for (const [outcome, n] of Object.entries(sources.webhooks?.outcomes ?? {})) this.inc({ outcome }, n);
+    },
+  });
+  new Counter({
+    name: 'keyhold_usage_report_attempts_total',
+    help: 'Usage report attempts recorded by this process, by outcome (delivered, retried: failed and scheduled again, failed: for good)',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [outcome, n] of Object.entries(sources.usageReports ?? {})) this.inc({ outcome }, n);
     },
   });
   new Gauge({

@@ -11,6 +11,7 @@ import type { RatelimitContext } from '../services/ratelimits/limit.ts';
 import type { Vault } from '../crypto/vault.ts';
 import type { BodyRules } from './validation.ts';
 import type { WebhookSettings } from '../config/webhooks.ts';
+import type { UsageContext } from '../services/usage/exports.ts';
 
 /** The Fastify instance routes are registered on, typed by their TypeBox schemas. */
 export type App = FastifyInstance<
@@ -37,6 +38,8 @@ export interface Deps {
   vault?: Vault;
   /** How webhooks are delivered, and which URLs they may go to. */
   webhooks: WebhookSettings;
+  /** What usage exports need (the vault, the URL rules, the installation's public URL). */
+  usage: UsageContext;
 }
 
 declare module 'fastify' {

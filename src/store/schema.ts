@@ -1,3 +1,4 @@
+import type { UsageExportRow, UsageReportRow } from './schema-usage.ts';
 import type { WebhookCreditCrossingRow, WebhookDeliveryRow, WebhookEndpointRow, WebhookEventRow } from './schema-webhooks.ts';
 import type { DashboardMemberRow, DashboardUserRow } from './schema-dashboard.ts';
 import type { AnalyticsTables } from './schema-analytics.ts';
@@ -268,4 +269,6 @@ export interface Database extends AnalyticsTables {
   webhook_credit_crossings: WebhookCreditCrossingRow;
   dashboard_users: DashboardUserRow;
   dashboard_members: DashboardMemberRow;
+  usage_exports: UsageExportRow;
+  usage_reports: UsageReportRow;
 }

@@ -35,6 +35,7 @@ import * as analyticsEvents from './schema-migrations/0011-analytics-events.ts';
 import * as foldHourlyAnalytics from './schema-migrations/0012-fold-hourly-analytics.ts';
 import * as listIndexes from './schema-migrations/0013-list-indexes.ts';
 import * as analyticsProjections from './schema-migrations/0014-analytics-projections.ts';
+import * as usageExports from './schema-migrations/0015-usage-exports.ts';
 
 export type { BackupPace, BackupStats } from './dialects/sqlite-backup.ts';
 export type Db = Kysely<Database>;
@@ -126,6 +127,7 @@ export const MIGRATIONS: Record<string, Migration> = {
   '0012-fold-hourly-analytics': foldHourlyAnalytics,
   '0013-list-indexes': listIndexes,
   '0014-analytics-projections': analyticsProjections,
+  '0015-usage-exports': usageExports,
 };
 
 /**

@@ -36,6 +36,8 @@ export const ALL_TABLES = [
   'webhook_credit_crossings',
   'dashboard_users',
   'dashboard_members',
+  'usage_exports',
+  'usage_reports',
   'analytics_key_verifications',
   'analytics_key_verifications_per_minute',
   'analytics_key_verifications_per_hour',

@@ -56,6 +56,12 @@ import webhooksRotateSecret from './routes/webhooks.rotate-secret.ts';
 import webhooksListDeliveries from './routes/webhooks.list-deliveries.ts';
 import webhooksRetryDelivery from './routes/webhooks.retry-delivery.ts';
 import webhooksSendTestEvent from './routes/webhooks.send-test-event.ts';
+import usageCreateExport from './routes/usage.create-export.ts';
+import usageListExports from './routes/usage.list-exports.ts';
+import usageGetExport from './routes/usage.get-export.ts';
+import usageUpdateExport from './routes/usage.update-export.ts';
+import usageDeleteExport from './routes/usage.delete-export.ts';
+import usageListReports from './routes/usage.list-reports.ts';
 
 /** Every operation, registered in this order. */
 export const ROUTES: Array<(app: App, deps: Deps) => void> = [
@@ -116,4 +122,10 @@ export const ROUTES: Array<(app: App, deps: Deps) => void> = [
   webhooksListDeliveries,
   webhooksRetryDelivery,
   webhooksSendTestEvent,
+  usageCreateExport,
+  usageListExports,
+  usageGetExport,
+  usageUpdateExport,
+  usageDeleteExport,
+  usageListReports,
 ];

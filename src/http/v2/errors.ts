@@ -38,6 +38,7 @@ export const V2_KINDS: Record<ErrorKind, V2Kind> = {
   'data/override-not-found': NOT_FOUND('ratelimit_override'),
   'data/webhook-endpoint-not-found': NOT_FOUND('webhook_endpoint'),
   'data/webhook-delivery-not-found': NOT_FOUND('webhook_delivery'),
+  'data/usage-export-not-found': NOT_FOUND('usage_export'),
   'data/workspace-not-found': NOT_FOUND('workspace'),
   'data/root-key-not-found': { status: 401, title: 'Unauthorized', type: 'unkey/authentication/key_not_found' },
   'request/method-not-allowed': { status: 405, title: 'Method Not Allowed', type: 'unkey/application/method_not_allowed' },

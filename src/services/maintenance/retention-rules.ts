@@ -24,6 +24,7 @@ export type PruneKind =
   | 'migrations'
   | 'webhook_deliveries'
   | 'webhook_events'
+  | 'usage_reports'
   | 'dashboard_links'
   | 'dashboard_sessions';
 
@@ -140,6 +141,13 @@ export const RETENTION_RULES: readonly RetentionRule[] = [
     table: 'webhook_events',
     keepMs: (r) => days(r.finishedDays),
     due: (cutoff) => sql`created_at < ${cutoff} and not exists (select 1 from webhook_deliveries d where d.event_id = webhook_events.id)`,
+  },
+  // A usage report that is over (delivered, or failed for good): the export's cursor, not its reports, says what was reported.
+  {
+    kind: 'usage_reports',
+    table: 'usage_reports',
+    keepMs: (r) => days(r.finishedDays),
+    due: (cutoff) => sql`status in ('delivered', 'failed') and updated_at < ${cutoff}`,
   },
   // Sign-in links and sessions are of no use once expired; a day's grace keeps them for a look after the fact.
   { kind: 'dashboard_links', table: 'dashboard_links', keepMs: () => DAY_MS, due: (cutoff) => sql`expires_at < ${cutoff}` },

@@ -1,4 +1,4 @@
-import { AppError, invalid } from '../../domain/errors.ts';
+import { AppError } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
 import {
   DEFAULT_CREDITS_LOW_BELOW,
@@ -16,7 +16,7 @@ import { can, requirePermissions, type Caller } from '../caller.ts';
 import { auditedUrl, endpointView, requireEndpointFor, requireSomeRead, type EndpointView } from './endpoint-records.ts';
 import type { WebhookSettings } from '../../config/webhooks.ts';
 import { newSigningSecret } from './signing.ts';
-import { checkedAddresses, hostOf, UnsafeAddressError, urlFormProblem } from './url-safety.ts';
+import { requireSafeUrl } from './url-safety.ts';
 
 export interface EndpointFields {
   url: string;
@@ -32,18 +32,6 @@ export interface WebhookContext {
   db: Db;
   vault?: Vault;
   settings: WebhookSettings;
-}
-
-/** A 400 unless `url` may receive webhooks: its form, then every address its host resolves to (README: SSRF). */
-async function requireSafeUrl(url: string, settings: WebhookSettings): Promise<void> {
-  const problem = urlFormProblem(url, settings.allowPrivate);
-  if (problem) throw invalid([{ path: '/url', message: problem }]);
-  try {
-    await checkedAddresses(hostOf(new URL(url)), settings.allowPrivate);
-  } catch (err) {
-    if (err instanceof UnsafeAddressError) throw invalid([{ path: '/url', message: err.message }]);
-    throw err;
-  }
 }
 
 const eventsJson = (events: EventType[] | undefined): string => JSON.stringify(events ? [...new Set(events)] : [...EVENT_TYPES]);

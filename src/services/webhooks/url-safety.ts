@@ -1,5 +1,6 @@
 import { BlockList, isIP } from 'node:net';
 import { lookup } from 'node:dns/promises';
+import { invalid } from '../../domain/errors.ts';
 
 /**
  * Server-side request forgery: a webhook URL must not make Keyhold call into its own network. Only `https`
@@ -83,4 +84,16 @@ export async function checkedAddresses(host: string, allowPrivate: boolean): Pro
       throw new UnsafeAddressError(`the host ${host} resolves to ${bad.address}, a loopback, private, link-local or unspecified address`);
   }
   return addresses;
+}
+
+/** A 400 unless `url` may receive webhooks or usage reports: its form, then every address its host resolves to (README: SSRF). */
+export async function requireSafeUrl(url: string, settings: { allowPrivate: boolean }, path = '/url'): Promise<void> {
+  const problem = urlFormProblem(url, settings.allowPrivate);
+  if (problem) throw invalid([{ path, message: problem }]);
+  try {
+    await checkedAddresses(hostOf(new URL(url)), settings.allowPrivate);
+  } catch (err) {
+    if (err instanceof UnsafeAddressError) throw invalid([{ path, message: err.message }]);
+    throw err;
+  }
 }

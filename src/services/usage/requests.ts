@@ -1,0 +1,61 @@
+import { createHash } from 'node:crypto';
+import { OPENMETER_BATCH } from '../../domain/usage-exports.ts';
+import type { UsageReportRow } from '../../store/schema-usage.ts';
+import type { ReportContent } from './report-content.ts';
+
+/** One request of a report: its headers (without the token) and body. */
+export interface UsageRequest {
+  contentType: string;
+  body: string;
+}
+
+/**
+ * The id of a subject's record of a period: the same on every attempt, server and restart, so the receiver
+ * deduplicates a resend (OpenMeter on the CloudEvents `id` and `source`, Stripe on `identifier`). 47 characters.
+ */
+export const recordId = (exportId: string, periodStart: number, subject: string): string =>
+  `khu_${createHash('sha256').update(`${exportId}\n${periodStart}\n${subject}`).digest('base64url').slice(0, 43)}`;
+
+/** The requests that send a report, in order: OpenMeter batches of CloudEvents, or one Stripe meter event per customer. */
+export function reportRequests(destination: string, report: UsageReportRow): UsageRequest[] {
+  const content = JSON.parse(report.content) as ReportContent;
+  const start = Number(report.period_start);
+  const end = Number(report.period_end);
+  return destination === 'stripe'
+    ? stripeRequests(report.export_id, start, end, content)
+    : openmeterRequests(report.export_id, start, end, content);
+}
+
+/** CloudEvents 1.0 in batches of OPENMETER_BATCH (`application/cloudevents-batch+json`), `time` the period's end. */
+function openmeterRequests(exportId: string, start: number, end: number, content: ReportContent): UsageRequest[] {
+  const periodStart = new Date(start).toISOString();
+  const periodEnd = new Date(end).toISOString();
+  const events = content.records.map(([subject, count, credits]) => ({
+    specversion: '1.0',
+    id: recordId(exportId, start, subject),
+    source: content.source,
+    type: content.name,
+    subject,
+    time: periodEnd,
+    datacontenttype: 'application/json',
+    data: { count, credits, periodStart, periodEnd },
+  }));
+  const requests: UsageRequest[] = [];
+  for (let i = 0; i < events.length; i += OPENMETER_BATCH)
+    requests.push({ contentType: 'application/cloudevents-batch+json', body: JSON.stringify(events.slice(i, i + OPENMETER_BATCH)) });
+  return requests;
+}
+
+/** Stripe billing meter events, form-encoded, one per customer: `value` is the count, `timestamp` the period's end (seconds). */
+function stripeRequests(exportId: string, start: number, end: number, content: ReportContent): UsageRequest[] {
+  return content.records.map(([subject, count, , customer]) => ({
+    contentType: 'application/x-www-form-urlencoded',
+    body: new URLSearchParams({
+      event_name: content.name,
+      'payload[stripe_customer_id]': customer ?? '',
+      'payload[value]': String(count),
+      identifier: recordId(exportId, start, subject),
+      timestamp: String(Math.floor(end / 1000)),
+    }).toString(),
+  }));
+}
