@@ -11,6 +11,7 @@ import { BACKUP_COMMANDS } from './commands/backup.ts';
 import { EXPORT_COMMANDS } from './commands/export.ts';
 import { KEY_COMMANDS } from './commands/keys.ts';
 import { WEBHOOK_COMMANDS } from './commands/webhooks.ts';
+import { USAGE_COMMANDS } from './commands/usage.ts';
 
 /**
  * Every `keyhold` command, by name, in the order `keyhold --help` lists them. A new group of commands is a
@@ -24,6 +25,7 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
   ...MIGRATION_COMMANDS,
   ...RATELIMIT_COMMANDS,
   ...WEBHOOK_COMMANDS,
+  ...USAGE_COMMANDS,
   ...DASHBOARD_COMMANDS,
   ...MEMBER_COMMANDS,
   ...MAINTENANCE_COMMANDS,
