@@ -64,6 +64,8 @@ async function claimNextPeriod(db: Db, exp: UsageExportRow, settings: ScanSettin
     exp.next_period_start = start + periodMs;
     if (content.records.length === 0 && skipped === 0) return true;
     const id = newId('urep');
+    // The report is written, and its first attempt due, at the clock's time (`now` only judges which periods have closed).
+    const at = Date.now();
     await tx
       .insertInto('usage_reports')
       .values({
@@ -80,13 +82,13 @@ async function claimNextPeriod(db: Db, exp: UsageExportRow, settings: ScanSettin
         attempts: 0,
         last_status_code: null,
         last_error: null,
-        next_attempt_at: now,
-        created_at: now,
-        updated_at: now,
+        next_attempt_at: at,
+        created_at: at,
+        updated_at: at,
         delivered_at: null,
       })
       .execute();
-    await scheduleSend(tx, id, now);
+    await scheduleSend(tx, id, at);
     return true;
   });
 }
