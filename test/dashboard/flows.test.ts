@@ -14,6 +14,7 @@ const SECTIONS = [
   'Rate limits',
   'Migrations',
   'Webhooks',
+  'Usage exports',
   'Audit log',
 ];
 

@@ -47,7 +47,7 @@ export interface FieldSpec {
   name: string;
   /** The JSON path of the operation's member this field fills (default `/<name>`). */
   path?: string;
-  type?: 'text' | 'number' | 'datetime-local' | 'textarea';
+  type?: 'text' | 'number' | 'datetime-local' | 'textarea' | 'password';
   value?: string;
   required?: boolean;
   hint?: string;

@@ -14,6 +14,7 @@ const SECTIONS: Array<[string, string]> = [
   ['Rate limits', '/dashboard/ratelimits'],
   ['Migrations', '/dashboard/migrations'],
   ['Webhooks', '/dashboard/webhooks'],
+  ['Usage exports', '/dashboard/usage-exports'],
   ['Audit log', '/dashboard/audit-log'],
 ];
 

@@ -13,6 +13,7 @@ import ratelimitPages from './pages/ratelimits.ts';
 import migrationPages from './pages/migrations.ts';
 import auditLogPages from './pages/audit-log.ts';
 import webhookPages from './pages/webhooks.ts';
+import usageExportPages from './pages/usage-exports.ts';
 import memberPages from './pages/members.ts';
 import sessionPages from './pages/sessions.ts';
 
@@ -31,6 +32,7 @@ export const PAGES: Array<(router: PageRouter) => void> = [
   ratelimitPages,
   migrationPages,
   webhookPages,
+  usageExportPages,
   auditLogPages,
   memberPages,
   sessionPages,
