@@ -6,6 +6,8 @@ import { errorHandler, sendError } from './http/errors.ts';
 import { createMetrics } from './http/metrics.ts';
 import { jobQueueStats } from './jobs/queue.ts';
 import { installHooks } from './http/hooks.ts';
+import type { RootKeyGuard } from './services/workspaces/root-key-guard.ts';
+import type { AccessLog } from './http/access-log.ts';
 import { installRequestTracing, type RequestTracing } from './http/request-tracing.ts';
 import { guardedJsonParser, guardedValidator } from './http/input-guards.ts';
 import { serializerFactory, validatorCompiler } from './http/route-compilers.ts';
@@ -41,6 +43,7 @@ import type { AnalyticsConfig } from './config/analytics.ts';
 import { DEFAULT_WEBHOOK_SETTINGS as WEBHOOKS, type WebhookSettings } from './config/webhooks.ts';
 import { DEFAULT_USAGE_SETTINGS, type UsageSettings } from './config/usage.ts';
 import { startUsageScans } from './services/usage/period-claims.ts';
+import type { UsageContext } from './services/usage/exports.ts';
 import { reportOutcomes } from './services/usage/send-task.ts';
 
 export interface AppOptions {
@@ -132,31 +135,19 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
   const webhooks = options.webhooks ?? WEBHOOKS;
   const oidc = options.oidc ? new OidcClient(options.oidc, options.publicUrl ?? 'http://127.0.0.1') : undefined;
   const ready = withOidcReadiness(readiness, oidc);
-  const usage = { db: store.db, vault: options.vault, webhooks, publicUrl: options.publicUrl ?? 'http://127.0.0.1' };
+  const usage = startUsageReports(app, store, options, webhooks);
   const deps: Deps = { store, vault: options.vault, verifier, limiter, cache, apis, readiness: ready, ratelimits, webhooks, usage };
   for (const register of ROUTES) register(app, deps);
   for (const register of V2_ROUTES) register(app, deps);
   registerOutsideTheApis(app, { deps, internal, options, parseJson, oidc });
   const pruner = startPruner(app, store, options);
-  startUsageReports(app, store, options);
   metrics.watch({ verifier, cache, health: runtime.health, jobs: () => jobQueueStats(store.db), pruner });
   metrics.watch({
     buffers: () => ({ ...runtime.buffers(), root_key_uses: { held: guard.heldUses, dropped: guard.droppedUses } }),
     webhooks: { outcomes: deliveryOutcomes, oldestPending: () => oldestPendingDelivery(store.db) },
     usageReports: reportOutcomes,
   });
-  lane = createLane({
-    operations: [
-      verifyKeyOperation(verifier, guardedValidator(bodyAjv, VerifyKeyBody, 'body')),
-      ratelimitsLimitOperation(guard, ratelimits, guardedValidator(bodyAjv, LimitBody, 'body')),
-      verifyKeyV2Operation(guard, deps, guardedValidator(bodyAjv, VerifyKeyV2Body, 'body')),
-    ],
-    parseJson,
-    metrics,
-    logger: options.logger,
-    accessLog,
-    tracing: options.tracing,
-  });
+  lane = appLane(deps, { guard, parseJson, metrics, accessLog }, options);
   app.addHook('preClose', (done) => {
     lane?.close();
     done();
@@ -187,14 +178,38 @@ function crossingEvents(app: App, store: Store, options: AppOptions): CrossingEv
   return events;
 }
 
-/** The scan that reports usage exports' closed periods (usage/period-claims.ts), stopped with the app. */
-function startUsageReports(app: App, store: Store, options: AppOptions): void {
+/**
+ * What usage exports' operations need, and the scan that reports their closed periods (usage/period-claims.ts),
+ * stopped with the app.
+ */
+function startUsageReports(app: App, store: Store, options: AppOptions, webhooks: WebhookSettings): UsageContext {
   const { settleMs, scanIntervalMs } = { ...DEFAULT_USAGE_SETTINGS, ...options.usage };
   const onError = (err: unknown) => {
     if (!isStoreUnavailable(err)) options.logger?.error({ err }, 'could not report usage');
   };
   const stop = startUsageScans(store.db, { settleMs, retention: options.retention }, onError, scanIntervalMs);
   app.addHook('onClose', stop);
+  return { db: store.db, vault: options.vault, webhooks, publicUrl: options.publicUrl ?? 'http://127.0.0.1' };
+}
+
+/** The lane (http/lane.ts) answering keys.verifyKey (v1, v2) and ratelimits.limit ahead of Fastify. */
+function appLane(
+  deps: Deps,
+  parts: { guard: RootKeyGuard; parseJson: FastifyBodyParser<string>; metrics: ReturnType<typeof createMetrics>; accessLog?: AccessLog },
+  options: AppOptions,
+): Lane {
+  return createLane({
+    operations: [
+      verifyKeyOperation(deps.verifier, guardedValidator(bodyAjv, VerifyKeyBody, 'body')),
+      ratelimitsLimitOperation(parts.guard, deps.ratelimits, guardedValidator(bodyAjv, LimitBody, 'body')),
+      verifyKeyV2Operation(parts.guard, deps, guardedValidator(bodyAjv, VerifyKeyV2Body, 'body')),
+    ],
+    parseJson: parts.parseJson,
+    metrics: parts.metrics,
+    logger: options.logger,
+    accessLog: parts.accessLog,
+    tracing: options.tracing,
+  });
 }
 
 /** `GET /metrics`: the Prometheus text of `metrics`, without a root key. */

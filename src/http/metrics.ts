@@ -269,28 +269,23 @@ function registerBufferMetrics(registry: Registry, sources: MetricSources): void
   });
 }
 
+/** Attempts recorded by this process, by outcome (delivered, retried: failed and scheduled again, failed: for good). */
+const attemptCounter = (registry: Registry, name: string, what: string, outcomes: () => Record<string, number> | undefined) =>
+  new Counter({
+    name,
+    help: `${what} attempts recorded by this process, by outcome (delivered, retried: failed and scheduled again, failed: for good)`,
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [outcome, n] of Object.entries(outcomes() ?? {})) this.inc({ outcome }, n);
+    },
+  });
+
 /** Webhook deliveries and usage reports: attempts by outcome (this process), and the age of the oldest pending delivery. */
 function registerWebhookMetrics(registry: Registry, sources: MetricSources): void {
-  new Counter({
-    name: 'keyhold_webhook_delivery_attempts_total',
-    help: 'Webhook delivery attempts recorded by this process, by outcome (delivered, retried: failed and scheduled again, failed: for good)',
-    labelNames: ['outcome'] as const,
-    registers: [registry],
-    collect() {
-      this.reset();
-      for (const [outcome, n] of Object.entries(sources.webhooks?.outcomes ?? {})) this.inc({ outcome }, n);
-    },
-  });
-  new Counter({
-    name: 'keyhold_usage_report_attempts_total',
-    help: 'Usage report attempts recorded by this process, by outcome (delivered, retried: failed and scheduled again, failed: for good)',
-    labelNames: ['outcome'] as const,
-    registers: [registry],
-    collect() {
-      this.reset();
-      for (const [outcome, n] of Object.entries(sources.usageReports ?? {})) this.inc({ outcome }, n);
-    },
-  });
+  attemptCounter(registry, 'keyhold_webhook_delivery_attempts_total', 'Webhook delivery', () => sources.webhooks?.outcomes);
+  attemptCounter(registry, 'keyhold_usage_report_attempts_total', 'Usage report', () => sources.usageReports);
   new Gauge({
     name: 'keyhold_webhook_oldest_pending_delivery_age_seconds',
     help: 'Age of the oldest webhook delivery not yet delivered or failed (0 when none is pending)',
