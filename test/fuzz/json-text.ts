@@ -48,6 +48,8 @@ export interface Seeds {
   /** A webhook endpoint (to a public address no test reaches) with one delivery of a test event. */
   endpointId: string;
   deliveryId: string;
+  /** A usage export (disabled, to a public address no test reaches) with one delivered report. */
+  exportId: string;
 }
 
 /** The seeds that are ids of resources (the rest are names chosen by the workspace). */
@@ -62,6 +64,7 @@ export const ID_SEEDS: ReadonlyArray<keyof Seeds> = [
   'namespaceId',
   'endpointId',
   'deliveryId',
+  'exportId',
 ];
 
 /** A reference to a seeded resource, resolved when the request is sent; `fresh-hash` is a new key hash each time. */

@@ -2,7 +2,7 @@ import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { DIALECTS, world, type World } from '../helpers/harness.ts';
 import { declaredRoutes } from '../helpers/routes.ts';
-import { documentedOperations, fuzzRoute, routeSeed, Target } from './target.ts';
+import { documentedOperations, FUZZ_WORLD, fuzzRoute, routeSeed, Target } from './target.ts';
 
 /**
  * Property-based tests of every route (requests derived from the OpenAPI document: test/fuzz/requests.ts),
@@ -33,7 +33,7 @@ for (const dialect of DIALECTS) {
     let w: World;
     let target: Target;
     before(async () => {
-      w = await world(dialect);
+      w = await world(dialect, FUZZ_WORLD);
       target = await new Target(w).init();
     });
     after(() => w.close());

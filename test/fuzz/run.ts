@@ -13,7 +13,7 @@
 //   KEYHOLD_FUZZ_DIALECTS  comma-separated subset of the dialects (e.g. postgres)
 
 import { DIALECTS, world, type World } from '../helpers/harness.ts';
-import { documentedOperations, fuzzRoute, routeSeed, Target, type RouteRun } from './target.ts';
+import { documentedOperations, FUZZ_WORLD, fuzzRoute, routeSeed, Target, type RouteRun } from './target.ts';
 
 const RUNS = Number(process.env.KEYHOLD_FUZZ_RUNS ?? 10_000);
 const SEED = Number(process.env.KEYHOLD_FUZZ_SEED ?? 424242);
@@ -46,7 +46,7 @@ for (const dialect of dialects) {
   for (const op of ops) {
     const t0 = Date.now();
     const seed = routeSeed(SEED, op.path);
-    const w = await world(dialect);
+    const w = await world(dialect, FUZZ_WORLD);
     current = w;
     let run: RouteRun;
     try {

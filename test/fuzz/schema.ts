@@ -81,6 +81,7 @@ const SEEDED: Record<string, ReadonlyArray<keyof Seeds | 'fresh-hash'>> = {
   namespaceName: ['namespaceName'],
   endpointId: ['endpointId'],
   deliveryId: ['deliveryId'],
+  exportId: ['exportId'],
   // ratelimits.limit names its namespace `namespace`; its `identifier` and the override routes' name one.
   namespace: ['namespaceName'],
   identifier: ['overrideIdentifier'],

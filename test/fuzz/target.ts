@@ -1,11 +1,13 @@
 import fc from 'fast-check';
 import { sql } from 'kysely';
 import { createHash } from 'node:crypto';
-import { OPERATOR, world, type World } from '../helpers/harness.ts';
+import { OPERATOR, world, type World, type WorldOptions } from '../helpers/harness.ts';
+import { DEFAULT_USAGE_SETTINGS } from '../../src/config/usage.ts';
 import { ALL_TABLES, rootKeyId, type Db } from '../helpers/rows.ts';
 import { createMigration } from '../../src/services/migrations/migration-records.ts';
 import { createNamespace, findNamespaceByName } from '../../src/services/ratelimits/namespaces.ts';
 import { resolveFrom, type Resolve, type Seeds } from './json-text.ts';
+import { seedUsage } from './usage-seed.ts';
 import { seedWebhook } from './webhook-seed.ts';
 import { operationsOf, render, requestsFor, type FuzzRequest, type OpenApiDocument, type Operation, type Rendered } from './requests.ts';
 
@@ -27,6 +29,14 @@ export const BACKGROUND_TABLES: readonly string[] = [
 ];
 export const MAX_400_BYTES = 64 * 1024;
 
+/**
+ * The worlds the fuzz runs against: the usage exports' period scan does not run (its timer is the longest one
+ * Node takes, 24.8 days). A fuzzed createExport that succeeds (Stripe's default URL resolves wherever DNS works)
+ * makes an enabled export, perhaps of period `minute`; the verifications fuzzed later would then have the scan
+ * write a report and its job in the background, counted against whichever request was being checked.
+ */
+export const FUZZ_WORLD: WorldOptions = { app: { usage: { ...DEFAULT_USAGE_SETTINGS, scanIntervalMs: 2 ** 31 - 1 } } };
+
 /** The OpenAPI document the app serves. */
 export async function openApiOf(w: World): Promise<OpenApiDocument> {
   const res = await w.app.inject({ method: 'GET', url: '/openapi.json' });
@@ -43,8 +53,8 @@ export async function documentedOperations(): Promise<Operation[]> {
   }
 }
 
-type Part = 'permission' | 'role' | 'identity' | 'api' | 'key' | 'migration' | 'namespace' | 'override' | 'webhook';
-const PARTS: Part[] = ['permission', 'role', 'identity', 'api', 'key', 'migration', 'namespace', 'override', 'webhook'];
+type Part = 'permission' | 'role' | 'identity' | 'api' | 'key' | 'migration' | 'namespace' | 'override' | 'webhook' | 'usage';
+const PARTS: Part[] = ['permission', 'role', 'identity', 'api', 'key', 'migration', 'namespace', 'override', 'webhook', 'usage'];
 /** What a successful delete route removes of the seeds (any other delete route: everything is seeded anew). */
 const DELETES: Record<string, Part[]> = {
   '/v1/apis.deleteApi': ['api', 'key'],
@@ -56,6 +66,7 @@ const DELETES: Record<string, Part[]> = {
   '/v1/ratelimits.deleteNamespace': ['namespace', 'override'],
   '/v1/ratelimits.deleteOverride': ['override'],
   '/v1/webhooks.deleteEndpoint': ['webhook'],
+  '/v1/usage.deleteExport': ['usage'],
   '/v2/apis.deleteApi': ['api', 'key'],
   '/v2/identities.deleteIdentity': ['identity'],
   '/v2/permissions.deleteRole': ['role'],
@@ -65,7 +76,8 @@ const DELETES: Record<string, Part[]> = {
 /**
  * Seeds a workspace (or its `parts` anew, keeping the rest of `prev`): a permission, a role holding it, an
  * identity with a rate limit, an API, a key in it (credits, rate limit, the role, the permission, the
- * identity, recoverable), a migration, and a rate-limit namespace with an override. The namespace is created
+ * identity, recoverable), a migration, a rate-limit namespace with an override, a webhook endpoint with a delivery,
+ * and a usage export with a report (test/fuzz/usage-seed.ts). The namespace is created
  * by the service, not by ratelimits.limit, so that seeding counts no rate-limit decision (analytics written
  * later, in the background, would change the workspace's rows after they were dumped).
  */
@@ -125,6 +137,7 @@ export async function seedWorkspace(w: World, root = w.root, workspaceId = w.wor
     await ok<{ overrideId: string }>('/v1/ratelimits.setOverride', override);
   }
   if (parts.includes('webhook')) Object.assign(s, await seedWebhook(w, root, s.endpointId));
+  if (parts.includes('usage')) Object.assign(s, await seedUsage(w, root, workspaceId, s.exportId));
   return s as Seeds;
 }
 

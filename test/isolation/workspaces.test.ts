@@ -9,11 +9,11 @@ import { dumpWorkspace, type Dump } from './dump.ts';
 
 /**
  * Workspace isolation, for every route of the OpenAPI document: two workspaces A and B, each seeded with its
- * own API, key, role, permission, identity, migration and rate-limit namespace (with an override). B's `*`
- * root key sends valid-looking requests (the fuzz generator's, test/fuzz/requests.ts) whose resource members
- * name A's resources — all of them, or some mixed with B's own. Whenever a request names one of A's ids (and
- * passes validation) the answer is 404 NOT_FOUND; a 2xx answer holds none of A's ids; and A's rows in every
- * table are byte-identical afterwards.
+ * own API, key, role, permission, identity, migration, rate-limit namespace (with an override), webhook endpoint
+ * (with a delivery) and usage export (with a report). B's `*` root key sends valid-looking requests (the fuzz
+ * generator's, test/fuzz/requests.ts) whose resource members name A's resources — all of them, or some mixed
+ * with B's own. Whenever a request names one of A's ids (and passes validation) the answer is 404 NOT_FOUND; a
+ * 2xx answer holds none of A's ids; and A's rows in every table are byte-identical afterwards.
  *
  * Documented exceptions: `keys.verifyKey` takes no root key (the key is the credential): A's key verified for
  * B's API is not VALID and spends nothing. Members that only filter a listing (`targetId` of audit.listLogs)

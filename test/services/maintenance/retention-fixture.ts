@@ -170,6 +170,7 @@ export async function agedFixture(w: World, now: number): Promise<{ liveKey: str
 
   await migrations(w, now, live.keyId);
   await webhooks(w, now);
+  await usageReports(w, now);
   // Audit records of everything above are recent; move some back.
   const audits = await db.selectFrom('audit_logs').select('id').orderBy('id').execute();
   const old = audits.filter((_, i) => i % 2 === 0).map((a) => a.id);
@@ -254,6 +255,54 @@ async function webhooks(w: World, now: number): Promise<void> {
   }
 }
 
+/**
+ * A usage export (disabled: the app's period scan leaves it alone) with reports over and pending, old and recent.
+ * A report that is over goes after KEYHOLD_FINISHED_RETENTION_DAYS; a pending one stays, whatever its age.
+ */
+async function usageReports(w: World, now: number): Promise<void> {
+  const db = w.store.db;
+  const ws = w.workspaceId;
+  const hour = 3_600_000;
+  await db
+    .insertInto('usage_exports')
+    .values({
+      ...{ id: 'uexp_1', workspace_id: ws, destination: 'openmeter', url: 'https://example.com/api/v1/events' },
+      ...{ token_data_key_id: 'dk', token_ciphertext: 'x', subject: 'identity', period: 'hour', outcomes: '["VALID"]' },
+      ...{ event_name: 'keyhold.verifications', customer_field: null, source: `https://example.com/workspaces/${ws}`, enabled: 0 },
+      ...{ next_period_start: now - (now % hour), next_period_end: now - (now % hour) + hour },
+      ...{ created_at: now - OLD, updated_at: now - OLD },
+    })
+    .execute();
+  const cases = [
+    ['old_delivered', OLD, 'delivered'],
+    ['old_failed', OLD, 'failed'],
+    ['old_pending', OLD, 'pending'],
+    ['recent_delivered', RECENT, 'delivered'],
+  ] as const;
+  for (const [i, [name, age, status]] of cases.entries()) {
+    const at = now - age;
+    const periodStart = at - (at % hour) - (i + 1) * hour;
+    await db
+      .insertInto('usage_reports')
+      .values({
+        ...{ id: `urep_${name}`, workspace_id: ws, export_id: 'uexp_1', period_start: periodStart, period_end: periodStart + hour },
+        ...{ status, content: '{"source":"s","name":"n","records":[["user",1,0]]}', subjects: 1, skipped: 0 },
+        ...{
+          requests_sent: status === 'delivered' ? 1 : 0,
+          attempts: 1,
+          last_status_code: status === 'failed' ? 500 : status === 'delivered' ? 200 : null,
+        },
+        ...{
+          last_error: status === 'failed' ? 'HTTP 500' : null,
+          next_attempt_at: status === 'pending' ? at : null,
+          delivered_at: status === 'delivered' ? at : null,
+        },
+        ...{ created_at: at, updated_at: at },
+      })
+      .execute();
+  }
+}
+
 type Row = Record<string, unknown>;
 const n = (v: unknown) => Number(v);
 
@@ -330,6 +379,7 @@ export function expectedAfterPrune(before: Snapshot, now: number, r: RetentionCo
   keep('webhook_deliveries', 'webhook_deliveries', (x) => !(over(x) && old(x, 'updated_at', r.finishedDays)), r.finishedDays);
   const delivering = new Set(after.webhook_deliveries.map((d) => d.event_id));
   keep('webhook_events', 'webhook_events', (x) => !(old(x, 'created_at', r.finishedDays) && !delivering.has(x.id)), r.finishedDays);
+  keep('usage_reports', 'usage_reports', (x) => !(over(x) && old(x, 'updated_at', r.finishedDays)), r.finishedDays);
   keep('dashboard_links', 'dashboard_links', (x) => n(x.expires_at) >= now - DAY);
   keep('dashboard_sessions', 'dashboard_sessions', (x) => n(x.expires_at) >= now - DAY);
   return { after, pruned };
