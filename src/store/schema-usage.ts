@@ -36,14 +36,16 @@ export interface UsageReportRow {
   /** pending | delivered | failed. */
   status: string;
   /**
-   * What every attempt sends, fixed when the report is written (JSON): `{records: [[subject, count, credits,
-   * customer?], …]}`; the requests, their ids and bodies are made from it, so a resend is the same.
+   * What every attempt sends, fixed when the report is written (JSON): `{source, name, records: [[id, subject,
+   * count, credits, customer?], …]}`; the requests are made from it, so a resend is the same.
    */
   content: string;
   /** Subjects with a record, skipped (Stripe: no customer id in the meta field), and requests done so far. */
   subjects: number;
   skipped: number;
   requests_sent: number;
+  /** Of the requests done, those the receiver refused for good (400, 409, 422): not sent again. Default 0. */
+  rejected?: number;
   attempts: number;
   last_status_code: number | null;
   last_error: string | null;

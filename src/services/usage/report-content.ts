@@ -3,9 +3,13 @@ import type { UsagePeriod } from '../../domain/usage-exports.ts';
 import type { Executor } from '../../store/store.ts';
 import { IN_LIST_CHUNK } from '../../store/store.ts';
 import type { UsageExportRow } from '../../store/schema-usage.ts';
+import { recordId } from './requests.ts';
 
-/** One subject's usage in a period: its externalId or key id, verifications counted, credits spent, and (Stripe) its customer. */
-export type UsageRecord = [subject: string, count: number, credits: number, customer?: string];
+/**
+ * One subject's usage in a period: the record's id, the subject (an externalId or key id), verifications counted,
+ * credits spent, and (Stripe) its customer.
+ */
+export type UsageRecord = [id: string, subject: string, count: number, credits: number, customer?: string];
 
 /** What a report sends: fixed when it is written, so that every attempt sends the same records under the same ids. */
 export interface ReportContent {
@@ -48,14 +52,15 @@ export async function periodUsage(
     .map((r) => ({ owner: r.owner, subject: r.subject, count: Number(r.count), credits: Number(r.credits) }))
     .filter((r) => r.count > 0 || r.credits > 0);
   const content: ReportContent = { source: exp.source, name: exp.event_name, records: [] };
+  const id = (owner: string) => recordId(exp.id, periodStart, owner);
   if (exp.customer_field === null) {
-    content.records = used.map((r) => [r.subject, r.count, r.credits]);
+    content.records = used.map((r) => [id(r.owner), r.subject, r.count, r.credits]);
     return { content, skipped: 0 };
   }
   const customers = await customersOf(db, exp, [...new Set(used.map((r) => r.owner))]);
   for (const r of used) {
     const customer = customers.get(r.owner);
-    if (customer !== undefined) content.records.push([r.subject, r.count, r.credits, customer]);
+    if (customer !== undefined) content.records.push([id(r.owner), r.subject, r.count, r.credits, customer]);
   }
   return { content, skipped: used.length - content.records.length };
 }

@@ -15,9 +15,10 @@ export interface ReportView {
   /** Subjects with a record in the period; `skipped`: those left out (Stripe: no customer id in the meta field). */
   subjects: number;
   skipped: number;
-  /** Requests the report is sent in, and how many of them the receiver has accepted. */
+  /** Requests the report is sent in; how many of them are done (accepted, or refused for good); how many were refused for good. */
   requests: number;
   requestsSent: number;
+  rejected: number;
   attempts: number;
   lastStatusCode?: number;
   lastError?: string;
@@ -36,6 +37,7 @@ const reportView = (r: UsageReportRow, requests: number): ReportView => ({
   skipped: Number(r.skipped),
   requests,
   requestsSent: Number(r.requests_sent),
+  rejected: Number(r.rejected ?? 0),
   attempts: Number(r.attempts),
   ...(r.last_status_code === null ? {} : { lastStatusCode: Number(r.last_status_code) }),
   ...(r.last_error === null ? {} : { lastError: r.last_error }),
@@ -54,7 +56,7 @@ export async function listReports(
   const limit = q.limit ?? DEFAULT_PAGE_SIZE;
   const filtered = db
     .selectFrom('usage_reports')
-    .select(['id', 'export_id', 'period_start', 'period_end', 'status', 'subjects', 'skipped', 'requests_sent', 'attempts'])
+    .select(['id', 'export_id', 'period_start', 'period_end', 'status', 'subjects', 'skipped', 'requests_sent', 'rejected', 'attempts'])
     .select(['last_status_code', 'last_error', 'next_attempt_at', 'created_at', 'updated_at', 'delivered_at', 'workspace_id'])
     .$if(q.status !== undefined, (b) => b.where('status', '=', q.status!));
   const rows = await ownedRows(filtered, 'export_id', q.exportId, { after: q.cursor, order: 'desc' })

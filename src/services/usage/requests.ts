@@ -10,29 +10,29 @@ export interface UsageRequest {
 }
 
 /**
- * The id of a subject's record of a period: the same on every attempt, server and restart, so the receiver
- * deduplicates a resend (OpenMeter on the CloudEvents `id` and `source`, Stripe on `identifier`). 47 characters.
+ * The id of a record of a period, by its owner (the identity's id, or the key's): the same on every attempt, server
+ * and restart, so the receiver deduplicates a resend (OpenMeter on the CloudEvents `id` and `source`, Stripe on
+ * `identifier`); two identities that share an externalId in one period (one deleted, then made again) are two
+ * records. 47 characters.
  */
-export const recordId = (exportId: string, periodStart: number, subject: string): string =>
-  `khu_${createHash('sha256').update(`${exportId}\n${periodStart}\n${subject}`).digest('base64url').slice(0, 43)}`;
+export const recordId = (exportId: string, periodStart: number, owner: string): string =>
+  `khu_${createHash('sha256').update(`${exportId}\n${periodStart}\n${owner}`).digest('base64url').slice(0, 43)}`;
 
 /** The requests that send a report, in order: OpenMeter batches of CloudEvents, or one Stripe meter event per customer. */
 export function reportRequests(destination: string, report: UsageReportRow): UsageRequest[] {
   const content = JSON.parse(report.content) as ReportContent;
   const start = Number(report.period_start);
   const end = Number(report.period_end);
-  return destination === 'stripe'
-    ? stripeRequests(report.export_id, start, end, content)
-    : openmeterRequests(report.export_id, start, end, content);
+  return destination === 'stripe' ? stripeRequests(end, content) : openmeterRequests(start, end, content);
 }
 
 /** CloudEvents 1.0 in batches of OPENMETER_BATCH (`application/cloudevents-batch+json`), `time` the period's end. */
-function openmeterRequests(exportId: string, start: number, end: number, content: ReportContent): UsageRequest[] {
+function openmeterRequests(start: number, end: number, content: ReportContent): UsageRequest[] {
   const periodStart = new Date(start).toISOString();
   const periodEnd = new Date(end).toISOString();
-  const events = content.records.map(([subject, count, credits]) => ({
+  const events = content.records.map(([id, subject, count, credits]) => ({
     specversion: '1.0',
-    id: recordId(exportId, start, subject),
+    id,
     source: content.source,
     type: content.name,
     subject,
@@ -47,14 +47,14 @@ function openmeterRequests(exportId: string, start: number, end: number, content
 }
 
 /** Stripe billing meter events, form-encoded, one per customer: `value` is the count, `timestamp` the period's end (seconds). */
-function stripeRequests(exportId: string, start: number, end: number, content: ReportContent): UsageRequest[] {
-  return content.records.map(([subject, count, , customer]) => ({
+function stripeRequests(end: number, content: ReportContent): UsageRequest[] {
+  return content.records.map(([id, , count, , customer]) => ({
     contentType: 'application/x-www-form-urlencoded',
     body: new URLSearchParams({
       event_name: content.name,
       'payload[stripe_customer_id]': customer ?? '',
       'payload[value]': String(count),
-      identifier: recordId(exportId, start, subject),
+      identifier: id,
       timestamp: String(Math.floor(end / 1000)),
     }).toString(),
   }));

@@ -27,8 +27,21 @@ export async function scheduleSend(db: Executor, reportId: string, runAt: number
   await enqueue(db, 'usage.send', { reportId, at: runAt }, { runAt, maxAttempts: 3 });
 }
 
-/** What an attempt came to: how many of the report's requests are done now, and the last answer. */
-type Prepared = { skip: true } | { skip: false; sent: number; result: AttemptResult; at: number };
+/**
+ * What an attempt came to: how many of the report's requests are done now (accepted, or refused for good), how many
+ * of those it refused for good, and the answer that ended it (or the last refusal).
+ */
+type Prepared =
+  | { skip: true }
+  | { skip: false; done: boolean; sent: number; rejected: number; result: AttemptResult; refusal?: AttemptResult; at: number };
+
+/**
+ * Answers that refuse a request for good: the receiver will not take it however often it comes (Stripe: no such
+ * customer, a timestamp outside its window, an identifier it has already). Such a request is recorded as rejected and
+ * the report goes on with the next one, so that one customer's refusal does not hold the others back. Any other failure
+ * (401, 403, 404, 429, 5xx, a timeout, a connection error) may pass: the attempt ends and is retried.
+ */
+const REFUSED_FOR_GOOD = new Set([400, 409, 422]);
 
 async function currentReport(db: Db | Tx, payload: SendPayload): Promise<UsageReportRow | undefined> {
   const row = await db.selectFrom('usage_reports').selectAll().where('id', '=', payload.reportId).executeTakeFirst();
@@ -50,16 +63,21 @@ async function prepare(db: Db, vault: Vault, settings: WebhookSettings, payload:
   const [token] = await vault.decrypt(db, exp.workspace_id, [{ dataKeyId: exp.token_data_key_id, ciphertext: exp.token_ciphertext }]);
   const requests = reportRequests(exp.destination, report);
   let sent = Number(report.requests_sent);
-  let result: AttemptResult = { statusCode: 200 };
+  let rejected = Number(report.rejected ?? 0);
+  let result: AttemptResult = {};
+  let refusal: AttemptResult | undefined;
   const at = Date.now();
   for (; sent < requests.length; sent++) {
     const { contentType, body } = requests[sent];
     const headers = { 'content-type': contentType, 'user-agent': 'Keyhold-Usage/1', authorization: `Bearer ${token}` };
     const send = (h: Record<string, string>) => attempt(exp.url, h, body, settings);
     result = await (tracing ? tracing.send(exp.url, headers, send) : send(headers));
-    if (!ok(result)) break;
+    if (REFUSED_FOR_GOOD.has(result.statusCode ?? 0)) {
+      rejected++;
+      refusal = result;
+    } else if (!ok(result)) break;
   }
-  return { skip: false, sent, result, at };
+  return { skip: false, done: sent === requests.length, sent, rejected, result, refusal, at };
 }
 
 /** Records the attempt: delivered, or the next attempt scheduled (the webhook retry schedule), or failed for good. */
@@ -72,12 +90,16 @@ async function record(
   if (prepared.skip) return undefined;
   const report = await currentReport(tx, payload);
   if (!report) return undefined;
-  const { result, at, sent } = prepared;
+  const { at, sent, rejected, refusal } = prepared;
+  // A report whose every request is done is delivered; the last refusal, if any, is what it shows of them.
+  const result = prepared.done ? (refusal ?? prepared.result) : prepared.result;
   const attempts = Number(report.attempts) + 1;
-  const common = { attempts, requests_sent: sent, last_status_code: result.statusCode ?? null, updated_at: at };
+  const common = { attempts, requests_sent: sent, rejected, last_status_code: result.statusCode ?? null, updated_at: at };
   const reports = tx.updateTable('usage_reports').where('id', '=', report.id);
-  if (ok(result)) {
-    await reports.set({ ...common, status: 'delivered', last_error: null, next_attempt_at: null, delivered_at: at }).execute();
+  if (prepared.done) {
+    await reports
+      .set({ ...common, status: 'delivered', last_error: result.error ?? null, next_attempt_at: null, delivered_at: at })
+      .execute();
     return 'delivered';
   }
   const delay = nextDelay(settings.retrySchedule, attempts);

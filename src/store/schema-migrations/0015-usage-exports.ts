@@ -44,6 +44,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('subjects', 'integer', (c) => c.notNull())
     .addColumn('skipped', 'integer', (c) => c.notNull())
     .addColumn('requests_sent', 'integer', (c) => c.notNull())
+    .addColumn('rejected', 'integer', (c) => c.notNull().defaultTo(0))
     .addColumn('attempts', 'integer', (c) => c.notNull())
     .addColumn('last_status_code', 'integer')
     .addColumn('last_error', 'text')

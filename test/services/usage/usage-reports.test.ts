@@ -8,6 +8,8 @@ import type { Worker } from '../../../src/jobs/worker.ts';
 import type { WebhookSettings } from '../../../src/config/webhooks.ts';
 import { reportDuePeriods } from '../../../src/services/usage/period-claims.ts';
 import { recordId } from '../../../src/services/usage/requests.ts';
+import { openStore } from '../../../src/store/store.ts';
+import { loadRetentionConfig } from '../../../src/config/retention.ts';
 
 /**
  * Usage exports against real receivers on loopback: an OpenMeter-shaped one whose every batch the official
@@ -98,6 +100,17 @@ async function reports({ w, root }: Tenant, exportId: string) {
 /** Reports every closed period of the exports, as a scan two minutes from now would. */
 const reportAll = ({ w }: Tenant) => reportDuePeriods(w.store.db, { settleMs: 0 }, Date.now() + 2 * 60_000);
 
+/** The id of the tenant's identity `externalId`: a record's id is made from it. */
+async function identityId({ w, workspaceId }: Tenant, externalId: string): Promise<string> {
+  const row = await w.store.db
+    .selectFrom('identities')
+    .select('id')
+    .where('workspace_id', '=', workspaceId)
+    .where('external_id', '=', externalId)
+    .executeTakeFirstOrThrow();
+  return row.id;
+}
+
 const keyFor = ({ w, root, apiId }: Tenant, body: Record<string, unknown> = {}) => w.createKey({ apiId, ...body }, root);
 
 for (const dialect of DIALECTS) {
@@ -138,7 +151,7 @@ for (const dialect of DIALECTS) {
           assert.equal(e.specversion, '1.0');
           assert.equal(e.type, 'api-calls');
           assert.equal(e.source, `http://127.0.0.1/workspaces/${t.workspaceId}`);
-          assert.equal(e.id, recordId(exportId, Number(report.periodStart), e.subject!));
+          assert.equal(e.id, recordId(exportId, Number(report.periodStart), await identityId(t, e.subject!)));
           assert.equal(e.time, new Date(Number(report.periodEnd)).toISOString());
           assert.equal(Number(report.periodEnd) - Number(report.periodStart), 60_000);
           assert.deepEqual(Object.keys(e.data!).sort(), ['count', 'credits', 'periodEnd', 'periodStart']);
@@ -218,7 +231,7 @@ for (const dialect of DIALECTS) {
           event_name: 'api_requests',
           'payload[stripe_customer_id]': 'cus_ACME',
           'payload[value]': String(valid),
-          identifier: recordId(exportId, Number(report.periodStart), 'acme'),
+          identifier: recordId(exportId, Number(report.periodStart), await identityId(t, 'acme')),
           timestamp: String(Number(report.periodEnd) / 1000),
         });
         assert.ok(form.identifier.length <= 100);
@@ -248,5 +261,126 @@ for (const dialect of DIALECTS) {
         assert.ok(!metrics.includes('om_secret_token'));
         await w.post('/v1/usage.deleteExport', { exportId }, root);
       });
+
+      test('Stripe: a customer refused for good (400) is recorded as rejected and the others still go; nothing is sent twice', async (ctx) => {
+        const t = await fresh();
+        const { w, root } = t;
+        const rx = await webhookReceiver((n) => ({ status: n === 1 ? 400 : 200 }));
+        ctx.after(() => rx.close());
+        const exportId = await createExport(t, { destination: 'stripe', url: rx.url });
+        for (const [externalId, customer] of [
+          ['a_refused', 'cus_GONE'],
+          ['b_paying', 'cus_OK'],
+        ]) {
+          await w.post('/v1/identities.createIdentity', { externalId, meta: { stripeCustomerId: customer } }, root);
+          await verify(t, (await keyFor(t, { externalId })).key, 1);
+        }
+        await recorded(t, 2);
+        await reportAll(t);
+        await until('delivered', async () => (await reports(t, exportId))[0]?.status === 'delivered');
+        assert.deepEqual(
+          stripeForms(rx.got).map((f) => f['payload[stripe_customer_id]']),
+          ['cus_GONE', 'cus_OK'],
+        );
+        const [r] = await reports(t, exportId);
+        assert.deepEqual(
+          [r.requests, r.requestsSent, r.rejected, r.attempts, r.lastStatusCode, r.lastError],
+          [2, 2, 1, 1, 400, 'answered 400'],
+        );
+      });
+
+      test('two servers claiming at once after an outage: each missed period reported once, oldest first', async () => {
+        const t = await fresh();
+        const { w } = t;
+        const exportId = await createExport(t, { destination: 'openmeter', url: 'https://93.184.216.34/api/v1/events', subject: 'key' });
+        const now = Date.now();
+        const first = now - (now % 60_000) - 10 * 60_000;
+        await w.store.db
+          .updateTable('usage_exports')
+          .set({ next_period_start: first, next_period_end: first + 60_000 })
+          .where('id', '=', exportId)
+          .execute();
+        for (let m = 0; m < 10; m++) await rollup(t, first + m * 60_000, `key_${m}`, m + 1);
+        const other = openStore(w.url);
+        try {
+          const claimed = await Promise.all([
+            reportDuePeriods(w.store.db, { settleMs: 0 }, now),
+            reportDuePeriods(other.db, { settleMs: 0 }, now),
+            reportDuePeriods(w.store.db, { settleMs: 0 }, now),
+            reportDuePeriods(other.db, { settleMs: 0 }, now),
+          ]);
+          assert.equal(
+            claimed.reduce((a, b) => a + b, 0),
+            10,
+            'the 10 closed periods, each claimed by one scan',
+          );
+        } finally {
+          await other.close();
+        }
+        const rows = await w.store.db.selectFrom('usage_reports').selectAll().where('export_id', '=', exportId).orderBy('id').execute();
+        assert.deepEqual(
+          rows.map((r) => Number(r.period_start)),
+          Array.from({ length: 10 }, (_, m) => first + m * 60_000),
+          'one report per period, written oldest first',
+        );
+        assert.deepEqual(
+          rows.map((r) => (JSON.parse(r.content) as { records: unknown[][] }).records.map((x) => x.slice(1, 4))),
+          Array.from({ length: 10 }, (_, m) => [[`key_${m}`, m + 1, 0]]),
+        );
+        const view = await w.get<{ reportedUntil: number }>('/v1/usage.getExport', { exportId }, t.root);
+        assert.equal(view.json.reportedUntil, first + 10 * 60_000);
+      });
+
+      test('periods whose roll-ups are past their retention are passed over; a disabled export claims nothing until enabled', async () => {
+        const t = await fresh();
+        const { w, root } = t;
+        const exportId = await createExport(t, {
+          destination: 'openmeter',
+          url: 'https://93.184.216.34/api/v1/events',
+          subject: 'key',
+          period: 'day',
+        });
+        const now = Date.now();
+        const day = 86_400_000;
+        const today = now - (now % day);
+        const long = today - 9 * day;
+        await w.store.db
+          .updateTable('usage_exports')
+          .set({ next_period_start: long, next_period_end: long + day })
+          .where('id', '=', exportId)
+          .execute();
+        const kept = today - 2 * day;
+        await rollup(t, long, 'key_pruned', 1, 'day');
+        await rollup(t, kept, 'key_kept', 2, 'day');
+        assert.equal((await w.post('/v1/usage.updateExport', { exportId, enabled: false }, root)).status, 200);
+        const retention = { ...loadRetentionConfig({}), analyticsDayDays: 7 };
+        assert.equal(await reportDuePeriods(w.store.db, { settleMs: 0, retention }, now), 0, 'disabled: nothing claimed');
+        assert.equal((await w.post('/v1/usage.updateExport', { exportId, enabled: true }, root)).status, 200);
+        while ((await reportDuePeriods(w.store.db, { settleMs: 0, retention }, now)) > 0);
+        const rows = await w.store.db.selectFrom('usage_reports').selectAll().where('export_id', '=', exportId).execute();
+        assert.deepEqual(
+          rows.map((r) => [Number(r.period_start), (JSON.parse(r.content) as { records: string[][] }).records[0][1]]),
+          [[kept, 'key_kept']],
+        );
+        const view = await w.get<{ reportedUntil: number }>('/v1/usage.getExport', { exportId }, root);
+        assert.equal(view.json.reportedUntil, today, 'every closed day claimed, the first kept one (6 days ago) on');
+      });
     }));
+}
+
+/** A `by_key` roll-up row of the tenant's: `count` VALID verifications of `keyId` (no identity) in the bucket `time` of `grain`. */
+async function rollup(
+  { w, workspaceId, apiId }: Tenant,
+  time: number,
+  keyId: string,
+  count: number,
+  grain: 'minute' | 'day' = 'minute',
+): Promise<void> {
+  await w.store.db
+    .insertInto(`analytics_key_verifications_per_${grain}_by_key`)
+    .values({
+      ...{ workspace_id: workspaceId, time, key_space_id: apiId, key_id: keyId, identity_id: '', external_id: '' },
+      ...{ outcome: 'VALID', count, spent_credits: 0, latency_sum: 0 },
+    })
+    .execute();
 }
