@@ -37,7 +37,7 @@ export const USAGE_COMMANDS: CommandGroup = {
       cursor: { type: 'string', value: 'C', description: 'the cursor printed with the previous page' },
     },
     prints:
-      '{"reports":[{"reportId","periodStart","periodEnd","status","subjects","skipped","requests","requestsSent","attempts",…}…],"cursor"?}',
+      '{"reports":[{"reportId","periodStart","periodEnd","status","subjects","skipped","requests","requestsSent","rejected","attempts",…}…],"cursor"?}',
     async run({ store, actor }, values) {
       const workspaceId = requiredOption(values, 'workspace');
       const exportId = requiredOption(values, 'export');
@@ -50,7 +50,7 @@ export const USAGE_COMMANDS: CommandGroup = {
       const r = await listReports(store.db, caller, { exportId, status, limit, cursor: stringOption(values, 'cursor') });
       const lines = r.reports.map(
         (p) =>
-          `${p.reportId}  ${iso(p.periodStart)}..${iso(p.periodEnd)}  ${p.status}  ${p.subjects} subject(s)  ${p.skipped} skipped  ${p.requestsSent}/${p.requests} request(s)  ${p.attempts} attempt(s)  last ${p.lastStatusCode ?? '-'}  next ${iso(p.nextAttemptAt)}`,
+          `${p.reportId}  ${iso(p.periodStart)}..${iso(p.periodEnd)}  ${p.status}  ${p.subjects} subject(s)  ${p.skipped} skipped  ${p.requestsSent}/${p.requests} request(s) (${p.rejected} rejected)  ${p.attempts} attempt(s)  last ${p.lastStatusCode ?? '-'}  next ${iso(p.nextAttemptAt)}`,
       );
       return { json: r, text: `${lines.join('\n') || 'no reports'}${r.cursor ? `\nmore: --cursor ${r.cursor}` : ''}` };
     },

@@ -16,7 +16,7 @@ const reportRow = (r: ReportView): Part[] => [
   r.status,
   String(r.subjects),
   String(r.skipped),
-  `${r.requestsSent} / ${r.requests}`,
+  `${r.requestsSent} / ${r.requests}${r.rejected ? ` (${r.rejected} rejected)` : ''}`,
   String(r.attempts),
   r.lastStatusCode === undefined ? none : String(r.lastStatusCode),
   r.lastError ?? none,
