@@ -19,6 +19,10 @@ export const TAGS: ReadonlyArray<{ name: string; description: string }> = [
   { name: 'migrations', description: 'Importing keys from existing key material: at once, or queued into a migration.' },
   { name: 'analytics', description: 'Verification counts by outcome, key, identity and time.' },
   { name: 'webhooks', description: 'Webhook endpoints that receive signed events (Standard Webhooks), and their deliveries.' },
+  {
+    name: 'usage',
+    description: 'Usage exports: metered usage per identity or key and period, sent to OpenMeter or Stripe, and their reports.',
+  },
   { name: 'audit', description: "The workspace's audit log: every change, who made it and when." },
   { name: 'health', description: 'Liveness and readiness of the server. They need no root key.' },
   { name: 'v2 apis', description: "Unkey v2's apis.* operations, on the same APIs and keys as v1." },

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { OPENMETER_BATCH } from '../../domain/usage-exports.ts';
 import type { UsageReportRow } from '../../store/schema-usage.ts';
-import type { ReportContent } from './report-content.ts';
+import type { ReportContent, UsageRecord } from './report-content.ts';
 
 /** One request of a report: its headers (without the token) and body. */
 export interface UsageRequest {
@@ -18,19 +18,26 @@ export interface UsageRequest {
 export const recordId = (exportId: string, periodStart: number, owner: string): string =>
   `khu_${createHash('sha256').update(`${exportId}\n${periodStart}\n${owner}`).digest('base64url').slice(0, 43)}`;
 
-/** The requests that send a report, in order: OpenMeter batches of CloudEvents, or one Stripe meter event per customer. */
-export function reportRequests(destination: string, report: UsageReportRow): UsageRequest[] {
+/**
+ * The requests that send a report, in order: OpenMeter batches of CloudEvents, or one Stripe meter event per customer.
+ * Each is made when asked for (`request(i)`), so an attempt holds one request's body at a time, not the whole report's.
+ */
+export function reportRequests(destination: string, report: UsageReportRow): { count: number; request(i: number): UsageRequest } {
   const content = JSON.parse(report.content) as ReportContent;
   const start = Number(report.period_start);
   const end = Number(report.period_end);
-  return destination === 'stripe' ? stripeRequests(end, content) : openmeterRequests(start, end, content);
+  if (destination === 'stripe') return { count: content.records.length, request: (i) => stripeRequest(end, content, content.records[i]) };
+  return {
+    count: Math.ceil(content.records.length / OPENMETER_BATCH),
+    request: (i) => openmeterRequest(start, end, content, content.records.slice(i * OPENMETER_BATCH, (i + 1) * OPENMETER_BATCH)),
+  };
 }
 
-/** CloudEvents 1.0 in batches of OPENMETER_BATCH (`application/cloudevents-batch+json`), `time` the period's end. */
-function openmeterRequests(start: number, end: number, content: ReportContent): UsageRequest[] {
+/** A batch of CloudEvents 1.0 (`application/cloudevents-batch+json`), `time` the period's end. */
+function openmeterRequest(start: number, end: number, content: ReportContent, records: UsageRecord[]): UsageRequest {
   const periodStart = new Date(start).toISOString();
   const periodEnd = new Date(end).toISOString();
-  const events = content.records.map(([id, subject, count, credits]) => ({
+  const events = records.map(([id, subject, count, credits]) => ({
     specversion: '1.0',
     id,
     source: content.source,
@@ -40,15 +47,12 @@ function openmeterRequests(start: number, end: number, content: ReportContent): 
     datacontenttype: 'application/json',
     data: { count, credits, periodStart, periodEnd },
   }));
-  const requests: UsageRequest[] = [];
-  for (let i = 0; i < events.length; i += OPENMETER_BATCH)
-    requests.push({ contentType: 'application/cloudevents-batch+json', body: JSON.stringify(events.slice(i, i + OPENMETER_BATCH)) });
-  return requests;
+  return { contentType: 'application/cloudevents-batch+json', body: JSON.stringify(events) };
 }
 
-/** Stripe billing meter events, form-encoded, one per customer: `value` is the count, `timestamp` the period's end (seconds). */
-function stripeRequests(end: number, content: ReportContent): UsageRequest[] {
-  return content.records.map(([id, , count, , customer]) => ({
+/** A Stripe billing meter event, form-encoded: `value` is the count, `timestamp` the period's end (seconds). */
+function stripeRequest(end: number, content: ReportContent, [id, , count, , customer]: UsageRecord): UsageRequest {
+  return {
     contentType: 'application/x-www-form-urlencoded',
     body: new URLSearchParams({
       event_name: content.name,
@@ -57,5 +61,5 @@ function stripeRequests(end: number, content: ReportContent): UsageRequest[] {
       identifier: id,
       timestamp: String(Math.floor(end / 1000)),
     }).toString(),
-  }));
+  };
 }

@@ -67,8 +67,8 @@ async function prepare(db: Db, vault: Vault, settings: WebhookSettings, payload:
   let result: AttemptResult = {};
   let refusal: AttemptResult | undefined;
   const at = Date.now();
-  for (; sent < requests.length; sent++) {
-    const { contentType, body } = requests[sent];
+  for (; sent < requests.count; sent++) {
+    const { contentType, body } = requests.request(sent);
     const headers = { 'content-type': contentType, 'user-agent': 'Keyhold-Usage/1', authorization: `Bearer ${token}` };
     const send = (h: Record<string, string>) => attempt(exp.url, h, body, settings);
     result = await (tracing ? tracing.send(exp.url, headers, send) : send(headers));
@@ -77,7 +77,7 @@ async function prepare(db: Db, vault: Vault, settings: WebhookSettings, payload:
       refusal = result;
     } else if (!ok(result)) break;
   }
-  return { skip: false, done: sent === requests.length, sent, rejected, result, refusal, at };
+  return { skip: false, done: sent === requests.count, sent, rejected, result, refusal, at };
 }
 
 /** Records the attempt: delivered, or the next attempt scheduled (the webhook retry schedule), or failed for good. */
