@@ -44,3 +44,13 @@ export function requirePermissions(caller: Caller, ...required: string[]): void 
 }
 
 export const can = (caller: Caller, permission: string): boolean => grants(caller.permissions, permission);
+
+/**
+ * A 403 unless the caller may `action` some resource of `type`: `type.*.action`, `*`, or one resource's
+ * `type.<id>.action` (a list then shows the resources it may read).
+ */
+export function requireSomeGrant(caller: Caller, type: string, action: string): void {
+  if (can(caller, `${type}.*.${action}`)) return;
+  for (const p of caller.permissions) if (p.startsWith(`${type}.`) && p.endsWith(`.${action}`) && p.split('.').length === 3) return;
+  requirePermissions(caller, `${type}.*.${action}`);
+}

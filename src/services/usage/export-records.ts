@@ -3,7 +3,7 @@ import type { UsageDestination, UsagePeriod, UsageSubject } from '../../domain/u
 import type { VerifyCode } from '../../domain/verify-codes.ts';
 import type { Executor } from '../../store/store.ts';
 import type { UsageExportRow } from '../../store/schema-usage.ts';
-import { can, requirePermissions, type Caller } from '../caller.ts';
+import { requirePermissions, type Caller } from '../caller.ts';
 
 /** An export as the API shows it: never its token. */
 export interface ExportView {
@@ -55,11 +55,4 @@ export async function requireExportFor(db: Executor, caller: Caller, exportId: s
   if (!row) throw notFound('usage export', exportId);
   requirePermissions(caller, `usage.${row.id}.${action}`);
   return row;
-}
-
-/** Whether the caller may read some export (`usage.*.read_export`, `*`, or one export's); a 403 otherwise. */
-export function requireSomeExportRead(caller: Caller): void {
-  if (can(caller, 'usage.*.read_export')) return;
-  for (const p of caller.permissions) if (/^usage\.[^.]+\.read_export$/.test(p)) return;
-  requirePermissions(caller, 'usage.*.read_export');
 }

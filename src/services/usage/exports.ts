@@ -18,11 +18,11 @@ import type { WebhookSettings } from '../../config/webhooks.ts';
 import type { Db } from '../../store/store.ts';
 import type { UsageExportRow } from '../../store/schema-usage.ts';
 import { callerAudit, recordAudit } from '../audit/record-audit.ts';
-import { can, requirePermissions, type Caller } from '../caller.ts';
+import { can, requirePermissions, requireSomeGrant, type Caller } from '../caller.ts';
 import { bucketOf } from '../analytics/rollups.ts';
 import { auditedUrl } from '../webhooks/endpoint-records.ts';
 import { requireSafeUrl } from '../webhooks/url-safety.ts';
-import { exportView, requireExportFor, requireSomeExportRead, type ExportView } from './export-records.ts';
+import { exportView, requireExportFor, type ExportView } from './export-records.ts';
 
 export interface ExportFields {
   destination: UsageDestination;
@@ -130,7 +130,7 @@ export async function createExport(ctx: UsageContext, caller: Caller, input: Exp
 
 /** usage.listExports: the exports the caller may read (`usage.<exportId>.read_export`), oldest first (at most MAX_USAGE_EXPORTS). */
 export async function listExports(db: Db, caller: Caller): Promise<{ exports: ExportView[] }> {
-  requireSomeExportRead(caller);
+  requireSomeGrant(caller, 'usage', 'read_export');
   const rows = await db.selectFrom('usage_exports').selectAll().where('workspace_id', '=', caller.workspaceId).orderBy('id').execute();
   return { exports: rows.filter((r) => can(caller, `usage.${r.id}.read_export`)).map(exportView) };
 }

@@ -4,6 +4,7 @@ import type { UsageReportRow } from '../../store/schema-usage.ts';
 import type { Caller } from '../caller.ts';
 import { DEFAULT_PAGE_SIZE, ownedRows } from '../pagination.ts';
 import { requireExportFor } from './export-records.ts';
+import { attemptsView } from '../webhooks/deliveries.ts';
 
 /** A report as usage.listReports shows it (not its records: they are the billing system's to show). */
 export interface ReportView {
@@ -38,12 +39,7 @@ const reportView = (r: UsageReportRow, requests: number): ReportView => ({
   requests,
   requestsSent: Number(r.requests_sent),
   rejected: Number(r.rejected ?? 0),
-  attempts: Number(r.attempts),
-  ...(r.last_status_code === null ? {} : { lastStatusCode: Number(r.last_status_code) }),
-  ...(r.last_error === null ? {} : { lastError: r.last_error }),
-  ...(r.next_attempt_at === null ? {} : { nextAttemptAt: Number(r.next_attempt_at) }),
-  createdAt: Number(r.created_at),
-  ...(r.delivered_at === null ? {} : { deliveredAt: Number(r.delivered_at) }),
+  ...attemptsView(r),
 });
 
 /** usage.listReports: an export's reports, newest first, with cursor pagination. Needs `usage.<exportId>.read_export`. */

@@ -23,17 +23,28 @@ export interface DeliveryView {
   deliveredAt?: number;
 }
 
-export const deliveryView = (r: WebhookDeliveryRow): DeliveryView => ({
-  deliveryId: r.id,
-  eventId: r.event_id,
-  type: r.type,
-  status: r.status as DeliveryStatus,
+/** The columns an outbox row (a webhook delivery, a usage report) keeps of its attempts. */
+type AttemptColumns = Pick<
+  WebhookDeliveryRow,
+  'attempts' | 'last_status_code' | 'last_error' | 'next_attempt_at' | 'created_at' | 'delivered_at'
+>;
+
+/** What an outbox row's attempts came to, as the API shows it (the members of DeliveryView and usage's ReportView alike). */
+export const attemptsView = (r: AttemptColumns) => ({
   attempts: Number(r.attempts),
   ...(r.last_status_code === null ? {} : { lastStatusCode: Number(r.last_status_code) }),
   ...(r.last_error === null ? {} : { lastError: r.last_error }),
   ...(r.next_attempt_at === null ? {} : { nextAttemptAt: Number(r.next_attempt_at) }),
   createdAt: Number(r.created_at),
   ...(r.delivered_at === null ? {} : { deliveredAt: Number(r.delivered_at) }),
+});
+
+export const deliveryView = (r: WebhookDeliveryRow): DeliveryView => ({
+  deliveryId: r.id,
+  eventId: r.event_id,
+  type: r.type,
+  status: r.status as DeliveryStatus,
+  ...attemptsView(r),
 });
 
 /** webhooks.listDeliveries: an endpoint's deliveries, newest first, with cursor pagination. Needs `webhook.<endpointId>.read_endpoint`. */

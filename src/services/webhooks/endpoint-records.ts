@@ -2,7 +2,7 @@ import { notFound } from '../../domain/errors.ts';
 import type { EventType } from '../../domain/webhook-events.ts';
 import type { Executor } from '../../store/store.ts';
 import type { WebhookEndpointRow } from '../../store/schema-webhooks.ts';
-import { can, requirePermissions, type Caller } from '../caller.ts';
+import { requirePermissions, type Caller } from '../caller.ts';
 
 /** An endpoint as listEndpoints shows it: never its secret. */
 export interface EndpointView {
@@ -53,13 +53,6 @@ export async function requireEndpointFor(
   const row = await requireEndpoint(db, caller.workspaceId, endpointId);
   requirePermissions(caller, `webhook.${row.id}.${action}`);
   return row;
-}
-
-/** Whether the caller may read some endpoint (`webhook.*.read_endpoint`, `*`, or one endpoint's). */
-export function requireSomeRead(caller: Caller): void {
-  if (can(caller, 'webhook.*.read_endpoint')) return;
-  for (const p of caller.permissions) if (/^webhook\.[^.]+\.read_endpoint$/.test(p)) return;
-  requirePermissions(caller, 'webhook.*.read_endpoint');
 }
 
 /** The URL as audit records show it: scheme, host and path; a query string (which may hold a token) is left out. */

@@ -12,8 +12,8 @@ import { requireVault, type Vault } from '../../crypto/vault.ts';
 import type { Db } from '../../store/store.ts';
 import type { WebhookEndpointRow } from '../../store/schema-webhooks.ts';
 import { callerAudit, recordAudit } from '../audit/record-audit.ts';
-import { can, requirePermissions, type Caller } from '../caller.ts';
-import { auditedUrl, endpointView, requireEndpointFor, requireSomeRead, type EndpointView } from './endpoint-records.ts';
+import { can, requirePermissions, requireSomeGrant, type Caller } from '../caller.ts';
+import { auditedUrl, endpointView, requireEndpointFor, type EndpointView } from './endpoint-records.ts';
 import type { WebhookSettings } from '../../config/webhooks.ts';
 import { newSigningSecret } from './signing.ts';
 import { requireSafeUrl } from './url-safety.ts';
@@ -91,7 +91,7 @@ export async function createEndpoint(
 
 /** webhooks.listEndpoints: the endpoints the caller may read (`webhook.<endpointId>.read_endpoint`), oldest first. */
 export async function listEndpoints(db: Db, caller: Caller): Promise<{ endpoints: EndpointView[] }> {
-  requireSomeRead(caller);
+  requireSomeGrant(caller, 'webhook', 'read_endpoint');
   const rows = await db.selectFrom('webhook_endpoints').selectAll().where('workspace_id', '=', caller.workspaceId).orderBy('id').execute();
   return { endpoints: rows.filter((r) => can(caller, `webhook.${r.id}.read_endpoint`)).map(endpointView) };
 }
