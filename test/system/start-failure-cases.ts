@@ -306,6 +306,7 @@ export const START_FAILURE_CASES: StartFailureCase[] = [
   { setting: 'KEYHOLD_WEBHOOK_ALLOW_PRIVATE', what: 'not a boolean', env: () => ({ KEYHOLD_WEBHOOK_ALLOW_PRIVATE: 'yes' }), code: 2 },
   ...invalidNumbers('KEYHOLD_WEBHOOK_TIMEOUT_MS', ['0']),
   { setting: 'KEYHOLD_WEBHOOK_RETRY_SCHEDULE', what: 'not durations', env: () => ({ KEYHOLD_WEBHOOK_RETRY_SCHEDULE: '5,soon' }), code: 2 },
+  ...invalidNumbers('KEYHOLD_USAGE_SETTLE_MS', ['-1', '86400001']),
 ];
 
 /** Single sign-on settings: each bad value alone (with an otherwise complete configuration), or set without an issuer. */
