@@ -181,9 +181,8 @@ export async function searchKeys(
   q: { apiId: string; query: string; limit: number; cursor?: string },
 ): Promise<KeyPage> {
   const query = q.query.trim();
+  await authorizeKeyList(db, caller, q.apiId);
   if (q.cursor === undefined) {
-    await requireApi(db, caller.workspaceId, q.apiId);
-    requirePermissions(caller, `api.${q.apiId}.read_api`, `api.${q.apiId}.read_key`);
     const byId = await db
       .selectFrom('keys')
       .selectAll()
@@ -193,7 +192,13 @@ export async function searchKeys(
       .execute();
     if (byId.length > 0) return { keys: await loadKeyViews(db, byId), total: 1 };
   }
-  return listKeys(db, caller, { apiId: q.apiId, limit: q.limit, cursor: q.cursor, externalId: query });
+  return keyPage(db, caller, { apiId: q.apiId, limit: q.limit, cursor: q.cursor, externalId: query });
+}
+
+/** What listing an API's keys needs (listKeys, searchKeys): the API in the caller's workspace (a 404), then `read_api` and `read_key` on it (and `decrypt_key` to decrypt). */
+async function authorizeKeyList(db: Db, caller: Caller, apiId: string, decrypt = false): Promise<void> {
+  await requireApi(db, caller.workspaceId, apiId);
+  requirePermissions(caller, `api.${apiId}.read_api`, `api.${apiId}.read_key`, ...(decrypt ? [`api.${apiId}.decrypt_key`] : []));
 }
 
 /**
@@ -203,9 +208,12 @@ export async function searchKeys(
  * API, keys_identity_live (identity_id, api_id, id) for one identity's keys.
  */
 export async function listKeys(db: Db, caller: Caller, q: ListKeysQuery, vault?: Vault): Promise<KeyPage> {
-  await requireApi(db, caller.workspaceId, q.apiId);
-  requirePermissions(caller, `api.${q.apiId}.read_api`, `api.${q.apiId}.read_key`, ...(q.decrypt ? [`api.${q.apiId}.decrypt_key`] : []));
-  const decryptor = q.decrypt ? requireVault(vault, 'decrypt=true') : undefined;
+  await authorizeKeyList(db, caller, q.apiId, q.decrypt);
+  return keyPage(db, caller, q, q.decrypt ? requireVault(vault, 'decrypt=true') : undefined);
+}
+
+/** listKeys' page, the caller authorized already. */
+async function keyPage(db: Db, caller: Caller, q: ListKeysQuery, decryptor?: Vault): Promise<KeyPage> {
   const withTotal = q.withTotal !== false;
   const externalId = q.externalId ?? q.ownerId;
   let identityId: string | undefined;
