@@ -80,7 +80,11 @@ for (const dialect of DIALECTS) {
       assert.equal(rx.got[0].body, rx.got[1].body);
       const [event] = eventsOf(rx.got[1]);
       assert.equal(event.subject, 'cust_crash');
-      const identity = await db.store.db.selectFrom('identities').select('id').where('external_id', '=', 'cust_crash').executeTakeFirstOrThrow();
+      const identity = await db.store.db
+        .selectFrom('identities')
+        .select('id')
+        .where('external_id', '=', 'cust_crash')
+        .executeTakeFirstOrThrow();
       assert.equal(event.id, recordId(exportId, Number(report.period_start), identity.id));
       assert.equal(event.data?.count, 3);
       await until('delivered', async () => (await reportsOf(exportId))[0].status === 'delivered', 10_000);
