@@ -31,9 +31,11 @@ for (const dialect of DIALECTS) {
       assert.deepEqual(all.json.namespaces.map((n) => n.name).sort(), ['email', 'push', 'sms']);
       assert.equal(all.json.total, 3);
       const first = await cli<Namespaces>('ratelimits', 'namespaces', '--workspace', ws, '--limit', '2', '--json');
+      assert.equal(first.code, 0, JSON.stringify(first));
       assert.equal(first.json.namespaces.length, 2);
       assert.ok(first.json.cursor);
       const rest = await cli<Namespaces>('ratelimits', 'namespaces', '--workspace', ws, '--cursor', first.json.cursor, '--json');
+      assert.equal(rest.code, 0, JSON.stringify(rest));
       assert.deepEqual(
         [...first.json.namespaces, ...rest.json.namespaces].map((n) => n.id),
         all.json.namespaces.map((n) => n.id),
