@@ -51,8 +51,11 @@ export interface UsageContext {
   publicUrl: string;
 }
 
-/** The members that belong to the other destination: each a problem (createExport's body rules; updateExport checks them too). */
-export function destinationProblems(destination: unknown, body: Record<string, unknown>): FieldProblem[] {
+/**
+ * The members that belong to the other destination, and (creating) a missing OpenMeter URL: each a problem
+ * (createExport's body rules; updateExport checks the members against the export's destination).
+ */
+export function destinationProblems(destination: unknown, body: Record<string, unknown>, creating: boolean): FieldProblem[] {
   const problems: FieldProblem[] = [];
   const only = (member: string, of: UsageDestination) => {
     if (body[member] !== undefined && destination !== of) problems.push({ path: `/${member}`, message: `is for destination "${of}" only` });
@@ -60,7 +63,7 @@ export function destinationProblems(destination: unknown, body: Record<string, u
   only('eventType', 'openmeter');
   only('eventName', 'stripe');
   only('stripeCustomerField', 'stripe');
-  if (destination === 'openmeter' && body.url === undefined && !('exportId' in body))
+  if (creating && destination === 'openmeter' && body.url === undefined)
     problems.push({ path: '/url', message: 'is required for destination "openmeter" (its ingest endpoint, …/api/v1/events)' });
   return problems;
 }
@@ -68,7 +71,7 @@ export function destinationProblems(destination: unknown, body: Record<string, u
 /** createExport's cross-member rules, for the route's 400 (http/validation.ts). */
 export const createExportRules = (body: unknown): FieldProblem[] =>
   body && typeof body === 'object'
-    ? destinationProblems((body as Record<string, unknown>).destination, body as Record<string, unknown>)
+    ? destinationProblems((body as Record<string, unknown>).destination, body as Record<string, unknown>, true)
     : [];
 
 const outcomesJson = (outcomes: readonly VerifyCode[] | undefined): string =>
@@ -80,7 +83,7 @@ const sourceOf = (publicUrl: string, workspaceId: string): string => `${new URL(
 /** usage.createExport: the export, reporting from the period in progress on. Needs `usage.*.create_export`. */
 export async function createExport(ctx: UsageContext, caller: Caller, input: ExportFields): Promise<{ exportId: string }> {
   requirePermissions(caller, 'usage.*.create_export');
-  const problems = destinationProblems(input.destination, input as unknown as Record<string, unknown>);
+  const problems = destinationProblems(input.destination, input as unknown as Record<string, unknown>, true);
   if (problems.length) throw invalid(problems);
   const vault = requireVault(ctx.vault, 'a usage export (its token is stored encrypted)');
   const url = input.url ?? DEFAULT_STRIPE_URL;
@@ -151,7 +154,7 @@ export async function updateExport(
   input: ExportChanges & { exportId: string },
 ): Promise<Record<string, never>> {
   const row = await requireExportFor(ctx.db, caller, input.exportId, 'update_export');
-  const problems = destinationProblems(row.destination, input as unknown as Record<string, unknown>);
+  const problems = destinationProblems(row.destination, input as unknown as Record<string, unknown>, false);
   if (problems.length) throw invalid(problems);
   if (input.url !== undefined) await requireSafeUrl(input.url, ctx.webhooks);
   const now = Date.now();
