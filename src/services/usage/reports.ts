@@ -2,7 +2,7 @@ import { OPENMETER_BATCH, type ReportStatus } from '../../domain/usage-exports.t
 import type { Db } from '../../store/store.ts';
 import type { UsageReportRow } from '../../store/schema-usage.ts';
 import type { Caller } from '../caller.ts';
-import { DEFAULT_PAGE_SIZE, ownedRows } from '../pagination.ts';
+import { DEFAULT_PAGE_SIZE, ownedRows, splitPage } from '../pagination.ts';
 import { requireExportFor } from './export-records.ts';
 import { attemptsView } from '../webhooks/deliveries.ts';
 
@@ -58,10 +58,10 @@ export async function listReports(
   const rows = await ownedRows(filtered, 'export_id', q.exportId, { after: q.cursor, order: 'desc' })
     .limit(limit + 1)
     .execute();
-  const page = rows.slice(0, limit);
+  const { page, cursor } = splitPage(rows, limit);
   const perRequest = exp.destination === 'stripe' ? 1 : OPENMETER_BATCH;
   return {
     reports: page.map((r) => reportView({ ...r, content: '' }, Math.ceil(Number(r.subjects) / perRequest))),
-    ...(rows.length > limit ? { cursor: page[page.length - 1].id } : {}),
+    ...(cursor === undefined ? {} : { cursor }),
   };
 }

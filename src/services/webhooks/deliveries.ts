@@ -4,7 +4,7 @@ import type { Db } from '../../store/store.ts';
 import type { WebhookDeliveryRow } from '../../store/schema-webhooks.ts';
 import { callerAudit, recordAudit } from '../audit/record-audit.ts';
 import { requirePermissions, type Caller } from '../caller.ts';
-import { DEFAULT_PAGE_SIZE, ownedRows } from '../pagination.ts';
+import { DEFAULT_PAGE_SIZE, ownedRows, splitPage } from '../pagination.ts';
 import { requireEndpointFor } from './endpoint-records.ts';
 import { emitEvent, scheduleAttempt } from './emit.ts';
 
@@ -62,8 +62,8 @@ export async function listDeliveries(
   const rows = await ownedRows(filtered, 'endpoint_id', q.endpointId, { after: q.cursor, order: 'desc' })
     .limit(limit + 1)
     .execute();
-  const page = rows.slice(0, limit);
-  return { deliveries: page.map(deliveryView), ...(rows.length > limit ? { cursor: page[page.length - 1].id } : {}) };
+  const { page, cursor } = splitPage(rows, limit);
+  return { deliveries: page.map(deliveryView), ...(cursor === undefined ? {} : { cursor }) };
 }
 
 /**
