@@ -125,6 +125,10 @@ class Tally {
 /**
  * The events of each file held until the file has ended, then handed on together: node's runner reports the files
  * of one run in order, but the groups' runs would interleave theirs.
+ *
+ * A file has ended at its own summary (`test:summary` naming the file), which follows all of its events. Its
+ * process' `test:complete` does not: it can come before the events parsed from the process' output, which were then
+ * held for ever and never reported (a failing test among them was counted in the summary but named nowhere).
  */
 class FileByFile {
   readonly #held = new Map<string, TestEvent[]>();
@@ -135,16 +139,23 @@ class FileByFile {
     if (!file) return [event];
     const held = this.#held.get(file) ?? [];
     held.push(event);
-    if (!isFileEnd(event)) {
+    if (event.type !== 'test:summary') {
       this.#held.set(file, held);
       return [];
     }
     this.#held.delete(file);
     return held;
   }
+
+  /** Whatever is still held at the end of the run (a file without a summary): reported rather than lost. */
+  rest(): TestEvent[] {
+    const rest = [...this.#held.values()].flat();
+    this.#held.clear();
+    return rest;
+  }
 }
 
-/** Whether `event` is the end of a test file (its process), rather than of one of its tests. */
+/** Whether `event` is the end of a test file's process (its wall time), rather than of one of its tests. */
 function isFileEnd({ type, data }: TestEvent): boolean {
   return type === 'test:complete' && data.nesting === 0 && data.file !== undefined && resolve(data.name) === data.file;
 }
@@ -172,6 +183,7 @@ async function main(): Promise<void> {
   // other files would turn into failures of the machine rather than of the code.
   await Promise.all(all.filter((g) => g.name !== 'system').map(runGroup));
   for (const group of all.filter((g) => g.name === 'system')) await runGroup(group);
+  for (const e of together.rest()) events.write(e);
   for (const message of tally.closing(performance.now() - started)) {
     events.write({ type: 'test:diagnostic', data: { nesting: 0, message, file: undefined, line: undefined, column: undefined } });
   }

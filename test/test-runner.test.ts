@@ -75,5 +75,13 @@ describe('npm test (test/run.ts)', () => {
       assert.ok(lines.some((l) => /^ℹ +\d+\.\d s {2}passes\.test\.ts \(other\)$/.test(l)));
       assert.ok(lines.some((l) => l.startsWith('✖ fails')));
     });
+
+    test('reports every test of every file, and names each failure again at the end', () => {
+      // A file's process can end (test:complete) before its tests' events are parsed: they are still reported.
+      for (const name of ['passes', 'also']) assert.ok(answer.stdout.includes(`✔ ${name} (`), name);
+      const failing = answer.stdout.indexOf('✖ failing tests:');
+      assert.ok(failing > 0, 'a failing tests section');
+      assert.match(answer.stdout.slice(failing), /✖ fails \(.*\n\s+Error: no/);
+    });
   });
 });
