@@ -16,7 +16,8 @@ import type { Store } from '../../src/store/store.ts';
  * - audit records: `n`, ten events in turn (EVENTS), every fifth about key 1 (the heavy target), record i otherwise
  *   about key (i - 1) % 1,000 + 1;
  * - rate-limit overrides: `n` in one namespace (`namespaceId`);
- * - webhook deliveries: `n`, every one to one endpoint (`endpointId`), 1 in 10 failed, of 1,000 events.
+ * - webhook deliveries: `n`, every one to one endpoint (`endpointId`), 1 in 10 failed, of 1,000 events;
+ * - usage reports: `n`, every one of one usage export (`exportId`), one per hour, 1 in 10 failed.
  *
  * Ids are the prefix and 10,000,000 + the row's number (`key_10000001`), so they sort in the order rows were made, as
  * Keyhold's time-sortable ids do.
@@ -28,6 +29,7 @@ export interface BigWorkspace {
   oldApiId: string;
   namespaceId: string;
   endpointId: string;
+  exportId: string;
   /** How many rows each big table got. */
   n: number;
   /** The id of the i-th row (1-based) of a prefix: `idOf('key', 2000)`. */
@@ -37,6 +39,7 @@ export interface BigWorkspace {
 const OFFSET = 10_000_000;
 const T0 = 1_767_225_600_000; // 2026-01-01
 const GROUP = 1_000;
+const HOUR = 3_600_000;
 /** The events of the audit records, record i's being EVENTS[i % 10]. */
 const EVENTS = [
   'key.create',
@@ -85,6 +88,7 @@ export async function fillBigWorkspace(store: Store, n = 100_000): Promise<BigWo
     oldApiId: 'api_old',
     namespaceId: 'rlns_big',
     endpointId: 'whep_big',
+    exportId: 'uexp_big',
     n,
     idOf: (prefix, i) => `${prefix}_${OFFSET + i}`,
   };
@@ -126,6 +130,28 @@ export async function fillBigWorkspace(store: Store, n = 100_000): Promise<BigWo
       previous_secret_ciphertext: null,
       previous_secret_until: null,
       failing_since: null,
+      created_at: T0,
+      updated_at: T0,
+    })
+    .execute();
+  await db
+    .insertInto('usage_exports')
+    .values({
+      id: big.exportId,
+      workspace_id: ws,
+      destination: 'openmeter',
+      url: 'https://openmeter.example.com/api/v1/events',
+      token_data_key_id: 'dk_none',
+      token_ciphertext: 'none',
+      subject: 'identity',
+      period: 'hour',
+      outcomes: '["VALID"]',
+      event_name: 'api-calls',
+      customer_field: null,
+      source: 'keyhold/big',
+      enabled: 1,
+      next_period_start: T0 + (n + 1) * HOUR,
+      next_period_end: T0 + (n + 2) * HOUR,
       created_at: T0,
       updated_at: T0,
     })
@@ -235,6 +261,21 @@ function fillPhases(pg: boolean, n: number, big: BigWorkspace): RawBuilder<unkno
       created_at: time(),
       updated_at: time(),
     }),
+    rows('usage_reports', {
+      id: id('urep'),
+      workspace_id: ws,
+      export_id: str(big.exportId),
+      period_start: `${T0} + cast(i as bigint) * ${HOUR}`,
+      period_end: `${T0} + (cast(i as bigint) + 1) * ${HOUR}`,
+      status: `case when i % 10 = 0 then 'failed' else 'delivered' end`,
+      content: str('{}'),
+      subjects: '10',
+      skipped: '0',
+      requests_sent: '1',
+      attempts: '1',
+      created_at: `${T0} + (cast(i as bigint) + 1) * ${HOUR}`,
+      updated_at: `${T0} + (cast(i as bigint) + 1) * ${HOUR}`,
+    }),
     groups('ratelimits', {
       id: id('rl', `${n} + i`),
       workspace_id: ws,
@@ -271,7 +312,15 @@ async function analyze(store: Store): Promise<void> {
     await sql`analyze`.execute(store.db);
     return;
   }
-  for (const table of [...BIG_TABLES, 'workspaces', 'apis', 'ratelimit_namespaces', 'webhook_endpoints', 'webhook_events']) {
+  for (const table of [
+    ...BIG_TABLES,
+    'workspaces',
+    'apis',
+    'ratelimit_namespaces',
+    'webhook_endpoints',
+    'webhook_events',
+    'usage_exports',
+  ]) {
     await sql`analyze ${sql.table(table)}`.execute(store.db);
   }
 }
@@ -289,4 +338,5 @@ export const BIG_TABLES = [
   'audit_logs',
   'ratelimit_overrides',
   'webhook_deliveries',
+  'usage_reports',
 ] as const;

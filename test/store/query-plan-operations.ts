@@ -13,6 +13,8 @@ import { listOverrides, listOverridesIn } from '../../src/services/ratelimits/ov
 import { getNamespace, listNamespaces, namespaceByNameOrId } from '../../src/services/ratelimits/namespaces.ts';
 import { listDeliveries } from '../../src/services/webhooks/deliveries.ts';
 import { requireEndpointFor } from '../../src/services/webhooks/endpoint-records.ts';
+import { listReports } from '../../src/services/usage/reports.ts';
+import { getExport, listExports } from '../../src/services/usage/exports.ts';
 import { bootstrap } from '../../src/services/workspaces/workspaces.ts';
 import { AUDIT_COMMANDS } from '../../src/cli/commands/audit.ts';
 import { TOTAL_CAP } from '../../src/services/pagination.ts';
@@ -246,6 +248,20 @@ const dashboardAndOtherListings: Operation[] = [
       assert.equal(failed.deliveries.length, 100);
       await requireEndpointFor(db, caller, big.endpointId, 'read_endpoint');
       await listDeliveries(db, caller, { endpointId: big.endpointId, limit: 50, cursor: big.idOf('whdl', 5000) });
+    },
+  },
+  {
+    name: "usage.listReports and the dashboard's reports page: newest first, by cursor, by status; the exports",
+    async run({ db, caller, big }) {
+      const first = await listReports(db, caller, { exportId: big.exportId, limit: 100 });
+      assert.equal(first.reports[0].reportId, big.idOf('urep', big.n));
+      const next = await listReports(db, caller, { exportId: big.exportId, limit: 100, cursor: first.cursor });
+      assert.equal(next.reports[0].reportId, big.idOf('urep', big.n - 100));
+      const failed = await listReports(db, caller, { exportId: big.exportId, status: 'failed', limit: 100 });
+      assert.ok(failed.reports.length === 100 && failed.reports.every((r) => r.status === 'failed'));
+      await listReports(db, caller, { exportId: big.exportId, limit: 50, cursor: big.idOf('urep', 5000) });
+      assert.equal((await getExport(db, caller, { exportId: big.exportId })).exportId, big.exportId);
+      assert.equal((await listExports(db, caller)).exports.length, 1);
     },
   },
   {
