@@ -1,4 +1,5 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { RequestMetrics } from './request-metrics.ts';
 import type { JobQueueStats } from '../jobs/queue.ts';
 import type { DependencyHealth } from '../services/dependency-health.ts';
 import type { KeyCacheStats } from '../services/verification/key-cache.ts';
@@ -33,38 +34,10 @@ export interface MetricSources {
 export function createMetrics(withProcessMetrics: boolean) {
   const registry = new Registry();
   if (withProcessMetrics) collectDefaultMetrics({ register: registry, prefix: 'keyhold_' });
-  const requests = new Counter({
-    name: 'keyhold_http_requests_total',
-    help: 'HTTP requests by route and status',
-    labelNames: ['route', 'status'] as const,
-    registers: [registry],
-  });
-  const duration = new Histogram({
-    name: 'keyhold_http_request_duration_seconds',
-    help: 'Time to respond, by route',
-    labelNames: ['route'] as const,
-    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
-    registers: [registry],
-  });
-  // Each (route, status)'s counter child and each route's histogram child, looked up once: labelling by an
-  // object hashes its labels on every call, a cost every request paid. Routes and statuses are few and fixed
-  // (the routes' paths, HTTP statuses), and neither metric is ever reset, so the children stay valid.
-  const children = new Map<string, { count: Map<number, { inc(): void }>; time: { observe(v: number): void } }>();
+  const requests = new RequestMetrics();
+  requests.register(registry);
   /** Counts one answered request and its time to respond. */
-  const observe = (route: string, status: number, seconds: number): void => {
-    let child = children.get(route);
-    if (child === undefined) {
-      child = { count: new Map(), time: duration.labels({ route }) };
-      children.set(route, child);
-    }
-    let count = child.count.get(status);
-    if (count === undefined) {
-      count = requests.labels({ route, status: String(status) });
-      child.count.set(status, count);
-    }
-    count.inc();
-    child.time.observe(seconds);
-  };
+  const observe = (route: string, status: number, seconds: number): void => requests.observe(route, status, seconds);
   const sources: MetricSources = {};
   registerVerificationMetrics(registry, sources);
   registerJobMetrics(registry, sources);

@@ -57,26 +57,39 @@ export async function insertAll<R extends object>(rows: readonly R[], insert: (c
  * builds and compiles one node per bound value, which for a batch of 1000 keys costs about as much as the
  * database's own work; a shape is compiled by Kysely once, then reused with fresh parameters.
  */
-const insertTexts = new WeakMap<object, Map<string, string>>();
+const insertTexts = new WeakMap<object, { any: Map<string, string>; recurring: Map<string, string> }>();
 /** Shapes kept per dialect (least recently used dropped): the texts of big batches are 100+ KB each. */
 const MAX_INSERT_TEXTS = 64;
 
-/** The text of `shape` on `db`'s dialect: cached, or made by `compile` and cached. */
-export function insertText(db: Executor, shape: string, compile: () => string): string {
+/**
+ * The text of `shape` on `db`'s dialect: cached, or made by `compile` and cached. `recurring`: a shape of
+ * fixedShapeChunks, run again and again (the recorders' raw rows and roll-ups, about a dozen tables of about ten
+ * shapes each, some 2 MB of text in all): kept for good, apart from the others, which would otherwise push them
+ * out and have each flush compile its statements anew.
+ */
+export function insertText(db: Executor, shape: string, compile: () => string, recurring = false): string {
   const adapter = db.getExecutor().adapter;
   let texts = insertTexts.get(adapter);
   if (!texts) {
-    texts = new Map();
+    texts = { any: new Map(), recurring: new Map() };
     insertTexts.set(adapter, texts);
   }
-  let text = texts.get(shape);
+  if (recurring) {
+    let text = texts.recurring.get(shape);
+    if (text === undefined) {
+      text = compile();
+      texts.recurring.set(shape, text);
+    }
+    return text;
+  }
+  let text = texts.any.get(shape);
   if (text === undefined) {
     text = compile();
-    if (texts.size >= MAX_INSERT_TEXTS) texts.delete(texts.keys().next().value!);
+    if (texts.any.size >= MAX_INSERT_TEXTS) texts.any.delete(texts.any.keys().next().value!);
   } else {
-    texts.delete(shape);
+    texts.any.delete(shape);
   }
-  texts.set(shape, text);
+  texts.any.set(shape, text);
   return text;
 }
 
@@ -90,15 +103,39 @@ export const insertShape = (table: string, rows: ReadonlyArray<object>): string 
  */
 export async function insertRows<T extends keyof Database>(tx: Executor, table: T, rows: ReadonlyArray<Database[T]>): Promise<void> {
   if (rows.length === 0) return;
-  const columns = Object.keys(rows[0]) as Array<keyof Database[T]>;
-  await insertAll(rows, async (part) => {
-    // Kysely cannot type an insert into a table chosen by a type parameter.
-    // biome-ignore lint/suspicious/noExplicitAny: see above
-    const values = part as any;
-    const text = insertText(tx, insertShape(table, part), () => tx.insertInto(table).values(values).compile().sql);
-    const params: unknown[] = new Array(part.length * columns.length);
-    let k = 0;
-    for (const row of part) for (const c of columns) params[k++] = row[c];
-    await tx.executeQuery(CompiledQuery.raw(text, params));
-  });
+  await insertAll(rows, (part) => insertChunk(tx, table, part, false));
+}
+
+/** Rows per statement of insertRecurringRows: 256 rows of a dozen columns are some 20 KB of SQL, which the store keeps prepared. */
+const RECURRING_ROWS = 256;
+
+/**
+ * insertRows for statements that run again and again with any number of rows (the analytics recorders' raw
+ * events, every flush): in fixedShapeChunks (256, then powers of two), so that the few SQL texts are compiled
+ * once and stay prepared, instead of a text of up to 1,333 rows compiled and prepared anew for each batch size.
+ */
+export async function insertRecurringRows<T extends keyof Database>(
+  tx: Executor,
+  table: T,
+  rows: ReadonlyArray<Database[T]>,
+): Promise<void> {
+  for (const part of fixedShapeChunks(rows, RECURRING_ROWS)) await insertChunk(tx, table, part, true);
+}
+
+/** One multi-row INSERT of `part`, its text compiled once per shape (insertText). */
+async function insertChunk<T extends keyof Database>(
+  tx: Executor,
+  table: T,
+  part: ReadonlyArray<Database[T]>,
+  recurring: boolean,
+): Promise<void> {
+  const columns = Object.keys(part[0]) as Array<keyof Database[T]>;
+  // Kysely cannot type an insert into a table chosen by a type parameter.
+  // biome-ignore lint/suspicious/noExplicitAny: see above
+  const values = part as any;
+  const text = insertText(tx, insertShape(table, part), () => tx.insertInto(table).values(values).compile().sql, recurring);
+  const params: unknown[] = new Array(part.length * columns.length);
+  let k = 0;
+  for (const row of part) for (const c of columns) params[k++] = row[c];
+  await tx.executeQuery(CompiledQuery.raw(text, params));
 }

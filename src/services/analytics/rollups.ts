@@ -29,8 +29,12 @@ export function readTags(value: unknown): string[] {
   return [];
 }
 
-/** Most rows per upsert statement: 11 columns each stay well under MAX_PARAMS. */
-const UPSERT_ROWS = 1000;
+/**
+ * Most rows per upsert statement. 256: the shapes of every roll-up table (256, 128, then below 4 KiB of SQL) and
+ * the raw rows' (insertRecurringRows) stay prepared in SQLite's cache of large statements (sqlite-connection.ts);
+ * with 1,000 they were more than it holds, and each flush prepared some of them anew.
+ */
+const UPSERT_ROWS = 256;
 
 /**
  * `INSERT … ON CONFLICT (group) DO UPDATE SET s = table.s + excluded.s` for each summed column `s`, of `rows`
@@ -65,6 +69,7 @@ export async function upsertRollups<T extends keyof Database>(
             ),
           )
           .compile().sql,
+      true,
     );
     const params: unknown[] = new Array(part.length * columns.length);
     let k = 0;

@@ -1,7 +1,7 @@
 import { PostgresAdapter, sql, type Kysely } from 'kysely';
 import type { Database } from '../../store/schema.ts';
 import type { AnalyticsRatelimitRollupRow, AnalyticsRatelimitRow } from '../../store/schema-analytics.ts';
-import { insertRows } from '../../store/bulk-statements.ts';
+import { insertRecurringRows } from '../../store/bulk-statements.ts';
 import { EventQueue } from '../analytics/event-queue.ts';
 import { addRow, bucketOf, byId, GRAINS, upsertRollups } from '../analytics/rollups.ts';
 import { ensureDayPartitions } from '../analytics/partitions.ts';
@@ -85,7 +85,7 @@ export class RatelimitRecorder extends EventQueue<RatelimitEvent> {
       });
     }
     await this.#db.transaction().execute(async (tx) => {
-      await insertRows(tx, 'analytics_ratelimits', raw);
+      await insertRecurringRows(tx, 'analytics_ratelimits', raw);
       for (let i = 0; i < GRAINS.length; i++) {
         await upsertRollups(tx, `analytics_ratelimits_per_${GRAINS[i]}`, byId(maps[i]), GROUP, SUMMED);
       }

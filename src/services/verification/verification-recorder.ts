@@ -6,10 +6,10 @@ import type {
   AnalyticsKeyVerificationRow,
 } from '../../store/schema-analytics.ts';
 import { IN_LIST_CHUNK, type Db } from '../../store/store.ts';
-import { fixedShapeChunks, insertRows } from '../../store/bulk-statements.ts';
+import { fixedShapeChunks, insertRecurringRows } from '../../store/bulk-statements.ts';
 import { VERIFY_CODES, type VerifyCode } from '../../domain/verify-codes.ts';
 import { EventQueue, type EventQueueOptions } from '../analytics/event-queue.ts';
-import { bucketOf, byId, coarsen, GRAINS, type Grain, storedTags, upsertRollups } from '../analytics/rollups.ts';
+import { addRow, bucketOf, byId, coarsen, GRAINS, type Grain, storedTags, upsertRollups } from '../analytics/rollups.ts';
 import { VERIFICATION_FORMS, type VerificationForm } from '../analytics/rollup-forms.ts';
 import { ensureDayPartitions } from '../analytics/partitions.ts';
 
@@ -91,7 +91,7 @@ export class VerificationRecorder extends EventQueue<VerificationEvent> {
     const forms = GRAINS.map((grain) => formRows(grain, rollups[grain]));
     const latest = latestByKey(batch);
     await this.#db.transaction().execute(async (tx) => {
-      await insertRows(tx, 'analytics_key_verifications', raw);
+      await insertRecurringRows(tx, 'analytics_key_verifications', raw);
       for (const grain of GRAINS) await upsertRollups(tx, `analytics_key_verifications_per_${grain}`, rollups[grain], GROUP, SUMMED);
       for (const form of forms.flat()) await upsertRollups(tx, form.table, form.rows, form.group, SUMMED);
       await moveLastUsed(tx, latest);
@@ -134,34 +134,34 @@ const GROUP = ['workspace_id', 'time', 'key_space_id', 'key_id', 'identity_id', 
 const SUMMED = ['count', 'spent_credits', 'latency_sum'] as const;
 const FORMS = Object.keys(VERIFICATION_FORMS) as VerificationForm[];
 
-/** The batch summed per roll-up group, per grain, ordered by group. */
+/**
+ * The batch summed per roll-up group, per grain, ordered by group. Per event only its minute row is found (one
+ * id, one Map lookup); the hour, day and month rows are sums of the minute rows, far fewer than the events
+ * whenever a key is verified more than once a minute.
+ */
 function rollupRows(
   batch: VerificationEvent[],
   dialect: 'sqlite' | 'postgres',
 ): Record<(typeof GRAINS)[number], AnalyticsKeyVerificationRollupRow[]> {
-  const maps = { minute: new Map(), hour: new Map(), day: new Map(), month: new Map() } as Record<
-    (typeof GRAINS)[number],
-    Map<string, AnalyticsKeyVerificationRollupRow>
-  >;
+  // Minute rows by group, and the group (the id without its time) of each, for the coarser grains.
+  const minutes = new Map<string, { group: string; row: AnalyticsKeyVerificationRollupRow }>();
   for (const e of batch) {
-    // Once per event, not per grain: the stored tags and the group's id without its time.
     const tags = e.tags ?? NO_TAGS;
     const stored = tags.length === 0 ? (dialect === 'postgres' ? '{}' : '[]') : storedTags(tags, dialect);
     // The key's id first: ids differ early, so sorting the groups (byId) compares little of each.
     const group = `${e.keyId}\u0000${e.workspaceId}\u0000${e.apiId}\u0000${e.identityId ?? ''}\u0000${e.externalId ?? ''}\u0000${e.code}\u0000${stored}`;
-    const spent = e.spentCredits ?? 0;
-    const latency = e.latency ?? 0;
-    for (const grain of GRAINS) {
-      const time = bucketOf(e.time, grain);
-      const id = `${group}\u0000${time}`;
-      const had = maps[grain].get(id);
-      if (had) {
-        had.count += 1;
-        had.spent_credits += spent;
-        had.latency_sum += latency;
-        continue;
-      }
-      maps[grain].set(id, {
+    const time = bucketOf(e.time, 'minute');
+    const id = `${group}\u0000${time}`;
+    const had = minutes.get(id);
+    if (had) {
+      had.row.count += 1;
+      had.row.spent_credits += e.spentCredits ?? 0;
+      had.row.latency_sum += e.latency ?? 0;
+      continue;
+    }
+    minutes.set(id, {
+      group,
+      row: {
         time,
         workspace_id: e.workspaceId,
         key_space_id: e.apiId,
@@ -171,12 +171,21 @@ function rollupRows(
         outcome: e.code,
         tags: stored,
         count: 1,
-        spent_credits: spent,
-        latency_sum: latency,
-      });
-    }
+        spent_credits: e.spentCredits ?? 0,
+        latency_sum: e.latency ?? 0,
+      },
+    });
   }
-  return { minute: byId(maps.minute), hour: byId(maps.hour), day: byId(maps.day), month: byId(maps.month) };
+  const coarser = (grain: Grain) => {
+    const rows = new Map<string, AnalyticsKeyVerificationRollupRow>();
+    for (const { group, row } of minutes.values()) {
+      const time = bucketOf(row.time, grain);
+      addRow(rows, `${group}\u0000${time}`, { ...row, time }, SUMMED);
+    }
+    return byId(rows);
+  };
+  const minuteRows = new Map([...minutes].map(([id, m]) => [id, m.row]));
+  return { minute: byId(minuteRows), hour: coarser('hour'), day: coarser('day'), month: coarser('month') };
 }
 
 function latestByKey(batch: VerificationEvent[]): Map<string, number> {

@@ -139,21 +139,12 @@ export class Verifier {
   }
 
   async #check(record: KeyRecord, req: VerifyRequest, query: PermissionQuery | undefined, now: number): Promise<VerifyResponse> {
-    const out = (code: VerifyCode, extra: Partial<VerifyResponse> = {}): VerifyResponse => ({
-      ...describe(record),
-      ...extra,
-      valid: code === 'VALID',
-      code,
-    });
-    const withCredits = async (code: VerifyCode, extra: Partial<VerifyResponse> = {}) =>
-      out(code, { ...extra, remaining: record.hasCredits ? ((await currentRemaining(this.#deps.db, record.id)) ?? undefined) : undefined });
+    if (!record.enabled) return this.#withCredits(record, 'DISABLED');
+    if (req.apiId !== undefined && req.apiId !== record.apiId) return this.#withCredits(record, 'FORBIDDEN');
+    if (record.expires !== undefined && record.expires <= now) return this.#withCredits(record, 'EXPIRED');
+    if (query !== undefined && !satisfies(query, record.permissionSet)) return this.#withCredits(record, 'INSUFFICIENT_PERMISSIONS');
 
-    if (!record.enabled) return withCredits('DISABLED');
-    if (req.apiId !== undefined && req.apiId !== record.apiId) return withCredits('FORBIDDEN');
-    if (record.expires !== undefined && record.expires <= now) return withCredits('EXPIRED');
-    if (query !== undefined && !satisfies(query, record.permissionSet)) return withCredits('INSUFFICIENT_PERMISSIONS');
-
-    const limits = limitRequests(record, req.ratelimits ?? []);
+    const limits = limitRequests(record, req.ratelimits);
     // The rate-limit members of the answer (v1's shown limit, every checked one for v2); none without limits.
     let limited: Partial<VerifyResponse> | undefined;
     if (limits.length) {
@@ -167,11 +158,11 @@ export class Verifier {
       if (results.some((r) => !r.passed)) {
         for (let i = 0; i < results.length; i++)
           if (!results[i].passed) this.events?.keyLimitDenied(record, limits[i].name, results[i].reset);
-        return withCredits('RATE_LIMITED', limited);
+        return this.#withCredits(record, 'RATE_LIMITED', limited);
       }
     }
 
-    if (!record.hasCredits) return out('VALID', limited);
+    if (!record.hasCredits) return answerOf(record, 'VALID', limited);
     const { db } = this.#deps;
     if (record.refill && refillIsDue(record.refill, record.lastRefillAt, now)) {
       const due = lastRefillDue(record.refill, now);
@@ -181,7 +172,7 @@ export class Verifier {
       record.lastRefillAt = now; // done here or by another node: either way this period's refill happened
     }
     const cost = req.remaining?.cost ?? 1;
-    if (cost === 0) return out('VALID', { ...limited, remaining: (await currentRemaining(db, record.id)) ?? undefined });
+    if (cost === 0) return answerOf(record, 'VALID', { ...limited, remaining: (await currentRemaining(db, record.id)) ?? undefined });
     // With webhooks, a spend that crosses a credit threshold records the crossing with itself (one statement
     // on PostgreSQL): a coalesced spend is one statement, whose crossings are reported once each.
     const spend = async (amount: number): Promise<GuardedOutcome<undefined>> => {
@@ -189,14 +180,20 @@ export class Verifier {
       return left === null ? { applied: false, value: undefined } : { applied: true, value: left };
     };
     const spent = await this.#credits.change(record.id, cost, spend);
-    if (!spent.applied) return withCredits('USAGE_EXCEEDED', limited);
-    return out('VALID', { ...limited, remaining: spent.value });
+    if (!spent.applied) return this.#withCredits(record, 'USAGE_EXCEEDED', limited);
+    return answerOf(record, 'VALID', { ...limited, remaining: spent.value });
+  }
+
+  /** The answer of an outcome that spends nothing, with the key's credits left (read from the store) when it has credits. */
+  async #withCredits(record: KeyRecord, code: VerifyCode, extra?: Partial<VerifyResponse>): Promise<VerifyResponse> {
+    const remaining = record.hasCredits ? ((await currentRemaining(this.#deps.db, record.id)) ?? undefined) : undefined;
+    return answerOf(record, code, { ...extra, remaining });
   }
 }
 
-/** The members every outcome but NOT_FOUND carries. */
-function describe(r: KeyRecord): Omit<VerifyResponse, 'valid' | 'code'> {
-  return {
+/** The answer of every outcome but NOT_FOUND: the key's members, then `extra`'s (one object, built once). */
+function answerOf(r: KeyRecord, code: VerifyCode, extra?: Partial<VerifyResponse>): VerifyResponse {
+  const answer: VerifyResponse = {
     keyId: r.id,
     name: r.name,
     ownerId: r.identity?.externalId,
@@ -208,8 +205,14 @@ function describe(r: KeyRecord): Omit<VerifyResponse, 'valid' | 'code'> {
     roles: r.roles,
     environment: r.environment,
     identity: r.identity,
+    valid: code === 'VALID',
+    code,
   };
+  return extra === undefined ? answer : Object.assign(answer, extra);
 }
+
+/** The limits of a verification that applies none: shared, so never added to (an answer uses limits only when there are some). */
+const NO_LIMITS: AppliedLimit[] = [];
 
 /** A limit one verification applies, with the key's configured limit it came from (none for an inline limit). */
 export interface AppliedLimit extends LimitRequest {
@@ -222,7 +225,9 @@ export interface AppliedLimit extends LimitRequest {
  * configured limit of that name at the requested cost. A name that is neither → 400. Counters are per
  * identity when the key has one (its keys share them), else per key.
  */
-function limitRequests(record: KeyRecord, requested: NonNullable<VerifyRequest['ratelimits']>): AppliedLimit[] {
+function limitRequests(record: KeyRecord, requested: NonNullable<VerifyRequest['ratelimits']> | undefined): AppliedLimit[] {
+  // Most keys have no limit and most requests ask for none: nothing to build.
+  if (record.limits.size === 0 && !requested?.length) return NO_LIMITS;
   const identifier = record.identity?.id ?? record.id;
   const byName = new Map<string, AppliedLimit>();
   for (const l of record.limits.values()) {
@@ -230,7 +235,7 @@ function limitRequests(record: KeyRecord, requested: NonNullable<VerifyRequest['
       byName.set(l.name, { identifier, name: l.name, limit: l.limit, duration: l.duration, cost: 1, type: l.type, configured: l });
   }
   const problems: FieldProblem[] = [];
-  requested.forEach((r, i) => {
+  requested?.forEach((r, i) => {
     const cost = r.cost ?? 1;
     if (r.limit !== undefined && r.duration !== undefined) {
       byName.set(r.name, { identifier, name: r.name, limit: r.limit, duration: r.duration, cost, type: 'consistent' });

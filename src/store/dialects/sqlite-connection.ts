@@ -58,11 +58,12 @@ export const isRead = (sql: string): boolean => /^\s*(select|with)\b/i.test(sql)
  * chunk) compiles to a program of hundreds of kilobytes outside the JavaScript heap, and V8 does not know it
  * is there: a statement dropped from the cache stays in memory until a garbage collection happens to find
  * it, and one text per row count kept them by the hundred (RSS 420 MB with 100,000 keys verified). So
- * statements up to 4 KiB of SQL are kept (500 of them), larger ones up to 64 KiB in a cache of their own (32:
- * the few fixed shapes of the recorders' batches, see fixedShapeChunks), and larger still are not kept.
+ * statements up to 4 KiB of SQL are kept (500 of them), larger ones up to 64 KiB in a cache of their own (48:
+ * the fixed shapes of the recorders' batches over 4 KiB, 2 for each of 18 tables, see fixedShapeChunks and
+ * upsertRollups), and larger still are not kept.
  */
 const SMALL = { maxSql: 4_096, maxStatements: 500 };
-const LARGE = { maxSql: 65_536, maxStatements: 32 };
+const LARGE = { maxSql: 65_536, maxStatements: 48 };
 
 /** One node:sqlite connection and its prepared statements (by SQL text: Kysely compiles the same text for one query shape). */
 export class SqliteConnection {

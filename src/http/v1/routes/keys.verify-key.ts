@@ -10,7 +10,8 @@ export const VERIFY_BODY_LIMIT = 64 * 1024;
 
 /** What keys.verifyKey answers with a valid body, on either path (this route or the lane, http/lane-operations.ts). */
 export async function answerVerifyKey(verifier: Verifier, body: VerifyRequest, requestId: string) {
-  return { ...(await verifier.verify(body, Date.now(), undefined, requestId)), requestId };
+  // The verifier's answer is a new object each time: it takes the request id in place, without a copy.
+  return Object.assign(await verifier.verify(body, Date.now(), undefined, requestId), { requestId });
 }
 
 export default function keysVerifyKey(app: App, deps: Deps) {
