@@ -51,6 +51,21 @@ async function cacheCounters(server: Server): Promise<{ hits: number; misses: nu
   return Number.isNaN(counts.hits) || Number.isNaN(counts.misses) ? undefined : counts;
 }
 
+/**
+ * Where the server's memory is, from /metrics (prom-client's process metrics): the V8 heap used and allocated,
+ * and the memory outside it that V8 knows of (Buffers, SQLite's prepared statements do not count there). Printed
+ * beside an RSS figure, it says whether the heap or something outside it holds the difference.
+ */
+async function memoryBreakdown(server: Server): Promise<string> {
+  const res = await call(server, { method: 'GET', path: '/metrics' }).catch(() => undefined);
+  const text = typeof res?.json === 'string' ? res.json : '';
+  const mb = (name: string) => {
+    const v = Number(new RegExp(`^${name} ([0-9.e+]+)`, 'm').exec(text)?.[1] ?? Number.NaN);
+    return Number.isNaN(v) ? '?' : `${(v / 1024 / 1024).toFixed(0)} MB`;
+  };
+  return `V8 heap used ${mb('keyhold_nodejs_heap_size_used_bytes')} of ${mb('keyhold_nodejs_heap_size_total_bytes')}, external ${mb('keyhold_nodejs_external_memory_bytes')}`;
+}
+
 /** Requests of each reference pass (baseline, limit): enough for a few seconds of load. */
 const REFERENCE_REQUESTS = 20_000;
 const VALID = '"code":"VALID"';
@@ -137,7 +152,7 @@ async function passes(
     expect: VALID,
   });
   const rss = await residentMiB(server.child.pid);
-  console.log(`   RSS with ${n} keys cached: ${mib(rss)}`);
+  console.log(`   RSS with ${n} keys cached: ${mib(rss)} (${await memoryBreakdown(server)})`);
   const flood = await pass(`verifyKey, ${fmt(s.flood, 0)} unknown keys`, server, {
     ...verify,
     amount: s.flood,
@@ -215,7 +230,9 @@ export async function benchManyKeys(s: ManyKeysSettings): Promise<Row[]> {
       // import itself used (its request bodies, its statements) is not counted as memory of the cache.
       await stopChild(server.child);
       server = await startServer(store.url, { env, rootKey: server.rootKey });
-      console.log(`   restarted: RSS before any verification ${mib(await residentMiB(server.child.pid))}`);
+      console.log(
+        `   restarted: RSS before any verification ${mib(await residentMiB(server.child.pid))} (${await memoryBreakdown(server)})`,
+      );
       limit = await startLimitServer(files.keys);
       rows.push(...(await passes(server, limit, apiId, files, s)));
     }

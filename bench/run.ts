@@ -41,8 +41,11 @@
 // Fastify baseline | server CPU µs/req | target | met?) with the machine, the command and the wall time; it
 // keeps every run: bench/out/<UTC timestamp>.json (and results.json, the latest), bench/out/latest.md (the
 // table, for docs/performance.md). It reports numbers and never asserts them: a missed target is printed, not an
-// error. It exits non-zero only when the setup is wrong (a case fails its check or is answered by the wrong
-// code, a server does not start or dies, a load run fails). Every process it starts is killed on the way out.
+// error, with one exception: the cached verification on SQLite under its floor (LANE_FLOOR in bench/cases.ts: 0.87×
+// the Fastify baseline) ends the run with a banner and exit code 3, since a cost added to every verification must
+// not pass unnoticed. Otherwise it exits non-zero only when the setup is wrong (a case fails its check or is
+// answered by the wrong code, a server does not start or dies, a load run fails). Every process it starts is
+// killed on the way out.
 //
 // Settings (environment):
 //   BENCH_DURATION     seconds of each measured autocannon run (default 2)
@@ -72,7 +75,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CASES, runsOn, type Case, type StoreKind } from './cases.ts';
+import { CASES, LANE_FLOOR, runsOn, type Case, type StoreKind } from './cases.ts';
 import { randomKeys, writeKeys } from './keyset.ts';
 import { benchManyKeys } from './many-keys.ts';
 import { benchPruneUnderLoad } from './prune-load.ts';
@@ -247,7 +250,19 @@ async function main(): Promise<number> {
     await runCleanups();
   }
   await writeOutputs({ ...results, settings, wallSeconds: (Date.now() - started) / 1000, machine: machineLine() });
-  return 0;
+  return belowLaneFloor(results.summaries) ? 3 : 0;
+}
+
+/** Whether the cached verification fell under its floor (LANE_FLOOR); if so, says it loudly. */
+function belowLaneFloor(summaries: CaseSummary[]): boolean {
+  const lane = summaries.find((s) => s.case === LANE_FLOOR.case && s.store === LANE_FLOOR.store);
+  if (lane === undefined || lane.ratio >= LANE_FLOOR.minRatioToBaseline) return false;
+  const rule = '!'.repeat(100);
+  console.error(
+    `\n${rule}\n!! ${lane.label} (${lane.store}): ${lane.ratio.toFixed(2)}× the Fastify baseline, under its floor of ` +
+      `${LANE_FLOOR.minRatioToBaseline}×.\n!! Something costs every verification: profile it (bench/profile-pair.ts) before it lands.\n${rule}`,
+  );
+  return true;
 }
 
 main().then(

@@ -1,7 +1,7 @@
 export interface EventQueueOptions {
   /** How often the timer started by `start()` flushes; default 1000 ms (events are visible within 5 s). */
   flushIntervalMs?: number;
-  /** Events queued after which a flush starts at once instead of waiting for the timer; default min(10 000, capacity / 2). */
+  /** Events queued after which a flush starts at once instead of waiting for the timer, and the most one transaction writes; default min(10 000, capacity / 2). */
   maxBatch?: number;
   /**
    * The most events held, queued and being written together (default: the recorder's). A full queue drops its
@@ -94,7 +94,7 @@ export abstract class EventQueue<E> {
     return this.#dropped;
   }
 
-  /** Writes everything queued so far in one transaction; rejects (keeping the events) when the store fails. */
+  /** Writes everything queued so far, in transactions of at most `maxBatch` events; rejects (keeping the events) when the store fails. */
   flush(): Promise<void> {
     this.#inFlight++;
     const run = this.#tail
@@ -125,11 +125,24 @@ export abstract class EventQueue<E> {
     await this.flush();
   }
 
+  /**
+   * Writes what is queued, at most `maxBatch` events per transaction (oldest first): a backlog (a flush slower
+   * than the events coming in, a store back from an outage) is written in bounded batches, so what one write
+   * builds in memory (rows, roll-up maps, statement parameters) stays bounded too. Events queued meanwhile wait
+   * for the next flush.
+   */
   async #flushQueued(): Promise<void> {
     if (this.buffered === 0) return;
     if (this.#failing) await this.probe();
-    const batch = this.#head === 0 ? this.#queue : this.#queue.slice(this.#head);
-    this.#queue = [];
+    for (let batches = Math.ceil(this.buffered / this.#maxBatch); batches > 0 && this.buffered > 0; batches--) {
+      await this.#writeBatch();
+    }
+  }
+
+  async #writeBatch(): Promise<void> {
+    const end = Math.min(this.#queue.length, this.#head + this.#maxBatch);
+    const batch = this.#head === 0 && end === this.#queue.length ? this.#queue : this.#queue.slice(this.#head, end);
+    this.#queue = end === this.#queue.length ? [] : this.#queue.slice(end);
     this.#head = 0;
     this.#writing = batch.length;
     try {
