@@ -14,7 +14,12 @@
 // ratio 1.0 is reported. `--baseline NAME=DIR` (repeatable) adds a case: a server started from the source tree
 // DIR (a checkout of an earlier commit, e.g. from before traces existed, with node_modules), with traces off, to
 // show what the code of traces costs when off (target: off at least 0.99 of it). Reported over `off` too.
-// `--cpu-prof-dir DIR`: each server writes a CPU profile (node --cpu-prof) into DIR/<case> when it stops.
+// `--cpu-prof-dir DIR`: each server writes a CPU profile (node --cpu-prof) into DIR/<case>-<round> when it stops.
+//
+// Each round starts every case's server anew (and warms it for 1 s): two processes of the very same server
+// differ by up to 16% in req/s on this machine (measured with `--baseline same=.`: 0.84–0.99 in four runs), a
+// difference that lasts as long as the process, so one process per case would measure the processes, not the
+// traces. `--same-processes` keeps one server per case for every round (the old way; a profile covers all rounds).
 
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -34,11 +39,13 @@ const { values: args } = parseArgs({
     connections: { type: 'string', default: '50' },
     baseline: { type: 'string', multiple: true, default: [] },
     'cpu-prof-dir': { type: 'string' },
+    'same-processes': { type: 'boolean', default: false },
   },
 });
 const SECONDS = Math.max(1, Number(args.seconds));
 const ROUNDS = Math.max(1, Number(args.rounds));
 const CONNECTIONS = Math.max(1, Number(args.connections));
+const SAME_PROCESSES = args['same-processes'];
 if (args.api !== 'v1' && args.api !== 'v2') throw new Error('--api is v1 or v2');
 const V2 = args.api === 'v2';
 
@@ -63,10 +70,10 @@ function tracingEnv(name: CaseName, endpoint: string): Record<string, string> {
 }
 
 /** A server of the case with one key, and the verification load on it (checked VALID once, so the key is cached). */
-async function serverFor(name: CaseName, endpoint: string): Promise<{ server: Server; load: Load }> {
+async function serverFor(name: CaseName, endpoint: string, round: number): Promise<{ server: Server; load: Load }> {
   const { url, cleanup } = scratchStore('sqlite');
   addCleanup(cleanup);
-  const cpuProfDir = args['cpu-prof-dir'] && join(args['cpu-prof-dir'], name.replace(/[^a-z0-9.-]+/gi, '-'));
+  const cpuProfDir = args['cpu-prof-dir'] && join(args['cpu-prof-dir'], `${name.replace(/[^a-z0-9.-]+/gi, '-')}-${round}`);
   const server = await startServer(url, { env: tracingEnv(name, endpoint), root: BASELINES.get(name), cpuProfDir });
   const admin = (path: string, body: unknown) =>
     call(server, { method: 'POST', path, body: JSON.stringify(body), rootKey: server.rootKey, contentType: 'application/json' });
@@ -92,12 +99,23 @@ runStandalone(async () => {
   addCleanup(() => new Promise<void>((r) => receiver.close(() => r())));
   const endpoint = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
 
-  const servers = new Map<CaseName, { server: Server; load: Load }>();
-  for (const name of CASES) servers.set(name, await serverFor(name, endpoint));
+  let servers = new Map<CaseName, { server: Server; load: Load }>();
+  const start = async (round: number) => {
+    servers = new Map();
+    for (const name of CASES) servers.set(name, await serverFor(name, endpoint, round));
+  };
+  // A graceful stop, so that --cpu-prof writes each server's profile.
+  const stop = () => Promise.all([...servers.values()].map(({ server }) => stopChild(server.child)));
   const rates = new Map<CaseName, number[]>(CASES.map((c) => [c, []]));
   const cpu = new Map<CaseName, number[]>(CASES.map((c) => [c, []]));
   const loads: number[] = [];
+  if (SAME_PROCESSES) await start(1);
   for (let round = 1; round <= ROUNDS; round++) {
+    if (!SAME_PROCESSES) {
+      await start(round);
+      // Fresh processes: each warmed up (JIT) before it is measured.
+      for (const { server, load } of servers.values()) await autocannon(server, load, 1, { connections: CONNECTIONS, pipelining: 1 });
+    }
     for (const name of CASES) {
       const { server, load } = servers.get(name)!;
       const before = await processCpuTotalSeconds(server.child.pid);
@@ -111,7 +129,9 @@ runStandalone(async () => {
         `round ${round} ${name.padEnd(10)} ${Math.round(r.requests.average)} req/s (p99 ${r.latency.p99} ms, server CPU ${Math.round(perRequest)} µs/request)`,
       );
     }
+    if (!SAME_PROCESSES) await stop();
   }
+  if (SAME_PROCESSES) await stop();
 
   const off = rates.get('off')!;
   const offCpu = cpu.get('off')!;
@@ -130,7 +150,5 @@ runStandalone(async () => {
             `${median(cpuRatios).toFixed(3)} by CPU µs/request`),
     );
   }
-  // A graceful stop, so that --cpu-prof writes each server's profile.
-  await Promise.all([...servers.values()].map(({ server }) => stopChild(server.child)));
   console.log(`  exports received: ${exported}; load average ${Math.min(...loads).toFixed(1)}..${Math.max(...loads).toFixed(1)}`);
 });
