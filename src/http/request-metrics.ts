@@ -48,7 +48,7 @@ export class RequestMetrics {
     const metric = (name: string, help: string, type: 'counter' | 'histogram', values: () => MetricValue[]) => {
       const get = async () => ({ name, help, type, values: values(), aggregator: 'sum' as const });
       // The registry calls get() (JSON and text alike); a metric it holds is anything with a name and get().
-      registry.registerMetric({ name, get, reset() {} } as unknown as Parameters<Registry['registerMetric']>[0]);
+      registry.registerMetric({ name, help, type, get, reset() {} } as unknown as Parameters<Registry['registerMetric']>[0]);
     };
     metric('keyhold_http_requests_total', 'HTTP requests by route and status', 'counter', () =>
       [...routes].flatMap(([route, c]) => [...c.statuses].map(([status, value]) => ({ labels: { route, status: String(status) }, value }))),

@@ -149,8 +149,10 @@ export abstract class EventQueue<E> {
       await this.write(batch);
       this.#failing = false;
     } catch (err) {
-      // Back in front of what came meanwhile; the oldest go first when both do not fit.
-      this.#queue = batch.concat(this.#queue);
+      // Back in front of what came meanwhile (without the slots dropped meanwhile, before #head); the oldest go
+      // first when both do not fit.
+      this.#queue = batch.concat(this.#head === 0 ? this.#queue : this.#queue.slice(this.#head));
+      this.#head = 0;
       this.#writing = 0;
       const over = this.#queue.length - this.#capacity;
       if (over > 0) this.#dropOldest(over);
