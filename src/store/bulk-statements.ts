@@ -134,8 +134,13 @@ async function insertChunk<T extends keyof Database>(
   // biome-ignore lint/suspicious/noExplicitAny: see above
   const values = part as any;
   const text = insertText(tx, insertShape(table, part), () => tx.insertInto(table).values(values).compile().sql, recurring);
-  const params: unknown[] = new Array(part.length * columns.length);
+  await tx.executeQuery(CompiledQuery.raw(text, rowParams(part, columns)));
+}
+
+/** The bound values of a multi-row statement over `rows`: each row's `columns`, row after row. */
+export function rowParams<R>(rows: ReadonlyArray<R>, columns: ReadonlyArray<keyof R>): unknown[] {
+  const params: unknown[] = new Array(rows.length * columns.length);
   let k = 0;
-  for (const row of part) for (const c of columns) params[k++] = row[c];
-  await tx.executeQuery(CompiledQuery.raw(text, params));
+  for (const row of rows) for (const c of columns) params[k++] = row[c];
+  return params;
 }

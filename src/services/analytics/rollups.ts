@@ -1,7 +1,7 @@
 import { CompiledQuery } from 'kysely';
 import type { Database } from '../../store/schema.ts';
 import type { Executor } from '../../store/store.ts';
-import { fixedShapeChunks, insertText } from '../../store/bulk-statements.ts';
+import { fixedShapeChunks, insertText, rowParams } from '../../store/bulk-statements.ts';
 import { floorTo } from './hourly-sums.ts';
 
 // The roll-ups of the analytics events (schema migration 0011): per minute, hour, day and month (UTC bucket
@@ -71,10 +71,7 @@ export async function upsertRollups<T extends keyof Database>(
           .compile().sql,
       true,
     );
-    const params: unknown[] = new Array(part.length * columns.length);
-    let k = 0;
-    for (const row of part) for (const c of columns) params[k++] = row[c];
-    await tx.executeQuery(CompiledQuery.raw(text, params));
+    await tx.executeQuery(CompiledQuery.raw(text, rowParams(part, columns)));
   }
 }
 

@@ -143,8 +143,8 @@ function rollupRows(
   batch: VerificationEvent[],
   dialect: 'sqlite' | 'postgres',
 ): Record<(typeof GRAINS)[number], AnalyticsKeyVerificationRollupRow[]> {
-  // Minute rows by group, and the group (the id without its time) of each, for the coarser grains.
-  const minutes = new Map<string, { group: string; row: AnalyticsKeyVerificationRollupRow }>();
+  // Minute rows by id: the group, then the minute (`${group}\u0000${time}`).
+  const minutes = new Map<string, AnalyticsKeyVerificationRollupRow>();
   for (const e of batch) {
     const tags = e.tags ?? NO_TAGS;
     const stored = tags.length === 0 ? (dialect === 'postgres' ? '{}' : '[]') : storedTags(tags, dialect);
@@ -154,38 +154,35 @@ function rollupRows(
     const id = `${group}\u0000${time}`;
     const had = minutes.get(id);
     if (had) {
-      had.row.count += 1;
-      had.row.spent_credits += e.spentCredits ?? 0;
-      had.row.latency_sum += e.latency ?? 0;
+      had.count += 1;
+      had.spent_credits += e.spentCredits ?? 0;
+      had.latency_sum += e.latency ?? 0;
       continue;
     }
     minutes.set(id, {
-      group,
-      row: {
-        time,
-        workspace_id: e.workspaceId,
-        key_space_id: e.apiId,
-        identity_id: e.identityId ?? '',
-        external_id: e.externalId ?? '',
-        key_id: e.keyId,
-        outcome: e.code,
-        tags: stored,
-        count: 1,
-        spent_credits: e.spentCredits ?? 0,
-        latency_sum: e.latency ?? 0,
-      },
+      time,
+      workspace_id: e.workspaceId,
+      key_space_id: e.apiId,
+      identity_id: e.identityId ?? '',
+      external_id: e.externalId ?? '',
+      key_id: e.keyId,
+      outcome: e.code,
+      tags: stored,
+      count: 1,
+      spent_credits: e.spentCredits ?? 0,
+      latency_sum: e.latency ?? 0,
     });
   }
   const coarser = (grain: Grain) => {
     const rows = new Map<string, AnalyticsKeyVerificationRollupRow>();
-    for (const { group, row } of minutes.values()) {
+    for (const [id, row] of minutes) {
       const time = bucketOf(row.time, grain);
-      addRow(rows, `${group}\u0000${time}`, { ...row, time }, SUMMED);
+      // The minute row's group is its id without the minute (the time is the last member).
+      addRow(rows, `${id.slice(0, id.lastIndexOf('\u0000'))}\u0000${time}`, { ...row, time }, SUMMED);
     }
     return byId(rows);
   };
-  const minuteRows = new Map([...minutes].map(([id, m]) => [id, m.row]));
-  return { minute: byId(minuteRows), hour: coarser('hour'), day: coarser('day'), month: coarser('month') };
+  return { minute: byId(minutes), hour: coarser('hour'), day: coarser('day'), month: coarser('month') };
 }
 
 function latestByKey(batch: VerificationEvent[]): Map<string, number> {
