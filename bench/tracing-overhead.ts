@@ -1,7 +1,7 @@
 // What OpenTelemetry traces cost a verification (not run by `npm run bench`):
 //
 //   node --disable-warning=ExperimentalWarning bench/tracing-overhead.ts [--seconds 10] [--rounds 3] [--api v2|v1]
-//        [--connections 50] [--baseline NAME=DIR ...] [--cpu-prof-dir DIR]
+//        [--connections 50] [--baseline NAME=DIR ...] [--cpu-prof-dir DIR] [--ratios 0.01,1.0]
 //
 // Three servers (src/main.ts, each on its own SQLite file, one cached key without credits) differ only in their
 // traces: `off` (no OTLP endpoint: no OpenTelemetry module loaded), `ratio 0.01`
@@ -11,7 +11,7 @@
 // bench/load-worker.ts) with keys.verifyKey (`--api v2`: v2's, with the root key; `v1`: v1's), and reports req/s
 // and the server's CPU µs per request; at the end each traced case over `off` as the median of the rounds' own
 // ratios (the three runs of a round are neighbours in time). Target (issue 33): ratio 0.01 at least 0.95 of off;
-// ratio 1.0 is reported. `--baseline NAME=DIR` (repeatable) adds a case: a server started from the source tree
+// ratio 1.0 is reported. `--ratios 0,0.01` compares other ratios (0: the SDK started, nothing sampled). `--baseline NAME=DIR` (repeatable) adds a case: a server started from the source tree
 // DIR (a checkout of an earlier commit, e.g. from before traces existed, with node_modules), with traces off, to
 // show what the code of traces costs when off (target: off at least 0.99 of it). Reported over `off` too.
 // `--cpu-prof-dir DIR`: each server writes a CPU profile (node --cpu-prof) into DIR/<case>-<round> when it stops.
@@ -40,6 +40,7 @@ const { values: args } = parseArgs({
     baseline: { type: 'string', multiple: true, default: [] },
     'cpu-prof-dir': { type: 'string' },
     'same-processes': { type: 'boolean', default: false },
+    ratios: { type: 'string', default: '0.01,1.0' },
   },
 });
 const SECONDS = Math.max(1, Number(args.seconds));
@@ -49,7 +50,8 @@ const SAME_PROCESSES = args['same-processes'];
 if (args.api !== 'v1' && args.api !== 'v2') throw new Error('--api is v1 or v2');
 const V2 = args.api === 'v2';
 
-const TRACED = ['off', 'ratio 0.01', 'ratio 1.0'] as const;
+/** `off`, then a traced case per `--ratios` sampling ratio (`ratio 0.01`, `ratio 1.0` by default). */
+const TRACED = ['off', ...args.ratios.split(',').map((r) => `ratio ${r.trim()}`)];
 /** `--baseline` cases: name → source tree. */
 const BASELINES = new Map(
   args.baseline.map((b) => {
@@ -65,7 +67,7 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 /** The server's environment for a case: the endpoint blank when off (whatever this process' environment says). */
 function tracingEnv(name: CaseName, endpoint: string): Record<string, string> {
   if (name === 'off' || BASELINES.has(name)) return { OTEL_EXPORTER_OTLP_ENDPOINT: '', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: '' };
-  const ratio = name === 'ratio 0.01' ? '0.01' : '1.0';
+  const ratio = name.slice('ratio '.length);
   return { OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: ratio };
 }
 
