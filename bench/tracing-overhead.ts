@@ -14,6 +14,8 @@
 // ratio 1.0 is reported. `--ratios 0,0.01` compares other ratios (0: the SDK started, nothing sampled). `--baseline NAME=DIR` (repeatable) adds a case: a server started from the source tree
 // DIR (a checkout of an earlier commit, e.g. from before traces existed, with node_modules), with traces off, to
 // show what the code of traces costs when off (target: off at least 0.99 of it). Reported over `off` too.
+// `--traced-baseline NAME=DIR` (repeatable): a server from DIR traced at the first `--ratios` ratio, reported
+// over `off` as the traced cases are (an earlier commit's tracing against this one's, in one run).
 // `--cpu-prof-dir DIR`: each server writes a CPU profile (node --cpu-prof) into DIR/<case>-<round> when it stops.
 //
 // Each round starts every case's server anew (and warms it for 1 s): two processes of the very same server
@@ -41,6 +43,7 @@ const { values: args } = parseArgs({
     'cpu-prof-dir': { type: 'string' },
     'same-processes': { type: 'boolean', default: false },
     ratios: { type: 'string', default: '0.01,1.0' },
+    'traced-baseline': { type: 'string', multiple: true, default: [] },
   },
 });
 const SECONDS = Math.max(1, Number(args.seconds));
@@ -52,22 +55,26 @@ const V2 = args.api === 'v2';
 
 /** `off`, then a traced case per `--ratios` sampling ratio (`ratio 0.01`, `ratio 1.0` by default). */
 const TRACED = ['off', ...args.ratios.split(',').map((r) => `ratio ${r.trim()}`)];
-/** `--baseline` cases: name → source tree. */
-const BASELINES = new Map(
-  args.baseline.map((b) => {
-    const [name, dir] = b.split('=');
-    if (!name || !dir) throw new Error(`--baseline is NAME=DIR (got ${b})`);
-    return [name, dir] as const;
-  }),
-);
-const CASES: string[] = [...TRACED, ...BASELINES.keys()];
+/** NAME=DIR options: name → source tree. */
+const trees = (option: string, values: string[]) =>
+  new Map(
+    values.map((b) => {
+      const [name, dir] = b.split('=');
+      if (!name || !dir) throw new Error(`--${option} is NAME=DIR (got ${b})`);
+      return [name, dir] as const;
+    }),
+  );
+/** `--baseline` cases (traces off) and `--traced-baseline` cases (traced at the first `--ratios` ratio). */
+const BASELINES = trees('baseline', args.baseline);
+const TRACED_BASELINES = trees('traced-baseline', args['traced-baseline']);
+const CASES: string[] = [...TRACED, ...BASELINES.keys(), ...TRACED_BASELINES.keys()];
 type CaseName = string;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 /** The server's environment for a case: the endpoint blank when off (whatever this process' environment says). */
 function tracingEnv(name: CaseName, endpoint: string): Record<string, string> {
   if (name === 'off' || BASELINES.has(name)) return { OTEL_EXPORTER_OTLP_ENDPOINT: '', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: '' };
-  const ratio = name.slice('ratio '.length);
+  const ratio = TRACED_BASELINES.has(name) ? TRACED[1].slice('ratio '.length) : name.slice('ratio '.length);
   return { OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: ratio };
 }
 
@@ -76,7 +83,11 @@ async function serverFor(name: CaseName, endpoint: string, round: number): Promi
   const { url, cleanup } = scratchStore('sqlite');
   addCleanup(cleanup);
   const cpuProfDir = args['cpu-prof-dir'] && join(args['cpu-prof-dir'], `${name.replace(/[^a-z0-9.-]+/gi, '-')}-${round}`);
-  const server = await startServer(url, { env: tracingEnv(name, endpoint), root: BASELINES.get(name), cpuProfDir });
+  const server = await startServer(url, {
+    env: tracingEnv(name, endpoint),
+    root: BASELINES.get(name) ?? TRACED_BASELINES.get(name),
+    cpuProfDir,
+  });
   const admin = (path: string, body: unknown) =>
     call(server, { method: 'POST', path, body: JSON.stringify(body), rootKey: server.rootKey, contentType: 'application/json' });
   const { json: api } = await admin('/v1/apis.createApi', { name: 'bench-tracing' });

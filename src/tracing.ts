@@ -9,7 +9,6 @@ import type { JobTracing } from './jobs/worker.ts';
 import { tracedDialect } from './tracing/store-spans.ts';
 import { traceRedis, tracedJob, tracedSend } from './tracing/client-spans.ts';
 import { rootSampling } from './tracing/root-sampling.ts';
-import { ThreadSpanExporter } from './tracing/span-export.ts';
 
 /** Everything traced, each part handed to what it traces (server.ts); none of it exists while traces are off. */
 export interface Tracing extends RequestTracing, StoreTracing, RedisTracing, SendTracing, JobTracing {
@@ -27,15 +26,7 @@ export interface Tracing extends RequestTracing, StoreTracing, RedisTracing, Sen
  */
 export function startTracing(serviceName: string | undefined): Tracing {
   const roots = rootSampling(process.env);
-  const traceExporter = threadExporter(process.env);
-  const sdk = new NodeSDK({
-    serviceName,
-    instrumentations: [],
-    metricReaders: [],
-    logRecordProcessors: [],
-    sampler: roots.sampler,
-    traceExporter,
-  });
+  const sdk = new NodeSDK({ serviceName, instrumentations: [], metricReaders: [], logRecordProcessors: [], sampler: roots.sampler });
   sdk.start();
   const tracer = trace.getTracer('keyhold');
   return {
@@ -48,17 +39,6 @@ export function startTracing(serviceName: string | undefined): Tracing {
     job: (job, run) => (roots.sample() ? tracedJob(tracer, job, run) : run()),
     shutdown: () => sdk.shutdown(),
   };
-}
-
-/**
- * The OTLP/HTTP exporter the SDK would build from the settings, sending from a worker thread (span-export.ts);
- * undefined for what the SDK builds itself (`grpc`, or OTEL_TRACES_EXPORTER naming another exporter).
- */
-function threadExporter(env: NodeJS.ProcessEnv): ThreadSpanExporter | undefined {
-  const exporters = (env.OTEL_TRACES_EXPORTER ?? '').trim().toLowerCase();
-  const protocol = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? env.OTEL_EXPORTER_OTLP_PROTOCOL ?? '').trim() || 'http/protobuf';
-  if (exporters !== '' && exporters !== 'otlp') return undefined;
-  return protocol === 'http/protobuf' || protocol === 'http/json' ? new ThreadSpanExporter(protocol) : undefined;
 }
 
 /** The span of a request that is not sampled: nothing to activate or record. */
