@@ -36,6 +36,7 @@ import * as foldHourlyAnalytics from './schema-migrations/0012-fold-hourly-analy
 import * as listIndexes from './schema-migrations/0013-list-indexes.ts';
 import * as analyticsProjections from './schema-migrations/0014-analytics-projections.ts';
 import * as usageExports from './schema-migrations/0015-usage-exports.ts';
+import * as listFilterIndexes from './schema-migrations/0016-list-filter-indexes.ts';
 
 export type { BackupPace, BackupStats } from './dialects/sqlite-backup.ts';
 export type Db = Kysely<Database>;
@@ -128,6 +129,7 @@ export const MIGRATIONS: Record<string, Migration> = {
   '0013-list-indexes': listIndexes,
   '0014-analytics-projections': analyticsProjections,
   '0015-usage-exports': usageExports,
+  '0016-list-filter-indexes': listFilterIndexes,
 };
 
 /**

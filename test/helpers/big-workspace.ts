@@ -15,9 +15,9 @@ import type { Store } from '../../src/store/store.ts';
  * - roles and permissions: `n` each, role i holding permission i; keys hold the first 1,000 of them;
  * - audit records: `n`, ten events in turn (EVENTS), every fifth about key 1 (the heavy target), record i otherwise
  *   about key (i - 1) % 1,000 + 1;
- * - rate-limit overrides: `n` in one namespace (`namespaceId`);
- * - webhook deliveries: `n`, every one to one endpoint (`endpointId`), 1 in 10 failed, of 1,000 events;
- * - usage reports: `n`, every one of one usage export (`exportId`), one per hour, 1 in 10 failed.
+ * - rate-limit namespaces: `n` besides `namespaceId`; rate-limit overrides: `n` in that one (`namespaceId`);
+ * - webhook deliveries: `n`, every one to one endpoint (`endpointId`), 1 in 10 failed, of 1,000 events, none pending;
+ * - usage reports: `n`, every one of one usage export (`exportId`), one per hour, 1 in 10 failed, none pending.
  *
  * Ids are the prefix and 10,000,000 + the row's number (`key_10000001`), so they sort in the order rows were made, as
  * Keyhold's time-sortable ids do.
@@ -224,6 +224,7 @@ function fillPhases(pg: boolean, n: number, big: BigWorkspace): RawBuilder<unkno
       updated_at: time(),
     }),
     groups('webhook_events', { id: id('evt'), workspace_id: ws, type: str('key.created'), body: str('{}'), created_at: time() }),
+    rows('ratelimit_namespaces', { id: id('rlns'), workspace_id: ws, name: `'ns_' || i`, created_at: time(), updated_at: time() }),
   ];
   const secondPhase = [
     insertRows(pg, n / 2, 'keys', {
@@ -312,15 +313,7 @@ async function analyze(store: Store): Promise<void> {
     await sql`analyze`.execute(store.db);
     return;
   }
-  for (const table of [
-    ...BIG_TABLES,
-    'workspaces',
-    'apis',
-    'ratelimit_namespaces',
-    'webhook_endpoints',
-    'webhook_events',
-    'usage_exports',
-  ]) {
+  for (const table of [...BIG_TABLES, 'workspaces', 'apis', 'webhook_endpoints', 'webhook_events', 'usage_exports']) {
     await sql`analyze ${sql.table(table)}`.execute(store.db);
   }
 }
@@ -337,6 +330,7 @@ export const BIG_TABLES = [
   'keys_permissions',
   'audit_logs',
   'ratelimit_overrides',
+  'ratelimit_namespaces',
   'webhook_deliveries',
   'usage_reports',
 ] as const;

@@ -6,6 +6,7 @@ import { ALL_TABLES } from '../helpers/rows.ts';
 import { bigTables, checkPlan, recordingStore, type Statement } from '../helpers/query-plans.ts';
 import { OPERATIONS } from './query-plan-operations.ts';
 import { operatorCaller } from '../../src/services/caller.ts';
+import { ownedRows } from '../../src/services/pagination.ts';
 import { openStore, type Store } from '../../src/store/store.ts';
 
 // Every list and read an operator makes (the API's, v1 and v2, the CLI's and the dashboard's), run through the same
@@ -63,6 +64,12 @@ for (const dialect of DIALECTS) {
       if (dialect === 'postgres') {
         const count = keys.select((eb) => eb.fn.countAll().as('n')).where('api_id', '=', big.apiId);
         assert.match(await problemsOf(count), /Aggregate over every matching row of keys/);
+        const started = ownedRows(
+          keys.selectAll().where('deleted_at', 'is', null).where('start', '=', 'big_abcd'),
+          'api_id',
+          big.apiId,
+        ).limit(10);
+        assert.match(await problemsOf(started), /^filter walk: reads \w+ and filters keys rows by \(start = /);
       }
     });
 
@@ -78,7 +85,7 @@ for (const dialect of DIALECTS) {
         assert.ok(sent.length <= MAX_STATEMENTS, `${sent.length} statements sent, at most ${MAX_STATEMENTS} expected`);
         const failures: string[] = [];
         for (const statement of statements) {
-          const options = { sqlitePath: url.replace(/^sqlite:/, ''), wholeAnswer: op.wholeAnswer };
+          const options = { sqlitePath: url.replace(/^sqlite:/, ''), wholeAnswer: op.wholeAnswer, filteredWalk: op.filteredWalk };
           const { plan, problems } = await checkPlan(store, statement, bigOnes, options);
           if (problems.length) failures.push(`${problems.join('; ')}\n  SQL: ${statement.sql}\n  plan: ${plan}`);
         }

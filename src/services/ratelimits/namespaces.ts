@@ -6,7 +6,7 @@ import type { RatelimitNamespaceRow } from '../../store/schema.ts';
 import { callerAudit, recordAudit } from '../audit/record-audit.ts';
 import { requirePermissions, type Caller } from '../caller.ts';
 import { transact } from '../changes.ts';
-import { cappedCount, DEFAULT_PAGE_SIZE, splitPage } from '../pagination.ts';
+import { cappedCount, DEFAULT_PAGE_SIZE, ownedRows, splitPage } from '../pagination.ts';
 
 /** A namespace named by id or by name (v1 accepts either; the id wins when both are given). */
 export interface NamespaceRef {
@@ -133,14 +133,13 @@ export async function getNamespace(db: Db, caller: Caller, ref: NamespaceRef): P
 export async function listNamespaces(db: Db, caller: Caller, q: { limit?: number; cursor?: string }): Promise<NamespacePage> {
   requirePermissions(caller, 'ratelimit.*.read_namespace');
   const limit = q.limit ?? DEFAULT_PAGE_SIZE;
-  const base = db.selectFrom('ratelimit_namespaces').where('workspace_id', '=', caller.workspaceId);
+  const base = db.selectFrom('ratelimit_namespaces');
   const [rows, total] = await Promise.all([
-    (q.cursor ? base.where('id', '>', q.cursor) : base)
+    ownedRows(base, 'workspace_id', caller.workspaceId, { after: q.cursor })
       .selectAll()
-      .orderBy('id')
       .limit(limit + 1)
       .execute(),
-    cappedCount(db, base.orderBy('id')),
+    cappedCount(db, ownedRows(base, 'workspace_id', caller.workspaceId)),
   ]);
   const { page, cursor } = splitPage(rows, limit);
   return { namespaces: page.map(namespaceView), total, cursor };

@@ -53,11 +53,14 @@ export async function listReports(
   const filtered = db
     .selectFrom('usage_reports')
     .select(['id', 'export_id', 'period_start', 'period_end', 'status', 'subjects', 'skipped', 'requests_sent', 'rejected', 'attempts'])
-    .select(['last_status_code', 'last_error', 'next_attempt_at', 'created_at', 'updated_at', 'delivered_at', 'workspace_id'])
-    .$if(q.status !== undefined, (b) => b.where('status', '=', q.status!));
-  const rows = await ownedRows(filtered, 'export_id', q.exportId, { after: q.cursor, order: 'desc' })
-    .limit(limit + 1)
-    .execute();
+    .select(['last_status_code', 'last_error', 'next_attempt_at', 'created_at', 'updated_at', 'delivered_at', 'workspace_id']);
+  const newestFirst = { after: q.cursor, order: 'desc' } as const;
+  // With a status, the export is held equal and the status owns the range (index usage_reports_status).
+  const owned =
+    q.status === undefined
+      ? ownedRows(filtered, 'export_id', q.exportId, newestFirst)
+      : ownedRows(filtered.where('export_id', '=', q.exportId), 'status', q.status, newestFirst);
+  const rows = await owned.limit(limit + 1).execute();
   const { page, cursor } = splitPage(rows, limit);
   const perRequest = exp.destination === 'stripe' ? 1 : OPENMETER_BATCH;
   return {

@@ -55,13 +55,14 @@ export async function listDeliveries(
 ): Promise<{ deliveries: DeliveryView[]; cursor?: string }> {
   await requireEndpointFor(db, caller, q.endpointId, 'read_endpoint');
   const limit = q.limit ?? DEFAULT_PAGE_SIZE;
-  const filtered = db
-    .selectFrom('webhook_deliveries')
-    .selectAll()
-    .$if(q.status !== undefined, (b) => b.where('status', '=', q.status!));
-  const rows = await ownedRows(filtered, 'endpoint_id', q.endpointId, { after: q.cursor, order: 'desc' })
-    .limit(limit + 1)
-    .execute();
+  const base = db.selectFrom('webhook_deliveries').selectAll();
+  const newestFirst = { after: q.cursor, order: 'desc' } as const;
+  // With a status, the endpoint is held equal and the status owns the range (index webhook_deliveries_status).
+  const owned =
+    q.status === undefined
+      ? ownedRows(base, 'endpoint_id', q.endpointId, newestFirst)
+      : ownedRows(base.where('endpoint_id', '=', q.endpointId), 'status', q.status, newestFirst);
+  const rows = await owned.limit(limit + 1).execute();
   const { page, cursor } = splitPage(rows, limit);
   return { deliveries: page.map(deliveryView), ...(cursor === undefined ? {} : { cursor }) };
 }
