@@ -7,6 +7,8 @@ import type { Kysely } from 'kysely';
 // - webhook_deliveries_status: one endpoint's deliveries of one status, newest first (webhooks.listDeliveries with
 //   `status`): through (endpoint_id, id) a status that few deliveries have read every other delivery first.
 // - usage_reports_status: the same for one export's reports (usage.listReports with `status`).
+//
+// On PostgreSQL each is built under a lock that holds writes to its table until it is built (once, at the upgrade).
 
 // biome-ignore lint/suspicious/noExplicitAny: a frozen migration knows no schema type
 export async function up(db: Kysely<any>): Promise<void> {
