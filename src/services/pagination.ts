@@ -47,6 +47,23 @@ export function ownedRows<DB, TB extends keyof DB, O>(
 }
 
 /**
+ * ownedRows of `owner`, or with `within` (a column held equal inside the owner's rows, e.g. a status) the owner held
+ * equal and that column as the range: read through an index (owner, column, id) rather than the owner's rows
+ * filtered, which reads every row of the owner the filter rejects before the page fills (all of them when none
+ * match).
+ */
+export function ownedRowsWithin<DB, TB extends keyof DB, O>(
+  qb: SelectQueryBuilder<DB, TB, O>,
+  owner: string,
+  value: string,
+  within: { column: string; value: string | undefined },
+  opts: { after?: string; order?: 'asc' | 'desc' } = {},
+): SelectQueryBuilder<DB, TB, O> {
+  if (within.value === undefined) return ownedRows(qb, owner, value, opts);
+  return ownedRows(qb.where(sql<boolean>`${sql.ref(owner)} = ${value}`), within.column, within.value, opts);
+}
+
+/**
  * The most a list's `total` counts: a total is exact up to it, and `TOTAL_CAP + 1` when more rows match ("more
  * than 10,000"). Counting stops at that row, so a page costs the same whether an API holds 10,001 keys or ten
  * million (docs/performance.md, "Query plans").

@@ -2,7 +2,7 @@ import { OPENMETER_BATCH, type ReportStatus } from '../../domain/usage-exports.t
 import type { Db } from '../../store/store.ts';
 import type { UsageReportRow } from '../../store/schema-usage.ts';
 import type { Caller } from '../caller.ts';
-import { DEFAULT_PAGE_SIZE, ownedRows, splitPage } from '../pagination.ts';
+import { DEFAULT_PAGE_SIZE, ownedRowsWithin, splitPage } from '../pagination.ts';
 import { requireExportFor } from './export-records.ts';
 import { attemptsView } from '../webhooks/deliveries.ts';
 
@@ -50,17 +50,15 @@ export async function listReports(
 ): Promise<{ reports: ReportView[]; cursor?: string }> {
   const exp = await requireExportFor(db, caller, q.exportId, 'read_export');
   const limit = q.limit ?? DEFAULT_PAGE_SIZE;
-  const filtered = db
+  const reports = db
     .selectFrom('usage_reports')
     .select(['id', 'export_id', 'period_start', 'period_end', 'status', 'subjects', 'skipped', 'requests_sent', 'rejected', 'attempts'])
     .select(['last_status_code', 'last_error', 'next_attempt_at', 'created_at', 'updated_at', 'delivered_at', 'workspace_id']);
-  const newestFirst = { after: q.cursor, order: 'desc' } as const;
-  // With a status, the export is held equal and the status owns the range (index usage_reports_status).
-  const owned =
-    q.status === undefined
-      ? ownedRows(filtered, 'export_id', q.exportId, newestFirst)
-      : ownedRows(filtered.where('export_id', '=', q.exportId), 'status', q.status, newestFirst);
-  const rows = await owned.limit(limit + 1).execute();
+  // With a status: index usage_reports_status (export_id, status, id).
+  const status = { column: 'status', value: q.status };
+  const rows = await ownedRowsWithin(reports, 'export_id', q.exportId, status, { after: q.cursor, order: 'desc' })
+    .limit(limit + 1)
+    .execute();
   const { page, cursor } = splitPage(rows, limit);
   const perRequest = exp.destination === 'stripe' ? 1 : OPENMETER_BATCH;
   return {

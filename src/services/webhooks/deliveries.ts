@@ -4,7 +4,7 @@ import type { Db } from '../../store/store.ts';
 import type { WebhookDeliveryRow } from '../../store/schema-webhooks.ts';
 import { callerAudit, recordAudit } from '../audit/record-audit.ts';
 import { requirePermissions, type Caller } from '../caller.ts';
-import { DEFAULT_PAGE_SIZE, ownedRows, splitPage } from '../pagination.ts';
+import { DEFAULT_PAGE_SIZE, ownedRowsWithin, splitPage } from '../pagination.ts';
 import { requireEndpointFor } from './endpoint-records.ts';
 import { emitEvent, scheduleAttempt } from './emit.ts';
 
@@ -55,14 +55,14 @@ export async function listDeliveries(
 ): Promise<{ deliveries: DeliveryView[]; cursor?: string }> {
   await requireEndpointFor(db, caller, q.endpointId, 'read_endpoint');
   const limit = q.limit ?? DEFAULT_PAGE_SIZE;
-  const base = db.selectFrom('webhook_deliveries').selectAll();
-  const newestFirst = { after: q.cursor, order: 'desc' } as const;
-  // With a status, the endpoint is held equal and the status owns the range (index webhook_deliveries_status).
-  const owned =
-    q.status === undefined
-      ? ownedRows(base, 'endpoint_id', q.endpointId, newestFirst)
-      : ownedRows(base.where('endpoint_id', '=', q.endpointId), 'status', q.status, newestFirst);
-  const rows = await owned.limit(limit + 1).execute();
+  // With a status: index webhook_deliveries_status (endpoint_id, status, id).
+  const status = { column: 'status', value: q.status };
+  const rows = await ownedRowsWithin(db.selectFrom('webhook_deliveries').selectAll(), 'endpoint_id', q.endpointId, status, {
+    after: q.cursor,
+    order: 'desc',
+  })
+    .limit(limit + 1)
+    .execute();
   const { page, cursor } = splitPage(rows, limit);
   return { deliveries: page.map(deliveryView), ...(cursor === undefined ? {} : { cursor }) };
 }
