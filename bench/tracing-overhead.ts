@@ -11,9 +11,10 @@
 // bench/load-worker.ts) with keys.verifyKey (`--api v2`: v2's, with the root key; `v1`: v1's), and reports req/s
 // and the server's CPU µs per request; at the end each traced case over `off` as the median of the rounds' own
 // ratios (the three runs of a round are neighbours in time). Target (issue 33): ratio 0.01 at least 0.95 of off;
-// ratio 1.0 is reported. `--ratios 0,0.01` compares other ratios (0: the SDK started, nothing sampled). `--baseline NAME=DIR` (repeatable) adds a case: a server started from the source tree
-// DIR (a checkout of an earlier commit, e.g. from before traces existed, with node_modules), with traces off, to
-// show what the code of traces costs when off (target: off at least 0.99 of it). Reported over `off` too.
+// ratio 1.0 is reported. `--ratios 0,0.01` compares other ratios (0: the SDK started, nothing sampled).
+// `--baseline NAME=DIR` (repeatable) adds a case: a server started from the source tree DIR (a checkout of an
+// earlier commit, e.g. from before traces existed, with node_modules), with traces off, to show what the code of
+// traces costs when off (target: off at least 0.99 of it). Reported over `off` too.
 // `--traced-baseline NAME=DIR` (repeatable): a server from DIR traced at the first `--ratios` ratio, reported
 // over `off` as the traced cases are (an earlier commit's tracing against this one's, in one run).
 // `--cpu-prof-dir DIR`: each server writes a CPU profile (node --cpu-prof) into DIR/<case>-<round> when it stops.

@@ -2,7 +2,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Browser, Page } from 'playwright-core';
 import { DIALECTS } from '../helpers/harness.ts';
-import { dashboardWorld, launchBrowser, type DashboardWorld } from '../helpers/browser.ts';
+import { dashboardWorld, launchBrowser, type DashboardWorld, closeBrowser } from '../helpers/browser.ts';
 import { freePort, loopbackProvider, providerLogin, ssoSettings, type ClaimsIn, type LoopbackProvider } from '../helpers/oidc-provider.ts';
 import { count } from '../helpers/rows.ts';
 
@@ -28,7 +28,7 @@ for (const dialect of DIALECTS) {
         [w, browser] = await Promise.all([dashboardWorld(dialect, { app: { publicUrl, oidc } }, port), launchBrowser()]);
       });
       after(async () => {
-        await browser?.close();
+        await closeBrowser(browser);
         await w?.close();
         await idp?.close();
       });

@@ -2,7 +2,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Browser, Page } from 'playwright-core';
 import { DIALECTS } from '../helpers/harness.ts';
-import { checkPage, dashboardWorld, launchBrowser, loopbackContext, type DashboardWorld } from '../helpers/browser.ts';
+import { checkPage, dashboardWorld, launchBrowser, loopbackContext, type DashboardWorld, closeBrowser } from '../helpers/browser.ts';
 import { freePort, loopbackProvider, providerLogin, ssoSettings, type LoopbackProvider } from '../helpers/oidc-provider.ts';
 import { count } from '../helpers/rows.ts';
 
@@ -27,7 +27,7 @@ for (const dialect of DIALECTS) {
       ]);
     });
     after(async () => {
-      await browser?.close();
+      await closeBrowser(browser);
       await w?.close();
       await idp?.close();
     });

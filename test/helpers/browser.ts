@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
 import { after, before } from 'node:test';
@@ -44,6 +44,48 @@ export async function launchBrowser(): Promise<Browser> {
       '--disable-sync',
     ],
   });
+}
+
+/** How long a browser gets to close before its processes are killed. */
+const CLOSE_MS = 10_000;
+
+/**
+ * Closes a browser launched by launchBrowser. Chromium once never exited after its tests had passed (a fresh-clone
+ * CI run: `browser.close()` waited with no timer, the test file's process kept a handle on chromium, and the run
+ * sat idle until stopped), so after CLOSE_MS the chromium processes this process started are killed.
+ */
+export async function closeBrowser(browser: Browser | undefined): Promise<void> {
+  if (!browser) return;
+  let timer: NodeJS.Timeout | undefined;
+  const gaveUp = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), CLOSE_MS);
+  });
+  const closed = await Promise.race([browser.close().then(() => true), gaveUp]);
+  clearTimeout(timer);
+  if (closed) return;
+  for (const pid of chromiumChildren()) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+}
+
+/** The chromium processes whose parent is this process (Linux: /proc/<pid>/stat is `pid (comm) state ppid …`). */
+function chromiumChildren(): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const m = /^\d+ \((.*)\) \S+ (\d+)/.exec(stat);
+      if (m && Number(m[2]) === process.pid && /chrom/i.test(m[1])) pids.push(Number(entry));
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return pids;
 }
 
 /** A test world whose app listens on a local port, with a job worker (migrations import in the background). */
@@ -160,7 +202,7 @@ export function dashboardSuite(dialect: 'sqlite' | 'postgres', options: WorldOpt
     [world, browser] = await Promise.all([dashboardWorld(dialect, options), launchBrowser()]);
   });
   after(async () => {
-    await browser?.close();
+    await closeBrowser(browser);
     await world?.close();
   });
   const started = <T>(value: T | undefined): T => {
