@@ -16,6 +16,12 @@ import { tuneGcForStreaming, writeLines } from './write-lines.ts';
 /** The database named by DATABASE_URL cannot be opened or migrated; `message` names DATABASE_URL and the fix. */
 class StoreProblem extends Error {}
 
+/**
+ * How long a command waits for a PostgreSQL connection. Longer than the server's 2 s: an operator's one-off command
+ * would rather wait out a busy database than fail, and no request queues behind it.
+ */
+const CLI_CONNECT_MS = 10_000;
+
 const GLOBAL_FLAGS = new Set(['--json', '--help', '-h', '--version']);
 
 type Print = (s: string) => void;
@@ -121,7 +127,7 @@ async function execute(
     let applied: string[] = [];
     if (!command.storeless?.(values)) {
       const url = loadDatabaseUrl();
-      store = openStore(url);
+      store = openStore(url, { postgres: { connectMs: CLI_CONNECT_MS } });
       // A database that cannot be opened or migrated is told as the server tells it: naming DATABASE_URL, without its password.
       applied = await store.migrate().catch((err: unknown) => {
         throw err instanceof SchemaTooNewError ? err : new StoreProblem(storeProblem(err, url));

@@ -12,7 +12,7 @@ import {
 import type { Database } from './schema.ts';
 import { SQLITE_BUSY_TIMEOUT_MS, sqliteDialect } from './dialects/sqlite.ts';
 import { listenForNotifications, type NotificationHandlers, type Notifications } from './dialects/postgres-notifications.ts';
-import { NO_POSTGRES_TIMEOUTS, POSTGRES_TIMEOUTS, postgresDialect, type PostgresTimeouts } from './dialects/postgres.ts';
+import { POSTGRES_TIMEOUTS, unlimitedTimeouts, postgresDialect, type PostgresTimeouts } from './dialects/postgres.ts';
 import { AvailabilityListeners, observedDialect, type AvailabilityListener } from './availability.ts';
 import { StoreUnavailableError } from './errors.ts';
 import { withDeadline } from './deadline.ts';
@@ -164,7 +164,8 @@ export function openStore(url: string, options: StoreOptions = {}): Store {
     schema = name;
     const { connectionString, named } = connectionOf(parsed);
     dialect = postgresDialect(connectionString, name, { ...POSTGRES_TIMEOUTS, ...options.postgres }, 10, named).dialect;
-    openUnlimited = () => new Kysely<Database>({ dialect: postgresDialect(connectionString, name, NO_POSTGRES_TIMEOUTS, 2).dialect });
+    const unlimited = unlimitedTimeouts(options.postgres?.connectMs);
+    openUnlimited = () => new Kysely<Database>({ dialect: postgresDialect(connectionString, name, unlimited, 2).dialect });
     caps = { dialect: 'postgres', skipLocked: true, writesOnEventLoop: false, writableCtes: true };
     listen = (handlers) => listenForNotifications(connectionString, name, handlers);
     parsed.password = '';
@@ -190,22 +191,25 @@ export function openStore(url: string, options: StoreOptions = {}): Store {
         if (target !== db) await target.destroy();
       }
     },
-    // In a transaction: answered only when the store can take writes too (SQLite reads have their own connection).
-    ping: (timeoutMs) =>
-      withDeadline(
-        db
-          .transaction()
-          .execute((tx) => sql`select 1`.execute(tx))
-          .then(() => {}),
-        timeoutMs,
-        () => new StoreUnavailableError(`the store did not answer within ${timeoutMs} ms`),
-      ),
+    ping: (timeoutMs) => ping(db, timeoutMs),
     onAvailability: (listener) => listeners.add(listener),
     ...(backup ? { backup } : {}),
     ...(listen ? { listen } : {}),
     readOnlyQuery: readOnly.run,
     close: () => readOnly.close().then(() => db.destroy()),
   };
+}
+
+/** In a transaction: answered only when the store can take writes too (SQLite reads have their own connection). */
+function ping(db: Db, timeoutMs: number): Promise<void> {
+  return withDeadline(
+    db
+      .transaction()
+      .execute((tx) => sql`select 1`.execute(tx))
+      .then(() => {}),
+    timeoutMs,
+    () => new StoreUnavailableError(`the store did not answer within ${timeoutMs} ms`),
+  );
 }
 
 /** The store's Kysely: the outcome of every call told to `listeners`, and each statement sent to `onStatement` when given. */

@@ -103,7 +103,7 @@ for (const dialect of DIALECTS) {
         '--json',
       );
       assert.equal(again.code, 1);
-      assert.equal(again.json.error.kind, 'data/override-not-found');
+      assert.equal(again.json.error.kind, 'data/override-not-found', JSON.stringify(again));
     });
 
     test('an identifier of 255 characters outside the BMP (510 UTF-16 units) is taken, as the API takes it', async () => {

@@ -34,13 +34,13 @@ export interface PostgresTimeouts {
 /** The defaults: a request meets a dead store within 2 s (no connection) or 6 s (a connection that went silent). */
 export const POSTGRES_TIMEOUTS: PostgresTimeouts = { connectMs: 2_000, statementMs: 5_000, idleInTransactionMs: 10_000, queryMs: 6_000 };
 
-/** Without limits: for schema migrations, whose statements (and the lock that serializes them) may take long. */
-export const NO_POSTGRES_TIMEOUTS: PostgresTimeouts = {
-  connectMs: POSTGRES_TIMEOUTS.connectMs,
-  statementMs: 0,
-  idleInTransactionMs: 0,
-  queryMs: 0,
-};
+/**
+ * Without limits but on connecting (`connectMs`, the store's): for schema migrations, whose statements (and the lock
+ * that serializes them) may take long.
+ */
+export function unlimitedTimeouts(connectMs = POSTGRES_TIMEOUTS.connectMs): PostgresTimeouts {
+  return { connectMs, statementMs: 0, idleInTransactionMs: 0, queryMs: 0 };
+}
 
 /**
  * PostgreSQL through `pg`. `schema` is put first on every connection's search_path, so one database
