@@ -13,6 +13,7 @@ import { fmt } from './report.ts';
 import { importKeySet, minutes, type ImportResult } from './scale-import.ts';
 import { newKeySet, type KeySet } from './scale-key-derivation.ts';
 import { figure, type Figure } from './scale-report.ts';
+import { settleStore, walProbe } from './scale-store-state.ts';
 import { analyzeSchema, createApi, createRoles, tableSizes } from './scale-workspace.ts';
 import { startServer } from './server.ts';
 
@@ -51,6 +52,7 @@ const chunkOf = (n: number): number => (n >= 2_000_000 ? 1_000_000 : Math.max(1_
 export async function fill(databaseUrl: string, s: FillSettings): Promise<Filled> {
   console.log(`\n== filling: ${fmt(s.small, 0)} + ${fmt(s.keys, 0)} keys, ${fmt(s.identities, 0)} identities, ${fmt(s.roles, 0)} roles`);
   const server = await startServer(databaseUrl, {});
+  const wal = await walProbe(databaseUrl);
   try {
     const big = { ...(await createApi(server, 'big')), set: newKeySet('big', s.keys) };
     const small = { ...(await createApi(server, 'small')), set: newKeySet('small', s.small) };
@@ -59,7 +61,7 @@ export async function fill(databaseUrl: string, s: FillSettings): Promise<Filled
     const imports: ImportResult[] = [];
     const run = async (label: string, apiId: string, set: KeySet, sampleEvery: number, fields = externalId) => {
       const chunk = chunkOf(set.count);
-      const r = await importKeySet(server, { label, apiId, set, fields, concurrency: s.concurrency, chunk, sampleEvery });
+      const r = await importKeySet(server, { label, apiId, set, fields, concurrency: s.concurrency, chunk, sampleEvery, wal: wal.read });
       console.log(`   ${label}: ${fmt(r.keys, 0)} keys in ${minutes(r.seconds)}, ${fmt(r.keysPerSec, 0)} keys/s`);
       imports.push(r);
       return r;
@@ -77,6 +79,11 @@ export async function fill(databaseUrl: string, s: FillSettings): Promise<Filled
       `   ANALYZE of the schema's tables: ${minutes((performance.now() - started) / 1000)} (PostgreSQL's autovacuum is ${autovacuum})`,
     );
     const tables = await tableSizes(databaseUrl);
+    const settled = await settleStore(databaseUrl);
+    console.log(
+      `   brought to rest (CHECKPOINT, then the kernel's write-back): ${minutes(settled.seconds)}` +
+        (settled.unwrittenMiB === undefined ? '' : `, ${fmt(settled.unwrittenMiB, 0)} MB not yet on disk before`),
+    );
     return {
       rootKey: server.rootKey,
       workspaceId: big.workspaceId,
@@ -92,6 +99,7 @@ export async function fill(databaseUrl: string, s: FillSettings): Promise<Filled
       figures: fillFigures(bigImport, imports[0], tables, s),
     };
   } finally {
+    await wal.close();
     await stopChild(server.child);
   }
 }
@@ -115,7 +123,7 @@ function fillFigures(big: ImportResult, small: ImportResult, tables: Array<{ tab
       note: `chunks of ${chunk} keys`,
     }),
     figure('import-last', 'import by hash, big API: keys/s of the last chunk', last.keysPerSec, 'keys/s', {
-      note: `every chunk: ${big.chunks.map((c) => fmt(c.keysPerSec, 0)).join(', ')}`,
+      note: `every chunk: ${big.chunks.map((c) => fmt(c.keysPerSec, 0)).join(', ')}${walNote(big)}`,
     }),
     figure(
       'import-last-over-first',
@@ -131,4 +139,11 @@ function fillFigures(big: ImportResult, small: ImportResult, tables: Array<{ tab
       note: `${mb(total)} in all; ${top}`,
     }),
   ];
+}
+
+/** PostgreSQL's write-ahead log per key of each chunk and its checkpoints: why the last chunk is slower, if it is. */
+function walNote(big: ImportResult): string {
+  if (big.chunks.some((c) => c.walBytesPerKey === undefined)) return '';
+  const perKey = big.chunks.map((c) => fmt(c.walBytesPerKey!, 0)).join(', ');
+  return `; WAL per key ${perKey} B; checkpoints ${big.chunks.reduce((n, c) => n + c.checkpoints!, 0)}`;
 }

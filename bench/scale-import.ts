@@ -8,6 +8,7 @@ import { keyAt, type KeySet } from './scale-key-derivation.ts';
 import { residentMiB } from './processes.ts';
 import { fmt } from './report.ts';
 import type { Server } from './server.ts';
+import type { WalReading } from './scale-store-state.ts';
 
 /** A migrations.createKeys request holds at most 1,000 items. */
 const BATCH = 1_000;
@@ -23,12 +24,17 @@ export interface ImportSpec {
   chunk: number;
   /** The ids of every `sampleEvery`-th key are kept (ids are the server's, not derived). */
   sampleEvery: number;
+  /** PostgreSQL's write-ahead log and checkpoints, read at every chunk's end. */
+  wal?: () => Promise<WalReading>;
 }
 
 export interface ChunkRate {
   /** Keys imported at the end of the chunk. */
   upTo: number;
   keysPerSec: number;
+  /** Write-ahead log per key of the chunk, and checkpoints during it (with `wal`). */
+  walBytesPerKey?: number;
+  checkpoints?: number;
 }
 
 export interface ImportResult {
@@ -53,20 +59,33 @@ export async function importKeySet(server: Server, spec: ImportSpec): Promise<Im
   let chunkStarted = started;
   let next = 0;
   let done = 0;
+  let wal = await spec.wal?.();
   const report = async () => {
     while (done >= (chunks.length + 1) * spec.chunk || (done === set.count && chunks.at(-1)?.upTo !== done)) {
       const upTo = Math.min((chunks.length + 1) * spec.chunk, set.count);
       const now = performance.now();
       const size = upTo - (chunks.at(-1)?.upTo ?? 0);
-      chunks.push({ upTo, keysPerSec: size / ((now - chunkStarted) / 1000) });
+      // Recorded before anything is awaited: the other workers call report() too.
+      const chunk: ChunkRate = { upTo, keysPerSec: size / ((now - chunkStarted) / 1000) };
+      chunks.push(chunk);
       chunkStarted = now;
+      Object.assign(chunk, await walOf(size));
       const elapsed = (now - started) / 1000;
       const overall = upTo / elapsed;
+      const walNote =
+        chunk.walBytesPerKey === undefined ? '' : `; WAL ${fmt(chunk.walBytesPerKey, 0)} B/key, ${chunk.checkpoints} checkpoints`;
       console.log(
-        `   ${spec.label}: ${fmt(upTo, 0)} of ${fmt(set.count, 0)} keys, ${fmt(chunks.at(-1)!.keysPerSec, 0)} keys/s over the last ${fmt(size, 0)} ` +
-          `(${fmt(overall, 0)} overall), ${minutes(elapsed)}, about ${minutes((set.count - upTo) / overall)} left; server RSS ${fmt((await residentMiB(server.child.pid)) ?? Number.NaN, 0)} MB`,
+        `   ${spec.label}: ${fmt(upTo, 0)} of ${fmt(set.count, 0)} keys, ${fmt(chunk.keysPerSec, 0)} keys/s over the last ${fmt(size, 0)} ` +
+          `(${fmt(overall, 0)} overall), ${minutes(elapsed)}, about ${minutes((set.count - upTo) / overall)} left; server RSS ${fmt((await residentMiB(server.child.pid)) ?? Number.NaN, 0)} MB${walNote}`,
       );
     }
+  };
+  const walOf = async (keys: number): Promise<Pick<ChunkRate, 'walBytesPerKey' | 'checkpoints'>> => {
+    const now = await spec.wal?.();
+    if (!now || !wal) return {};
+    const since = wal;
+    wal = now;
+    return { walBytesPerKey: (now.bytes - since.bytes) / keys, checkpoints: now.checkpoints - since.checkpoints };
   };
   const worker = async () => {
     while (next < set.count) {

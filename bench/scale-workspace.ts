@@ -57,7 +57,7 @@ export async function dashboardCookie(server: Server, databaseUrl: string, works
 }
 
 /** A client of the store's database (without the `schema` parameter, which pg does not know) and the schema's name. */
-async function connectTo(databaseUrl: string): Promise<{ client: pg.Client; schema: string }> {
+export async function connectTo(databaseUrl: string): Promise<{ client: pg.Client; schema: string }> {
   const url = new URL(databaseUrl);
   const schema = url.searchParams.get('schema') ?? 'public';
   url.searchParams.delete('schema');

@@ -13,8 +13,10 @@
 //      10,000,000) imported by hash through POST /v1/migrations.createKeys on the real server (src/main.ts), every key
 //      with an externalId of `--identities` (the import creates the identities and one audit record per key), and
 //      `--roles` roles through permissions.createRole: nothing is written straight into the store. The big API's import
-//      rate is printed per million keys (per tenth below 2,000,000) as it goes; target: the last ≥ 0.8× the first.
-//      Then ANALYZE of the schema's tables (this machine's PostgreSQL runs without autovacuum) and their size on disk;
+//      rate is printed per million keys (per tenth below 2,000,000) as it goes, with PostgreSQL's write-ahead log per
+//      key and its checkpoints (bench/scale-store-state.ts); target: the last ≥ 0.8× the first. Then ANALYZE of the
+//      schema's tables (this machine's PostgreSQL runs without autovacuum), their size on disk, and the store brought
+//      to rest (a CHECKPOINT, then the kernel's write-back of the import waited for) before anything is measured;
 //   2. one restarted server (bench/scale-single-node.ts): cold start to the first VALID verification of a big-API key
 //      (≤ 2 s), RSS after start (≤ 250 MB); cache misses, `--sample` distinct keys of each API verified once: req/s
 //      and server CPU per request of the big API against the small one (≥ 0.80×), p99 (≤ 10 ms); then random big-API
