@@ -8,7 +8,8 @@
 //     over `warmup` other big-API keys, `sample` distinct keys of the small API, then as many distinct keys of the
 //     big API, each verified once, so that every request is a miss (the key cache's counters from /metrics are
 //     printed beside each pass); req/s, p50/p99, the server's CPU per request and, for the record, the CPU of every
-//     postgres process of the machine per request (/proc; other work on PostgreSQL counts too);
+//     postgres process of the machine per request (/proc; other work on PostgreSQL counts too) and what the kernel
+//     read from disk per request (/proc/vmstat: a key whose pages are not in the page cache waits for the disk);
 //   - verifications of big-API keys drawn at random (with repeats, through the default key cache) until the server
 //     has answered `random` verifications in all (the passes above count; `randomConnections` connections, for
 //     throughput: this pass is long), and the server's RSS after them.
@@ -47,7 +48,7 @@ export interface SingleNodeResult {
   figures: Figure[];
   /** The restarted server, still running. */
   server: Server;
-  passes: Array<Pass & { postgresCpuUsPerRequest: number }>;
+  passes: Array<Pass & { postgresCpuUsPerRequest: number; diskReadKiBPerRequest: number }>;
   coldStartSeconds: number[];
 }
 
@@ -65,6 +66,12 @@ async function postgresCpuSeconds(): Promise<number> {
   return total;
 }
 
+/** KiB the kernel has read from block devices since boot (/proc/vmstat pgpgin: every process's, the page cache's misses); NaN off Linux. */
+async function diskReadKiB(): Promise<number> {
+  const text = await readFile('/proc/vmstat', 'utf8').catch(() => '');
+  return Number(/^pgpgin (\d+)$/m.exec(text)?.[1] ?? Number.NaN);
+}
+
 async function keysFile(dir: string, name: string, set: KeySet, indexes: number[]): Promise<string> {
   const path = join(dir, name);
   await writeFile(path, `${indexes.map((i) => keyAt(set, i)).join('\n')}\n`);
@@ -73,11 +80,16 @@ async function keysFile(dir: string, name: string, set: KeySet, indexes: number[
 
 /** One verification pass over the keys of `file`, every answer VALID, with the CPU of the postgres processes over it. */
 async function verifyPass(server: Server, label: string, apiId: string, file: string, amount: number, connections: number) {
-  const pgBefore = await postgresCpuSeconds();
+  const [pgBefore, readBefore] = [await postgresCpuSeconds(), await diskReadKiB()];
   const p = await pass(label, server, { method: 'POST', path: VERIFY_PATH, connections, apiId, amount, keysFile: file, expect: VALID });
   const postgresCpuUsPerRequest = ((await postgresCpuSeconds()) - pgBefore) * (1e6 / p.requests);
-  console.log(`   ${''.padEnd(44)} PostgreSQL CPU ${fmt(postgresCpuUsPerRequest, 0)} µs/req (every postgres process of the machine)`);
-  return { ...p, postgresCpuUsPerRequest };
+  // A miss whose key's pages are not in the page cache waits for the disk: what bounds a working set larger than memory.
+  const diskReadKiBPerRequest = ((await diskReadKiB()) - readBefore) / p.requests;
+  console.log(
+    `   ${''.padEnd(44)} PostgreSQL CPU ${fmt(postgresCpuUsPerRequest, 0)} µs/req (every postgres process of the machine), ` +
+      `read from disk ${fmt(diskReadKiBPerRequest, 1)} KiB/req`,
+  );
+  return { ...p, postgresCpuUsPerRequest, diskReadKiBPerRequest };
 }
 
 async function coldStarts(input: SingleNodeInput): Promise<number[]> {
@@ -112,9 +124,10 @@ async function missPasses(server: Server, input: SingleNodeInput) {
   return { small: s, big: b, n, done: warm.length + 2 * n };
 }
 
-function missFigures(s: Pass & { postgresCpuUsPerRequest: number }, b: typeof s, n: number): Figure[] {
+function missFigures(s: Pass & { postgresCpuUsPerRequest: number; diskReadKiBPerRequest: number }, b: typeof s, n: number): Figure[] {
   const cpuRatio = s.serverCpuUsPerRequest! / b.serverCpuUsPerRequest!;
-  const p = (x: Pass) => `p50 ${x.latencyP50Ms} ms, p99 ${x.latencyP99Ms} ms; ${fmt(n, 0)} keys`;
+  const p = (x: typeof s) =>
+    `p50 ${x.latencyP50Ms} ms, p99 ${x.latencyP99Ms} ms; ${fmt(n, 0)} keys; read from disk ${fmt(x.diskReadKiBPerRequest, 1)} KiB/req`;
   return [
     figure('miss-rate-small', 'cache misses, small API: verifications/s', s.requestsPerSec, 'req/s', { note: p(s) }),
     figure('miss-rate-big', 'cache misses, big API: verifications/s', b.requestsPerSec, 'req/s', { note: p(b) }),
