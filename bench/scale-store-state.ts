@@ -1,7 +1,7 @@
 // What PostgreSQL's own state does to `npm run bench:scale` (bench/scale.ts), read straight from the server: the
-// write-ahead log written and the checkpoints taken during the import (what slows it as its indexes outgrow memory),
-// and a store brought to rest after it (the measurements that follow must not share the disk with the import's
-// write-back).
+// write-ahead log written and the checkpoints taken during the import (they grow per key as its indexes grow; on
+// this machine they were measured not to be what slows it: docs/performance.md, "Scale"), and a store brought to
+// rest after it (the measurements that follow must not share the disk with the import's write-back).
 
 import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -47,9 +47,9 @@ async function unwrittenBytes(): Promise<number | undefined> {
 
 /**
  * Brings the store to rest after the import: a CHECKPOINT (PostgreSQL writes its dirty buffers), then a wait, at most
- * `maxMs`, until the kernel holds under 64 MB not yet written to disk. Without it, the first measurements ran while
- * gigabytes of the import were still being written back (at 10,000,000 keys the big API's cache misses ran at half
- * the rate of the random verifications that followed them). Returns what was waited for.
+ * `maxMs`, until the kernel holds under 64 MB not yet written to disk. Without it, the first measurements would share
+ * the disk with the import's write-back (825 MB to 1.4 GB of it at the end of a 4,000,000- or 10,000,000-key import).
+ * Returns what was waited for.
  */
 export async function settleStore(databaseUrl: string, maxMs = 600_000): Promise<{ seconds: number; unwrittenMiB?: number }> {
   const started = performance.now();
