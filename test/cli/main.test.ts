@@ -1,7 +1,6 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { type AddressInfo, connect, createServer } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,7 +10,7 @@ import { runCli } from '../helpers/cli.ts';
 import type { CliAnswer, Loose } from '../helpers/json.ts';
 import { count } from '../helpers/rows.ts';
 import { REPO_ROOT } from '../helpers/repo.ts';
-import { viaPort } from '../helpers/outages.ts';
+import { TcpProxy, viaPort } from '../helpers/outages.ts';
 import { buildApp } from '../../src/app.ts';
 import { openStore, type Store } from '../../src/store/store.ts';
 import type { App } from '../../src/http/types.ts';
@@ -422,33 +421,16 @@ describe('the CLI on a busy PostgreSQL', { skip: !DIALECTS.includes('postgres') 
   test('a connection that takes 3 s to be answered is waited for (the server would give up after 2 s)', async () => {
     const { url, close } = await freshStore('postgres');
     const upstream = new URL(url);
-    // Every connection is held 3 s before it is forwarded: a database too busy to accept promptly.
-    const slow = createServer((client) => {
-      client.on('error', () => {});
-      const timer = setTimeout(() => {
-        const server = connect(Number(upstream.port || 5432), upstream.hostname);
-        server.on('error', () => client.destroy());
-        client.on('close', () => server.destroy());
-        client.pipe(server).pipe(client);
-      }, 3_000);
-      client.on('close', () => clearTimeout(timer));
-    });
-    await new Promise<void>((resolve) => slow.listen(0, '127.0.0.1', resolve));
+    const slow = await TcpProxy.start(upstream.hostname, Number(upstream.port || 5432));
+    slow.slow(3_000);
     try {
       const started = Date.now();
-      const r = await cli<WorkspaceLine>(
-        viaPort(url, (slow.address() as AddressInfo).port),
-        'workspaces',
-        'create',
-        '--name',
-        'x',
-        '--json',
-      );
+      const r = await cli<WorkspaceLine>(viaPort(url, slow.port), 'workspaces', 'create', '--name', 'x', '--json');
       assert.equal(r.code, 0, JSON.stringify(r));
       assert.match(r.json.workspaceId, /^ws_/);
       assert.ok(Date.now() - started >= 3_000, 'the connection was held');
     } finally {
-      await new Promise<void>((resolve) => slow.close(() => resolve()));
+      await slow.close();
       await close();
     }
   });

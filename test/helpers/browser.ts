@@ -8,6 +8,7 @@ import { chromium, type Browser, type BrowserContext, type Page } from 'playwrig
 import { JobQueue } from '../../src/jobs/job-queue.ts';
 import { Worker } from '../../src/jobs/worker.ts';
 import { WORKER_TASKS } from '../../src/services/migrations/migration-import-task.ts';
+import { withDeadline } from '../../src/store/deadline.ts';
 import { createSignInLink, type Audience } from '../../src/services/dashboard/sessions.ts';
 import { OPERATOR, world, type World, type WorldOptions } from './harness.ts';
 import { REPO_ROOT } from './repo.ts';
@@ -56,13 +57,13 @@ const CLOSE_MS = 10_000;
  */
 export async function closeBrowser(browser: Browser | undefined): Promise<void> {
   if (!browser) return;
-  let timer: NodeJS.Timeout | undefined;
-  const gaveUp = new Promise<boolean>((resolve) => {
-    timer = setTimeout(() => resolve(false), CLOSE_MS);
-  });
-  const closed = await Promise.race([browser.close().then(() => true), gaveUp]);
-  clearTimeout(timer);
-  if (closed) return;
+  const gaveUp = new Error(`the browser did not close within ${CLOSE_MS} ms`);
+  try {
+    await withDeadline(browser.close(), CLOSE_MS, () => gaveUp);
+    return;
+  } catch (err) {
+    if (err !== gaveUp) throw err;
+  }
   for (const pid of chromiumChildren()) {
     try {
       process.kill(pid, 'SIGKILL');

@@ -26,7 +26,8 @@ import { freePort, reapOnExit } from './processes.ts';
  * - `cut()`: every open connection is reset, and new ones are accepted but never answered (a network that went
  *   dark: connecting times out rather than being refused);
  * - `freeze()`: open connections stay open but nothing passes any more (a server that stopped answering);
- * - `restore()`: what is held or frozen is reset, and new connections are forwarded again.
+ * - `restore()`: what is held or frozen is reset, and new connections are forwarded again;
+ * - `slow(ms)`: new connections are forwarded only after `ms` (a server too busy to accept promptly).
  */
 export class TcpProxy {
   readonly port: number;
@@ -34,6 +35,7 @@ export class TcpProxy {
   readonly #open = new Set<{ client: Socket; upstream: Socket }>();
   readonly #held = new Set<Socket>();
   #mode: 'forward' | 'dark' = 'forward';
+  #acceptAfterMs = 0;
 
   private constructor(server: Server, port: number) {
     this.#server = server;
@@ -58,6 +60,23 @@ export class TcpProxy {
       client.on('close', () => this.#held.delete(client));
       return;
     }
+    if (this.#acceptAfterMs > 0) {
+      // Held meanwhile: cut(), restore() and close() treat it as any held connection.
+      this.#held.add(client);
+      const timer = setTimeout(() => {
+        this.#held.delete(client);
+        this.#forward(client, host, port);
+      }, this.#acceptAfterMs);
+      client.on('close', () => {
+        clearTimeout(timer);
+        this.#held.delete(client);
+      });
+      return;
+    }
+    this.#forward(client, host, port);
+  }
+
+  #forward(client: Socket, host: string, port: number): void {
     const upstream = connect(port, host);
     upstream.on('error', () => client.destroy());
     const pair = { client, upstream };
@@ -79,6 +98,10 @@ export class TcpProxy {
       client.resetAndDestroy();
       upstream.destroy();
     }
+  }
+
+  slow(ms: number): void {
+    this.#acceptAfterMs = ms;
   }
 
   freeze(): void {
