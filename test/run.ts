@@ -52,7 +52,7 @@ const slowFirst = (a: string, b: string): number => {
   const [ia, ib] = [SLOW_FILES.indexOf(a), SLOW_FILES.indexOf(b)].map((i) => (i < 0 ? SLOW_FILES.length : i));
   return ia - ib || (a < b ? -1 : a > b ? 1 : 0);
 };
-/** A test's own limit (as `--test-timeout`): a hung test fails instead of holding the run. */
+/** A test's own limit (as `--test-timeout`; its hooks' too): a hung test fails instead of holding the run. */
 const TEST_TIMEOUT_MS = 120_000;
 
 /** The groups to run: all test files, or `argv`'s, with KEYHOLD_TEST_CONCURRENCY's bounds. */
@@ -173,7 +173,10 @@ async function main(): Promise<void> {
   reported.pipe(process.stdout, { end: false });
   const runGroup = async (group: Group) => {
     const groupStarted = performance.now();
-    for await (const event of run({ files: group.files, concurrency: group.concurrency, timeout: TEST_TIMEOUT_MS })) {
+    // forceExit: a file's process ends once its tests have, even with a handle left open (a chromium whose close
+    // timed out, a server a failed `before` never returned): such a process otherwise held the run for ever.
+    const options = { files: group.files, concurrency: group.concurrency, timeout: TEST_TIMEOUT_MS, forceExit: true };
+    for await (const event of run(options)) {
       if (tally.take(event as TestEvent, group)) for (const e of together.take(event as TestEvent)) events.write(e);
     }
     tally.groups.push({ group, ms: performance.now() - groupStarted });

@@ -239,8 +239,9 @@ async function migrateToLatest(db: Db, schema: string | undefined): Promise<stri
     ...(schema ? { migrationTableSchema: schema } : {}),
   });
   // Kysely's introspection looks at every schema and table of the database; one dropped meanwhile (another
-  // process' test schema) fails it with invalid_schema_name or undefined_table. That is transient: try again.
-  const TRANSIENT = new Set(['3F000', '42P01']);
+  // process' test schema) fails it with invalid_schema_name, undefined_table, undefined_column (a sequence looked
+  // up for a column just dropped) or an internal "cache lookup failed". That is transient: try again.
+  const TRANSIENT = new Set(['3F000', '42P01', '42703', 'XX000']);
   let result: MigrationResultSet;
   for (let attempt = 1; ; attempt++) {
     result = await migrator.migrateToLatest();

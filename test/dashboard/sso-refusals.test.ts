@@ -2,7 +2,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Browser, Page } from 'playwright-core';
 import { DIALECTS } from '../helpers/harness.ts';
-import { checkPage, dashboardWorld, launchBrowser, loopbackContext, type DashboardWorld, closeBrowser } from '../helpers/browser.ts';
+import { checkPage, dashboardWorld, startWithBrowser, loopbackContext, type DashboardWorld, closeBrowser } from '../helpers/browser.ts';
 import { freePort, loopbackProvider, providerLogin, ssoSettings, type LoopbackProvider, type Tamper } from '../helpers/oidc-provider.ts';
 import { count } from '../helpers/rows.ts';
 
@@ -23,11 +23,11 @@ for (const dialect of DIALECTS) {
       await idp.start(`${publicUrl}/dashboard/oidc/callback`);
       // A second server whose provider is down: nothing listens at its issuer.
       const nowhere = `http://127.0.0.1:${await freePort()}`;
-      [w, down, browser] = await Promise.all([
+      const worlds = Promise.all([
         dashboardWorld(dialect, { app: { publicUrl, oidc: ssoSettings(idp.issuer, [OPERATOR_EMAIL]) } }, port),
         dashboardWorld(dialect, { app: { oidc: ssoSettings(nowhere, [OPERATOR_EMAIL]) } }),
-        launchBrowser(),
       ]);
+      [[w, down], browser] = await startWithBrowser(worlds, (both) => Promise.all(both.map((s) => s.close())));
     });
     after(async () => {
       await closeBrowser(browser);

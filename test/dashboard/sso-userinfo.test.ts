@@ -2,7 +2,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Browser, Page } from 'playwright-core';
 import { DIALECTS } from '../helpers/harness.ts';
-import { dashboardWorld, launchBrowser, type DashboardWorld, closeBrowser } from '../helpers/browser.ts';
+import { dashboardWorld, startWithBrowser, type DashboardWorld, closeBrowser } from '../helpers/browser.ts';
 import { freePort, loopbackProvider, providerLogin, ssoSettings, type ClaimsIn, type LoopbackProvider } from '../helpers/oidc-provider.ts';
 import { count } from '../helpers/rows.ts';
 
@@ -25,7 +25,7 @@ for (const dialect of DIALECTS) {
         const publicUrl = `http://127.0.0.1:${port}`;
         await idp.start(`${publicUrl}/dashboard/oidc/callback`);
         const oidc = { ...ssoSettings(idp.issuer, [OPERATOR_EMAIL]), scopes: 'openid email profile groups' };
-        [w, browser] = await Promise.all([dashboardWorld(dialect, { app: { publicUrl, oidc } }, port), launchBrowser()]);
+        [w, browser] = await startWithBrowser(dashboardWorld(dialect, { app: { publicUrl, oidc } }, port), (s) => s.close());
       });
       after(async () => {
         await closeBrowser(browser);

@@ -2,7 +2,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Browser, Page } from 'playwright-core';
 import { DIALECTS } from '../helpers/harness.ts';
-import { checkPage, dashboardWorld, launchBrowser, loopbackContext, type DashboardWorld, closeBrowser } from '../helpers/browser.ts';
+import { checkPage, dashboardWorld, startWithBrowser, loopbackContext, type DashboardWorld, closeBrowser } from '../helpers/browser.ts';
 import { freePort, loopbackProvider, providerLogin, ssoSettings, type LoopbackProvider } from '../helpers/oidc-provider.ts';
 import { count } from '../helpers/rows.ts';
 
@@ -21,10 +21,10 @@ for (const dialect of DIALECTS) {
       const port = await freePort();
       const publicUrl = `http://127.0.0.1:${port}`;
       await idp.start(`${publicUrl}/dashboard/oidc/callback`);
-      [w, browser] = await Promise.all([
+      [w, browser] = await startWithBrowser(
         dashboardWorld(dialect, { app: { publicUrl, oidc: ssoSettings(idp.issuer, [OPERATOR_EMAIL]) } }, port),
-        launchBrowser(),
-      ]);
+        (s) => s.close(),
+      );
     });
     after(async () => {
       await closeBrowser(browser);

@@ -47,6 +47,19 @@ export async function launchBrowser(): Promise<Browser> {
   });
 }
 
+/**
+ * `start` and a browser, launched together. When either fails, the other is closed before the failure is rethrown:
+ * a suite's `after` closes only what its `before` assigned, and a browser or a server left open holds the test
+ * file's process.
+ */
+export async function startWithBrowser<T>(start: Promise<T>, close: (started: T) => Promise<unknown>): Promise<[T, Browser]> {
+  const [started, browser] = await Promise.allSettled([start, launchBrowser()]);
+  if (started.status === 'fulfilled' && browser.status === 'fulfilled') return [started.value, browser.value];
+  if (browser.status === 'fulfilled') await closeBrowser(browser.value);
+  if (started.status === 'fulfilled') await close(started.value);
+  throw started.status === 'rejected' ? started.reason : (browser as PromiseRejectedResult).reason;
+}
+
 /** How long a browser gets to close before its processes are killed. */
 const CLOSE_MS = 10_000;
 
@@ -200,7 +213,7 @@ export function dashboardSuite(dialect: 'sqlite' | 'postgres', options: WorldOpt
   let world: DashboardWorld | undefined;
   let browser: Browser | undefined;
   before(async () => {
-    [world, browser] = await Promise.all([dashboardWorld(dialect, options), launchBrowser()]);
+    [world, browser] = await startWithBrowser(dashboardWorld(dialect, options), (w) => w.close());
   });
   after(async () => {
     await closeBrowser(browser);
