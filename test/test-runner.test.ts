@@ -55,7 +55,10 @@ describe('npm test (test/run.ts)', () => {
       writeFileSync(join(dir, 'passes.test.ts'), "import { test } from 'node:test';\ntest('passes', () => {});\ntest('also', () => {});\n");
       writeFileSync(join(dir, 'fails.test.ts'), "import { test } from 'node:test';\ntest('fails', () => { throw new Error('no'); });\n");
       // A file whose test passes and leaves a handle open (as a browser that never closed): its process still ends.
-      writeFileSync(join(dir, 'open.test.ts'), "import { test } from 'node:test';\ntest('leaves a timer', () => { setInterval(() => {}, 1000); });\n");
+      writeFileSync(
+        join(dir, 'open.test.ts'),
+        "import { test } from 'node:test';\ntest('leaves a timer', () => { setInterval(() => {}, 1000); });\n",
+      );
       answer = await new Promise((resolve) =>
         execFile(
           process.execPath,
