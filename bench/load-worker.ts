@@ -15,7 +15,7 @@ process.on('message', (opts: Record<string, unknown>) => {
       process.send!({
         result: {
           requests: { average: r.requests.average, total: r.requests.total },
-          latency: { p50: r.latency.p50, p99: r.latency.p99, mean: r.latency.mean },
+          latency: { p50: r.latency.p50, p99: r.latency.p99, p99_9: r.latency.p99_9, max: r.latency.max, mean: r.latency.mean },
           non2xx: r.non2xx,
           ok2xx: r['2xx'],
           durationSeconds: r.duration,

@@ -187,7 +187,7 @@ export function answeredBy(server: Server, load: Load): Promise<AnsweredBy | und
 export interface AutocannonJson {
   /** `average`: per second (per 100 ms sample with `amount`, see autocannon()). */
   requests: { average: number; total: number };
-  latency: { p50: number; p99: number; mean: number };
+  latency: { p50: number; p99: number; p99_9: number; max: number; mean: number };
   non2xx: number;
   /** Responses with a 2xx status. */
   ok2xx: number;

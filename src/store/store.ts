@@ -85,7 +85,19 @@ export interface Store {
   listen?(handlers: NotificationHandlers): Notifications;
   /** Runs one user-written SELECT (analytics queries) read-only, under a deadline, apart from the server's own work. */
   readOnlyQuery: ReadOnlyQuery;
+  /**
+   * SQLite on a file only: for another connection to the file to write beside the store's own (the analytics
+   * writer thread). `run(fn)` runs `fn` while the store's writer holds no lock, its transactions waiting meanwhile.
+   */
+  writeAside?: WriteAside;
   close(): Promise<void>;
+}
+
+/** See Store.writeAside. */
+export interface WriteAside {
+  path: string;
+  busyTimeoutMs: number;
+  run<T>(fn: () => Promise<T>): Promise<T>;
 }
 
 /** How long the store may take before a call fails as unavailable; the defaults suit a server. */
@@ -157,6 +169,7 @@ export function openStore(url: string, options: StoreOptions = {}): Store {
   let schema: string | undefined;
   let backup: Store['backup'];
   let listen: Store['listen'];
+  let writeAside: WriteAside | undefined;
   if (/^postgres(ql)?:\/\//.test(url)) {
     const parsed = new URL(url);
     const name = parsed.searchParams.get('schema') ?? 'public';
@@ -172,7 +185,10 @@ export function openStore(url: string, options: StoreOptions = {}): Store {
     describe = `${parsed.toString()} (schema ${schema})`;
   } else {
     const path = url.replace(/^sqlite:/, '');
-    dialect = sqliteDialect(path, options.sqliteBusyTimeoutMs ?? SQLITE_BUSY_TIMEOUT_MS);
+    const busyTimeoutMs = options.sqliteBusyTimeoutMs ?? SQLITE_BUSY_TIMEOUT_MS;
+    const sqlite = sqliteDialect(path, busyTimeoutMs);
+    dialect = sqlite;
+    if (path !== ':memory:') writeAside = { path, busyTimeoutMs, run: (fn) => sqlite.aside(fn) };
     caps = { dialect: 'sqlite', skipLocked: false, writesOnEventLoop: true, writableCtes: false };
     describe = `sqlite:${path}`;
     backup = (targetPath, pace) => backupSqliteFile(path, targetPath, pace);
@@ -195,6 +211,7 @@ export function openStore(url: string, options: StoreOptions = {}): Store {
     onAvailability: (listener) => listeners.add(listener),
     ...(backup ? { backup } : {}),
     ...(listen ? { listen } : {}),
+    ...(writeAside ? { writeAside } : {}),
     readOnlyQuery: readOnly.run,
     close: () => readOnly.close().then(() => db.destroy()),
   };

@@ -1,7 +1,6 @@
 import { PostgresAdapter, sql } from 'kysely';
 import { IN_LIST_CHUNK, type Db } from '../../store/store.ts';
 import { readTags } from './rollups.ts';
-import { HOUR_MS } from '../verification/verification-recorder.ts';
 
 // Reads of the per-hour roll-up of verifications (`analytics_key_verifications_per_hour`). The SQL only filters and sums hourly rows (the same statement on
 // every dialect); days and months are folded from hours here, in UTC.
@@ -14,6 +13,7 @@ import { HOUR_MS } from '../verification/verification-recorder.ts';
 export type Granularity = 'hour' | 'day' | 'month';
 export type Grouping = Granularity | 'key' | 'identity' | 'tag' | 'tags';
 
+export const HOUR_MS = 3_600_000;
 export const DAY_MS = 24 * HOUR_MS;
 /** Most buckets one time-grouped series may span (10 000 hours is about 14 months). */
 export const MAX_BUCKETS = 10_000;

@@ -154,6 +154,7 @@ function startRecorders(
   const common = { dialect: caps.dialect, enabled: opts.analytics?.enabled ?? true, region: opts.analytics?.region };
   const recorder = new VerificationRecorder(db, {
     ...common,
+    aside: store.writeAside,
     capacity: capacities.verifications,
     onError: warnUnlessOutage('analytics flush failed; events kept for the next flush'),
   });

@@ -77,6 +77,21 @@ export class GroupCommitWriter {
     }
   }
 
+  /**
+   * Runs `fn` holding the writer's turn, with no batch open: this connection holds no lock meanwhile, so another
+   * connection to the file (the analytics writer thread) writes without contending for it, while this one's
+   * transactions wait their turn as they would behind a transaction of their own (not on the event loop).
+   */
+  async aside<T>(fn: () => Promise<T>): Promise<T> {
+    await this.takeTurn();
+    try {
+      this.commitBatch();
+      return await fn();
+    } finally {
+      this.giveTurn();
+    }
+  }
+
   /** Starts a transaction (the turn is held): a savepoint in the open batch, or in a new one. */
   async begin(): Promise<void> {
     if (this.#batch && !this.connection.inTransaction) this.commitBatch(); // lost: tell its transactions

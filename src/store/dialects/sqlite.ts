@@ -39,14 +39,24 @@ const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
  * timers until `busyTimeoutMs` has passed; then it fails with SQLITE_BUSY, which is answered as 503
  * `store/unavailable` (see isStoreUnavailable).
  */
-export function sqliteDialect(path: string, busyTimeoutMs = SQLITE_BUSY_TIMEOUT_MS): Dialect {
+export function sqliteDialect(path: string, busyTimeoutMs = SQLITE_BUSY_TIMEOUT_MS, companion = false): SqliteDialect {
+  let driver: NodeSqliteDriver | undefined;
   return {
     createAdapter: () => new SqliteAdapter(),
-    createDriver: () => new NodeSqliteDriver(path, busyTimeoutMs),
+    createDriver: () => {
+      driver = new NodeSqliteDriver(path, busyTimeoutMs, companion);
+      return driver;
+    },
+    aside: (fn) => driver?.aside(fn) ?? fn(),
     // biome-ignore lint/suspicious/noExplicitAny: Kysely's introspector takes a database of any schema
     createIntrospector: (db: Kysely<any>) => new SqliteIntrospector(db),
     createQueryCompiler: () => new SqliteQueryCompiler(),
   };
+}
+
+/** The dialect, and a way to write beside the store's writer (GroupCommitWriter.aside) once it has been opened. */
+export interface SqliteDialect extends Dialect {
+  aside<T>(fn: () => Promise<T>): Promise<T>;
 }
 
 class NodeSqliteDriver implements Driver {
@@ -57,10 +67,17 @@ class NodeSqliteDriver implements Driver {
   readonly #idle: Lease[] = [];
   readonly #path: string;
   readonly #busyTimeoutMs: number;
+  /** A second writer of a file a store of this process has open (the analytics writer thread): no reader, no checkpoints of its own. */
+  readonly #companion: boolean;
 
-  constructor(path: string, busyTimeoutMs: number) {
+  constructor(path: string, busyTimeoutMs: number, companion: boolean) {
     this.#path = path;
     this.#busyTimeoutMs = busyTimeoutMs;
+    this.#companion = companion;
+  }
+
+  aside<T>(fn: () => Promise<T>): Promise<T> {
+    return this.#writer ? this.#writer.aside(fn) : fn();
   }
 
   async init(): Promise<void> {
@@ -80,7 +97,9 @@ class NodeSqliteDriver implements Driver {
       throw err;
     }
     this.#writer = new GroupCommitWriter(new SqliteConnection(db, this.#busyTimeoutMs), this.#busyTimeoutMs);
-    if (this.#path !== ':memory:') {
+    // The store's checkpointer checkpoints the whole log, this connection's commits included.
+    if (this.#companion) db.exec('PRAGMA wal_autocheckpoint = 0;');
+    else if (this.#path !== ':memory:') {
       // Checkpoints run in a worker thread, not on the commit that fills the log (sqlite-checkpoints.ts).
       db.exec('PRAGMA wal_autocheckpoint = 0;');
       // A log the checkpointer has started over is cut back to this size (sqlite-checkpointer.ts bounds its growth).

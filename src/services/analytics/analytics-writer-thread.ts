@@ -1,0 +1,90 @@
+import { Worker } from 'node:worker_threads';
+import type { WriteAside } from '../../store/store.ts';
+import type { VerificationEvent } from '../verification/verification-recorder.ts';
+import { packVerifications, transferList } from './packed-verifications.ts';
+
+/** The writer thread's young generation (V8's semi-spaces and their reserve), MB. */
+const YOUNG_GENERATION_MB = 4;
+
+type Answer = { ok: true } | { ok: false; message: string; errcode?: number };
+
+/** A write of the analytics writer thread that failed: the store's error, as isStoreUnavailable reads it. */
+export class AnalyticsWriteError extends Error {
+  readonly errcode: number | undefined;
+  constructor(message: string, errcode: number | undefined) {
+    super(message);
+    this.errcode = errcode;
+  }
+}
+
+/**
+ * SQLite on a file: the recorder's batches written by a worker thread (analytics-writer-worker.ts) on a connection
+ * of its own, instead of by the thread that answers verifications (a raw row, its roll-ups and SQLite's work on
+ * them were about a fifth of a cached verification's CPU). Each batch is written while the store's own writer
+ * holds no lock (`aside`): the store's transactions wait their turn meanwhile, as they would behind a transaction
+ * of this process, and the thread never waits for SQLite's lock. The worker starts on the first batch and is
+ * started again after it failed.
+ */
+export class AnalyticsWriterThread {
+  readonly #aside: WriteAside;
+  readonly #region: string;
+  #worker: Worker | undefined;
+
+  constructor(aside: WriteAside, region: string) {
+    this.#aside = aside;
+    this.#region = region;
+  }
+
+  /** Writes `batch` in one transaction; rejects (having written nothing) when the store or the thread fails. */
+  write(batch: readonly VerificationEvent[]): Promise<void> {
+    const packed = packVerifications(batch);
+    return this.#aside.run(() => this.#send(packed));
+  }
+
+  async close(): Promise<void> {
+    const worker = this.#worker;
+    this.#worker = undefined;
+    await worker?.terminate();
+  }
+
+  #send(packed: ReturnType<typeof packVerifications>): Promise<void> {
+    const worker = this.#started();
+    return new Promise((resolve, reject) => {
+      const settle = (err?: Error) => {
+        worker.off('message', onMessage).off('error', onError).off('exit', onExit);
+        worker.unref(); // idle, it keeps no process alive
+        if (err) reject(err);
+        else resolve();
+      };
+      const onMessage = (answer: Answer) => settle(answer.ok ? undefined : new AnalyticsWriteError(answer.message, answer.errcode));
+      const onError = (err: Error) => {
+        this.#forget(worker);
+        settle(err);
+      };
+      const onExit = () => {
+        this.#forget(worker);
+        settle(new Error('the analytics writer thread ended without an answer'));
+      };
+      worker.on('message', onMessage).on('error', onError).on('exit', onExit);
+      worker.ref(); // a write under way keeps the process alive until it is answered
+      worker.postMessage({ batch: packed }, transferList(packed));
+    });
+  }
+
+  #started(): Worker {
+    if (!this.#worker) {
+      const { path, busyTimeoutMs } = this.#aside;
+      this.#worker = new Worker(new URL('./analytics-writer-worker.ts', import.meta.url), {
+        workerData: { path, busyTimeoutMs, region: this.#region },
+        // Its garbage is a batch's rows, dead once written: a small young generation keeps the thread's memory
+        // small (with the server's 8 MB semi-spaces it added some 30 MB to the process).
+        resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB },
+      });
+    }
+    return this.#worker;
+  }
+
+  #forget(worker: Worker): void {
+    if (this.#worker === worker) this.#worker = undefined;
+  }
+}
