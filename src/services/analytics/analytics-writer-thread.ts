@@ -3,6 +3,14 @@ import type { WriteAside } from '../../store/store.ts';
 import type { VerificationEvent } from '../verification/verification-recorder.ts';
 import { packVerifications, transferList } from './packed-verifications.ts';
 
+/**
+ * How long a batch may take before the thread is given up (terminated, the batch kept for the next flush): the
+ * store's writes wait while it writes, so a thread that never answered would hold them for ever. A batch of 10,000
+ * events takes well under a second; waiting for another process' lock fails after the store's busy timeout. (A
+ * batch that committed just as it was given up is written again, as one whose COMMIT's answer was lost would be.)
+ */
+const ANSWER_WITHIN_MS = 30_000;
+
 /** The writer thread's young generation (V8's semi-spaces and their reserve), MB. */
 const YOUNG_GENERATION_MB = 4;
 
@@ -30,9 +38,12 @@ export class AnalyticsWriterThread {
   readonly #region: string;
   #worker: Worker | undefined;
 
-  constructor(aside: WriteAside, region: string) {
+  readonly #answerWithinMs: number;
+
+  constructor(aside: WriteAside, region: string, answerWithinMs = ANSWER_WITHIN_MS) {
     this.#aside = aside;
     this.#region = region;
+    this.#answerWithinMs = answerWithinMs;
   }
 
   /** Writes `batch` in one transaction; rejects (having written nothing) when the store or the thread fails. */
@@ -51,6 +62,7 @@ export class AnalyticsWriterThread {
     const worker = this.#started();
     return new Promise((resolve, reject) => {
       const settle = (err?: Error) => {
+        clearTimeout(timer);
         worker.off('message', onMessage).off('error', onError).off('exit', onExit);
         worker.unref(); // idle, it keeps no process alive
         if (err) reject(err);
@@ -65,6 +77,11 @@ export class AnalyticsWriterThread {
         this.#forget(worker);
         settle(new Error('the analytics writer thread ended without an answer'));
       };
+      const timer = setTimeout(() => {
+        this.#forget(worker);
+        void worker.terminate();
+        settle(new Error(`the analytics writer thread did not answer within ${this.#answerWithinMs} ms`));
+      }, this.#answerWithinMs);
       worker.on('message', onMessage).on('error', onError).on('exit', onExit);
       worker.ref(); // a write under way keeps the process alive until it is answered
       worker.postMessage({ batch: packed }, transferList(packed));
@@ -76,8 +93,8 @@ export class AnalyticsWriterThread {
       const { path, busyTimeoutMs } = this.#aside;
       this.#worker = new Worker(new URL('./analytics-writer-worker.ts', import.meta.url), {
         workerData: { path, busyTimeoutMs, region: this.#region },
-        // Its garbage is a batch's rows, dead once written: a small young generation keeps the thread's memory
-        // small (with the server's 8 MB semi-spaces it added some 30 MB to the process).
+        // Its garbage is a batch's rows, dead once written: a small young generation will do (with the server's
+        // 8 MB semi-spaces the process held some 8 MB more with 100,000 keys cached).
         resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB },
       });
     }

@@ -7,6 +7,7 @@ import { VerificationRecorder, type VerificationEvent } from '../../../src/servi
 import { packVerifications, unpackVerifications } from '../../../src/services/analytics/packed-verifications.ts';
 import { isStoreUnavailable } from '../../../src/store/errors.ts';
 import { VERIFY_CODES } from '../../../src/domain/verify-codes.ts';
+import { AnalyticsWriterThread } from '../../../src/services/analytics/analytics-writer-thread.ts';
 
 const T0 = Date.UTC(2025, 5, 1);
 
@@ -126,6 +127,14 @@ describe('the analytics writer thread (sqlite on a file)', () => {
       .where('key_id', 'like', 'key_beside_%')
       .executeTakeFirstOrThrow();
     assert.equal(Number(n), 25_000);
+  });
+
+  test("a thread that does not answer in time is given up, and the store's writes go on", async () => {
+    const thread = new AnalyticsWriterThread(w.store.writeAside!, 'local', 1);
+    await assert.rejects(thread.write(events(['key_slow'], 20_000)), /did not answer within 1 ms/);
+    const apiId = await w.createApi('after-a-timeout');
+    assert.ok((await w.createKey({ apiId })).keyId, 'a write of the store after the timeout');
+    await thread.close();
   });
 });
 
