@@ -1,6 +1,7 @@
 import { CompiledQuery } from 'kysely';
 import type { Database } from './schema.ts';
-import { IN_LIST_CHUNK, MAX_PARAMS, type Executor } from './store.ts';
+import type { Executor } from './store.ts';
+import { IN_LIST_CHUNK, MAX_PARAMS } from './statement-limits.ts';
 
 // Statements over many rows or values, each within both dialects' limits on bound parameters.
 

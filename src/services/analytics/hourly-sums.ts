@@ -1,5 +1,6 @@
 import { PostgresAdapter, sql } from 'kysely';
-import { IN_LIST_CHUNK, type Db } from '../../store/store.ts';
+import type { Db } from '../../store/store.ts';
+import { IN_LIST_CHUNK } from '../../store/statement-limits.ts';
 import { readTags } from './rollups.ts';
 
 // Reads of the per-hour roll-up of verifications (`analytics_key_verifications_per_hour`). The SQL only filters and sums hourly rows (the same statement on

@@ -4,7 +4,8 @@ import type {
   AnalyticsKeyVerificationRollupRow,
   AnalyticsKeyVerificationRow,
 } from '../../store/schema-analytics.ts';
-import { IN_LIST_CHUNK, type Db } from '../../store/store.ts';
+import type { Db } from '../../store/store.ts';
+import { IN_LIST_CHUNK } from '../../store/statement-limits.ts';
 import { fixedShapeChunks, insertRecurringRows } from '../../store/bulk-statements.ts';
 import type { VerificationEvent } from '../verification/verification-recorder.ts';
 import { addRow, bucketOf, byId, coarsen, GRAINS, type Grain, storedTags, upsertRollups } from './rollups.ts';
