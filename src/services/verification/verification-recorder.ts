@@ -50,6 +50,8 @@ export type RecordedCode = (typeof RECORDED_CODES)[number];
  * inserts), the roll-ups aggregated in memory and upserted (`count = count + excluded.count`), and every key's
  * `last_used_at` moved forward to its latest verification (never back). A failed flush writes nothing and puts
  * its events back (EventQueue). Events become visible within `flushIntervalMs` once `start()` was called.
+ * The writes are writeVerifications', run by this thread, or, given `aside` (SQLite on a file), by the analytics
+ * writer thread, so that a flush never holds the event loop that answers verifications.
  */
 export class VerificationRecorder extends EventQueue<VerificationEvent> {
   readonly #db: Kysely<Database>;
