@@ -93,8 +93,8 @@ export class AnalyticsWriterThread {
       const { path, busyTimeoutMs } = this.#aside;
       this.#worker = new Worker(new URL('./analytics-writer-worker.ts', import.meta.url), {
         workerData: { path, busyTimeoutMs, region: this.#region },
-        // Its garbage is a batch's rows, dead once written: a small young generation will do (with the server's
-        // 8 MB semi-spaces the process held some 8 MB more with 100,000 keys cached).
+        // Its garbage is a batch's rows, dead once written: a small young generation will do (it would otherwise
+        // take the server's 8 MB semi-spaces).
         resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB },
       });
     }
