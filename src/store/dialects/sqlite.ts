@@ -47,7 +47,7 @@ export function sqliteDialect(path: string, busyTimeoutMs = SQLITE_BUSY_TIMEOUT_
       driver = new NodeSqliteDriver(path, busyTimeoutMs, companion);
       return driver;
     },
-    aside: (fn) => driver?.aside(fn) ?? fn(),
+    aside: (fn) => (driver ? driver.aside(fn) : fn()),
     // biome-ignore lint/suspicious/noExplicitAny: Kysely's introspector takes a database of any schema
     createIntrospector: (db: Kysely<any>) => new SqliteIntrospector(db),
     createQueryCompiler: () => new SqliteQueryCompiler(),
@@ -97,20 +97,20 @@ class NodeSqliteDriver implements Driver {
       throw err;
     }
     this.#writer = new GroupCommitWriter(new SqliteConnection(db, this.#busyTimeoutMs), this.#busyTimeoutMs);
-    // The store's checkpointer checkpoints the whole log, this connection's commits included.
-    if (this.#companion) db.exec('PRAGMA wal_autocheckpoint = 0;');
-    else if (this.#path !== ':memory:') {
-      // Checkpoints run in a worker thread, not on the commit that fills the log (sqlite-checkpoints.ts).
-      db.exec('PRAGMA wal_autocheckpoint = 0;');
-      // A log the checkpointer has started over is cut back to this size (sqlite-checkpointer.ts bounds its growth).
-      db.exec(`PRAGMA journal_size_limit = ${WAL_SIZE_LIMIT_BYTES};`);
-      this.#checkpoints = new Checkpoints(this.#path, () => {
-        if (db.isOpen) db.exec('PRAGMA wal_autocheckpoint = 1000;');
-      });
-      const reader = new DatabaseSync(this.#path, { timeout: 0 });
-      reader.exec('PRAGMA query_only = ON;');
-      this.#reader = new SqliteConnection(reader, this.#busyTimeoutMs);
-    }
+    if (this.#path === ':memory:') return;
+    // Checkpoints run in a worker thread, not on the commit that fills the log (sqlite-checkpoints.ts): the
+    // store's, which checkpoints the whole log, a companion's commits included.
+    db.exec('PRAGMA wal_autocheckpoint = 0;');
+    // A log the checkpointer has started over is cut back to this size (sqlite-checkpointer.ts bounds its growth),
+    // whichever connection started it over.
+    db.exec(`PRAGMA journal_size_limit = ${WAL_SIZE_LIMIT_BYTES};`);
+    if (this.#companion) return;
+    this.#checkpoints = new Checkpoints(this.#path, () => {
+      if (db.isOpen) db.exec('PRAGMA wal_autocheckpoint = 1000;');
+    });
+    const reader = new DatabaseSync(this.#path, { timeout: 0 });
+    reader.exec('PRAGMA query_only = ON;');
+    this.#reader = new SqliteConnection(reader, this.#busyTimeoutMs);
   }
 
   async acquireConnection(): Promise<DatabaseConnection> {
