@@ -2,6 +2,7 @@ import { Worker } from 'node:worker_threads';
 import type { WriteAside } from '../../store/store.ts';
 import type { VerificationEvent } from '../verification/verification-recorder.ts';
 import { packVerifications, transferList } from './packed-verifications.ts';
+import { withOwnYoungGeneration } from './worker-young-generation.ts';
 
 /**
  * How long a batch may take before the thread is given up (terminated, the batch kept for the next flush): the
@@ -91,12 +92,14 @@ export class AnalyticsWriterThread {
   #started(): Worker {
     if (!this.#worker) {
       const { path, busyTimeoutMs } = this.#aside;
-      this.#worker = new Worker(new URL('./analytics-writer-worker.ts', import.meta.url), {
-        workerData: { path, busyTimeoutMs, region: this.#region },
-        // Its garbage is a batch's rows, dead once written: a small young generation will do (it would otherwise
-        // take the server's 8 MB semi-spaces).
-        resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB },
-      });
+      this.#worker = withOwnYoungGeneration(
+        () =>
+          new Worker(new URL('./analytics-writer-worker.ts', import.meta.url), {
+            workerData: { path, busyTimeoutMs, region: this.#region },
+            // Its garbage is a batch's rows, dead once written: a small young generation will do.
+            resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB },
+          }),
+      );
     }
     return this.#worker;
   }
