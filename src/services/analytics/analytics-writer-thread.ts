@@ -13,7 +13,7 @@ import { withOwnYoungGeneration } from './worker-young-generation.ts';
 const ANSWER_WITHIN_MS = 30_000;
 
 /** The writer thread's young generation (V8's semi-spaces and their reserve), MB. */
-const YOUNG_GENERATION_MB = 4;
+const YOUNG_GENERATION_MB = 8;
 
 type Answer = { ok: true } | { ok: false; message: string; errcode?: number };
 
