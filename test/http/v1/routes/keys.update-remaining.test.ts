@@ -1,4 +1,5 @@
 import { describe, test, before, after } from 'node:test';
+import { openStore } from '../../../../src/store/store.ts';
 import assert from 'node:assert/strict';
 import { DIALECTS, world, type Response, type World } from '../../../helpers/harness.ts';
 import type { Answer } from '../../../helpers/json.ts';
@@ -14,7 +15,12 @@ for (const dialect of DIALECTS) {
     let w: World;
     let apiId: string;
     before(async () => {
-      w = await world(dialect);
+      // The concurrency tests below run up to 50 transactions that queue on one key's row lock, each holding one of
+      // the pool's 10 connections while it waits: the other 40 wait for a connection, on a loaded CI machine longer
+      // than the store's default 2 s (then a fast 503, by design: test/store/availability.test.ts and
+      // test/system/store-faults.test.ts). What these tests check is that every change counts exactly, so that
+      // wait is raised here.
+      w = await world(dialect, { openStore: (url) => openStore(url, { postgres: { connectMs: 20_000 } }) });
       apiId = await w.createApi('credits-api');
     });
     after(() => w.close());
