@@ -1,11 +1,11 @@
 import { describe, test, before, after } from 'node:test';
-import { openStore } from '../../../../src/store/store.ts';
 import assert from 'node:assert/strict';
 import { DIALECTS, world, type Response, type World } from '../../../helpers/harness.ts';
 import type { Answer } from '../../../helpers/json.ts';
 import { paths } from '../../../helpers/errors.ts';
 import { count, keyRow } from '../../../helpers/rows.ts';
 import { securityTests } from '../../../helpers/security.ts';
+import { openStore } from '../../../../src/store/store.ts';
 
 /** A keys.updateRemaining answer: the new count (null: unlimited), or the error envelope. */
 type Counted = Answer & { remaining: number | null };
