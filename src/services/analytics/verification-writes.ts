@@ -1,12 +1,11 @@
-import { sql } from 'kysely';
 import type {
   AnalyticsKeyVerificationByApiRow,
   AnalyticsKeyVerificationRollupRow,
   AnalyticsKeyVerificationRow,
 } from '../../store/schema-analytics.ts';
 import type { Db } from '../../store/store.ts';
-import { IN_LIST_CHUNK } from '../../store/statement-limits.ts';
-import { fixedShapeChunks, insertRecurringRows } from '../../store/bulk-statements.ts';
+import { insertRecurringRows } from '../../store/bulk-statements.ts';
+import { moveLastUsedForward } from '../../store/last-used.ts';
 import type { VerificationEvent } from '../verification/verification-recorder.ts';
 import { addRow, bucketOf, byId, coarsen, GRAINS, type Grain, storedTags, upsertRollups } from './rollups.ts';
 import { VERIFICATION_FORMS, type VerificationForm } from './rollup-forms.ts';
@@ -34,7 +33,7 @@ export async function writeVerifications(
     await insertRecurringRows(tx, 'analytics_key_verifications', raw);
     for (const grain of GRAINS) await upsertRollups(tx, `analytics_key_verifications_per_${grain}`, rollups[grain], GROUP, SUMMED);
     for (const form of forms.flat()) await upsertRollups(tx, form.table, form.rows, form.group, SUMMED);
-    await moveLastUsed(tx, latest);
+    await moveLastUsedForward(tx, 'keys', latest);
   });
 }
 
@@ -128,22 +127,4 @@ function latestByKey(batch: VerificationEvent[]): Map<string, number> {
   const latest = new Map<string, number>();
   for (const e of batch) if (!(latest.get(e.keyId)! >= e.time)) latest.set(e.keyId, e.time);
   return latest;
-}
-
-/** Each key's last_used_at becomes the later of its stored value and `latest` (keys in id order: a shared lock order). */
-async function moveLastUsed(tx: Db, latest: Map<string, number>): Promise<void> {
-  const keyIds = [...latest.keys()].sort();
-  for (const ids of fixedShapeChunks(keyIds, IN_LIST_CHUNK)) {
-    // The CAST gives PostgreSQL the parameter's type (a bare parameter in CASE would be text).
-    const at = sql<number>`(case ${sql.ref('id')} ${sql.join(
-      ids.map((id) => sql`when ${id} then cast(${latest.get(id)!} as bigint)`),
-      sql` `,
-    )} end)`;
-    await tx
-      .updateTable('keys')
-      .set({ last_used_at: at })
-      .where('id', 'in', ids)
-      .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', at)]))
-      .execute();
-  }
 }

@@ -1,7 +1,5 @@
-import { sql } from 'kysely';
 import type { Db } from '../../store/store.ts';
-import { IN_LIST_CHUNK } from '../../store/store.ts';
-import { fixedShapeChunks } from '../../store/bulk-statements.ts';
+import { moveLastUsedForward } from '../../store/last-used.ts';
 
 /** A root key's `last_used_at` is written at most once per this interval per process (it is shown, not enforced). */
 export const LAST_USED_INTERVAL_MS = 60_000;
@@ -77,7 +75,7 @@ export class RootKeyUsage {
     this.#pending = new Map();
     this.#writing = batch.size;
     try {
-      await writeLastUsed(this.#db, batch);
+      await moveLastUsedForward(this.#db, 'root_keys', batch);
       return true;
     } catch {
       for (const [id, at] of batch) {
@@ -89,22 +87,5 @@ export class RootKeyUsage {
       this.#writing = 0;
       this.#running = undefined;
     }
-  }
-}
-
-/** Moves each key's last_used_at forward to its time (never back). Idempotent: a batch written twice is the same. */
-async function writeLastUsed(db: Db, batch: Map<string, number>): Promise<void> {
-  for (const ids of fixedShapeChunks([...batch.keys()].sort(), IN_LIST_CHUNK)) {
-    // The CAST gives PostgreSQL the parameter's type (a bare parameter in CASE would be text).
-    const at = sql<number>`(case ${sql.ref('id')} ${sql.join(
-      ids.map((id) => sql`when ${id} then cast(${batch.get(id)!} as bigint)`),
-      sql` `,
-    )} end)`;
-    await db
-      .updateTable('root_keys')
-      .set({ last_used_at: at })
-      .where('id', 'in', ids)
-      .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', at)]))
-      .execute();
   }
 }
