@@ -19,6 +19,7 @@ import { bootstrap } from '../../src/services/workspaces/workspaces.ts';
 import { AUDIT_COMMANDS } from '../../src/cli/commands/audit.ts';
 import { TOTAL_CAP } from '../../src/services/pagination.ts';
 import { buildApp } from '../../src/app.ts';
+import { moveLastUsedForward } from '../../src/store/last-used.ts';
 
 /**
  * The reads test/store/query-plans.test.ts checks: each calls the service functions its route, command or
@@ -304,4 +305,28 @@ const dashboardAndOtherListings: Operation[] = [
   },
 ];
 
-export const OPERATIONS: Operation[] = [...keyListings, ...identityAndRbacListings, ...auditListings, ...dashboardAndOtherListings];
+/** Writes the recorders make per flush, with as many rows as a flush of many keys gives them. */
+const recorderWrites: Operation[] = [
+  {
+    name: "the verification recorder's last_used_at of 1,000 keys (two chunks): each key found by its primary key",
+    async run({ db, big }) {
+      const T = 1_800_000_000_000;
+      const latest = new Map(Array.from({ length: 1000 }, (_, i) => [big.idOf('key', 7 * i + 1), T + i] as const));
+      await moveLastUsedForward(db, 'keys', latest);
+      const rows = await db
+        .selectFrom('keys')
+        .select(['id', 'last_used_at'])
+        .where('id', 'in', [...latest.keys()])
+        .execute();
+      assert.deepEqual(new Map(rows.map((r) => [r.id, Number(r.last_used_at)])), latest);
+    },
+  },
+];
+
+export const OPERATIONS: Operation[] = [
+  ...keyListings,
+  ...identityAndRbacListings,
+  ...auditListings,
+  ...dashboardAndOtherListings,
+  ...recorderWrites,
+];
