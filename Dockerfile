@@ -56,7 +56,8 @@ ENV HOST=0.0.0.0 \
     PORT=8080 \
     DATABASE_URL=sqlite:/data/keyhold.db \
     KEYHOLD_BOOTSTRAP_KEY_FILE=/data/bootstrap-root-key \
-    NODE_DISABLE_COMPILE_CACHE=1
+    NODE_DISABLE_COMPILE_CACHE=1 \
+    MALLOC_ARENA_MAX=2
 # The SQLite database, master.key and the bootstrap root key file (written on a first start without
 # KEYHOLD_BOOTSTRAP_ROOT_KEY when the output is not a terminal, which a container's is not unless run with -t).
 VOLUME ["/data"]

@@ -25,7 +25,7 @@ import { parseArgs, promisify } from 'node:util';
 import { execFile } from 'node:child_process';
 import { base58 } from '../src/domain/base58.ts';
 import { BENCH_PG_URL, scratchStore } from './scratch-store.ts';
-import { SERVER_NODE_FLAGS } from './node-flags.ts';
+import { SERVER_ENV, SERVER_NODE_FLAGS } from './node-flags.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -78,6 +78,7 @@ async function startServer(databaseUrl: string, workers: string | undefined): Pr
   const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, MAIN], {
     env: {
       ...process.env,
+      ...SERVER_ENV,
       HOST: '127.0.0.1',
       PORT: String(port),
       DATABASE_URL: databaseUrl,

@@ -25,7 +25,7 @@ import { cpus, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { base58 } from '../src/domain/base58.ts';
-import { SERVER_NODE_FLAGS } from './node-flags.ts';
+import { SERVER_ENV, SERVER_NODE_FLAGS } from './node-flags.ts';
 import { scratchStore } from './scratch-store.ts';
 
 const HOST = '127.0.0.1';
@@ -207,6 +207,7 @@ async function main(): Promise<void> {
     child = spawn(process.execPath, [...SERVER_NODE_FLAGS, ...serverFlags, new URL('../src/main.ts', import.meta.url).pathname], {
       env: {
         ...process.env,
+        ...SERVER_ENV,
         HOST,
         PORT: String(port),
         DATABASE_URL: url,

@@ -15,7 +15,7 @@ import { cpus, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { base58 } from '../src/domain/base58.ts';
 import { BENCH_PG_URL, scratchStore } from './scratch-store.ts';
-import { SERVER_NODE_FLAGS } from './node-flags.ts';
+import { SERVER_ENV, SERVER_NODE_FLAGS } from './node-flags.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -55,6 +55,7 @@ async function startServer(databaseUrl: string): Promise<Server> {
   const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, MAIN], {
     env: {
       ...process.env,
+      ...SERVER_ENV,
       HOST: '127.0.0.1',
       PORT: String(port),
       DATABASE_URL: databaseUrl,

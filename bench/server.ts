@@ -8,7 +8,7 @@ import { request } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
 import { answeredByHeaders, ID_PLACEHOLDER, LANE_CONTENT_TYPE, type AnsweredBy } from './cases.ts';
-import { SERVER_NODE_FLAGS } from './node-flags.ts';
+import { SERVER_ENV, SERVER_NODE_FLAGS } from './node-flags.ts';
 import { base58, exited, freePort, HOST, sleep, track } from './processes.ts';
 import type { ListLoadResult, Spec } from './list-load.ts';
 
@@ -54,6 +54,7 @@ export function serverCommand(
   args.push(join(opts.root ?? ROOT, 'src', 'main.ts'));
   const env = {
     ...process.env,
+    ...SERVER_ENV,
     PORT: String(port),
     HOST,
     LOG_LEVEL: 'warn',
@@ -82,7 +83,7 @@ export async function startServer(databaseUrl: string, opts: ServerOptions): Pro
 /** Starts the limit (bench/limit-server.ts) knowing the keys in `keysFile`, and waits until it answers. */
 export async function startLimitServer(keysFile: string): Promise<Server> {
   const port = await freePort();
-  const env = { ...process.env, PORT: String(port), HOST, BENCH_LIMIT_KEYS_FILE: keysFile };
+  const env = { ...process.env, ...SERVER_ENV, PORT: String(port), HOST, BENCH_LIMIT_KEYS_FILE: keysFile };
   const child = track(
     spawn(process.execPath, [join(ROOT, 'bench', 'limit-server.ts')], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] }),
   );
