@@ -1,7 +1,6 @@
-import { CompiledQuery } from 'kysely';
 import type { Database } from '../../store/schema.ts';
 import type { Executor } from '../../store/store.ts';
-import { fixedShapeChunks, insertText, rowParams } from '../../store/bulk-statements.ts';
+import { recurringInserts } from '../../store/bulk-statements.ts';
 import { floorTo } from './hourly-sums.ts';
 
 // The roll-ups of the analytics events (schema migration 0011): per minute, hour, day and month (UTC bucket
@@ -30,15 +29,15 @@ export function readTags(value: unknown): string[] {
 }
 
 /**
- * Most rows per upsert statement. 256: the shapes of every roll-up table (256, 128, then below 4 KiB of SQL) and
- * the raw rows' (insertRecurringRows) stay prepared in SQLite's cache of large statements (sqlite-connection.ts);
- * with 1,000 they were more than it holds, and each flush prepared some of them anew.
+ * Most rows per upsert statement on SQLite. 256: the shapes of every roll-up table (256, 128, then below 4 KiB of
+ * SQL) and the raw rows' (insertRecurringRows) stay prepared in SQLite's cache of large statements
+ * (sqlite-connection.ts); with 1,000 they were more than it holds, and each flush prepared some of them anew.
  */
 const UPSERT_ROWS = 256;
 
 /**
  * `INSERT … ON CONFLICT (group) DO UPDATE SET s = table.s + excluded.s` for each summed column `s`, of `rows`
- * (all with the same members in the same order), in statements of a few fixed shapes whose text is compiled once.
+ * (all with the same members in the same order), in statements whose texts are compiled once (recurringInserts).
  * The caller orders the rows (the same order on every node, so that concurrent flushes lock rows alike).
  */
 export async function upsertRollups<T extends keyof Database>(
@@ -48,31 +47,15 @@ export async function upsertRollups<T extends keyof Database>(
   group: ReadonlyArray<keyof Database[T] & string>,
   summed: ReadonlyArray<keyof Database[T] & string>,
 ): Promise<void> {
-  if (rows.length === 0) return;
-  const columns = Object.keys(rows[0]) as Array<keyof Database[T]>;
-  for (const part of fixedShapeChunks(rows, UPSERT_ROWS)) {
-    const text = insertText(
-      tx,
-      `upsert ${table}(${columns.join(',')})x${part.length}`,
-      () =>
-        tx
-          .insertInto(table)
-          // biome-ignore lint/suspicious/noExplicitAny: Kysely cannot type an insert into a table chosen by a type parameter
-          .values(part as any)
-          .onConflict((oc) =>
-            // biome-ignore lint/suspicious/noExplicitAny: as above
-            (oc.columns(group as any) as any).doUpdateSet(
-              Object.fromEntries(
-                // biome-ignore lint/suspicious/noExplicitAny: as above
-                summed.map((c) => [c, (eb: any) => eb(`${table}.${c}`, '+', eb.ref(`excluded.${c}`))]),
-              ),
-            ),
-          )
-          .compile().sql,
-      true,
-    );
-    await tx.executeQuery(CompiledQuery.raw(text, rowParams(part, columns)));
-  }
+  await recurringInserts(tx, table, rows, UPSERT_ROWS, 'upsert', (insert) =>
+    insert.onConflict((oc) =>
+      // biome-ignore lint/suspicious/noExplicitAny: Kysely cannot type a conflict target of a table chosen by a type parameter
+      (oc.columns(group as any) as any).doUpdateSet(
+        // biome-ignore lint/suspicious/noExplicitAny: as above
+        Object.fromEntries(summed.map((c) => [c, (eb: any) => eb(`${table}.${c}`, '+', eb.ref(`excluded.${c}`))])),
+      ),
+    ),
+  );
 }
 
 /** Adds `row` into `into` under `id`, summing `summed` when a row of that id is there already. */
