@@ -308,7 +308,7 @@ const dashboardAndOtherListings: Operation[] = [
 /** Writes the recorders make per flush, with as many rows as a flush of many keys gives them. */
 const recorderWrites: Operation[] = [
   {
-    name: "the verification recorder's last_used_at of 1,000 keys (two chunks): each key found by its primary key",
+    name: "the verification recorder's last_used_at of 1,000 keys (two statements on SQLite, one on PostgreSQL): each key found by its primary key",
     async run({ db, big }) {
       const T = 1_800_000_000_000;
       const latest = new Map(Array.from({ length: 1000 }, (_, i) => [big.idOf('key', 7 * i + 1), T + i] as const));
