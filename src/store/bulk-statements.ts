@@ -1,7 +1,7 @@
 import { CompiledQuery, type InsertQueryBuilder, PostgresAdapter, sql } from 'kysely';
 import type { Database } from './schema.ts';
 import type { Executor } from './store.ts';
-import { IN_LIST_CHUNK, MAX_PARAMS } from './statement-limits.ts';
+import { IN_LIST_CHUNK, JSON_CHUNK, MAX_PARAMS } from './statement-limits.ts';
 
 // Statements over many rows or values, each within both dialects' limits on bound parameters.
 
@@ -126,15 +126,12 @@ export async function insertRecurringRows<T extends keyof Database>(
 // biome-ignore lint/suspicious/noExplicitAny: Kysely cannot type an insert into a table chosen by a type parameter
 type RowsInsert = InsertQueryBuilder<Database, any, any>;
 
-/** Rows per statement on PostgreSQL, where they travel as one JSON parameter (about 300 B a row). */
-const JSON_ROWS = 2_000;
-
 /**
  * Runs `finish(INSERT INTO table … rows)` over `rows` (all with the same members in the same order), in
  * statements whose texts are compiled once (insertText, `kind` naming the statement) and stay prepared:
  * - SQLite: multi-row VALUES in fixedShapeChunks of `maxRows` (a few fixed shapes);
  * - PostgreSQL: `SELECT … FROM json_populate_recordset(null::table, $1)`, the rows as one JSON parameter, up to
- *   JSON_ROWS a statement: one text whatever the row count. As VALUES, each statement was thousands of parameters
+ *   JSON_CHUNK a statement: one text whatever the row count. As VALUES, each statement was thousands of parameters
  *   that PostgreSQL parsed and planned anew on each run (an unnamed statement) and the client serialized one by
  *   one: writing 10,000 roll-up rows of distinct keys took 15–20 µs a row instead of 21–31, the client's CPU 2–4 µs
  *   instead of 6–14 (docs/performance.md).
@@ -149,28 +146,18 @@ export async function recurringInserts<T extends keyof Database>(
   finish: (insert: RowsInsert) => RowsInsert,
 ): Promise<void> {
   if (rows.length === 0) return;
-  const columns = Object.keys(rows[0]) as Array<keyof Database[T] & string>;
   if (tx.getExecutor().adapter instanceof PostgresAdapter) {
+    const columns = Object.keys(rows[0]);
     const text = insertText(
       tx,
       `${kind} ${table}(${columns.join(',')}) json`,
       () => finish(jsonRowsInsert(tx, table, columns)).compile().sql,
       true,
     );
-    for (const part of chunk(rows, JSON_ROWS)) await tx.executeQuery(CompiledQuery.raw(text, [JSON.stringify(part)]));
+    for (const part of chunk(rows, JSON_CHUNK)) await tx.executeQuery(CompiledQuery.raw(text, [JSON.stringify(part)]));
     return;
   }
-  for (const part of fixedShapeChunks(rows, maxRows)) {
-    // biome-ignore lint/suspicious/noExplicitAny: as RowsInsert
-    const values = part as any;
-    const text = insertText(
-      tx,
-      `${kind} ${insertShape(table, part)}`,
-      () => finish(tx.insertInto(table).values(values)).compile().sql,
-      true,
-    );
-    await tx.executeQuery(CompiledQuery.raw(text, rowParams(part, columns)));
-  }
+  for (const part of fixedShapeChunks(rows, maxRows)) await insertChunk(tx, table, part, { kind, finish });
 }
 
 /** `INSERT INTO table (columns) SELECT columns FROM json_populate_recordset(null::table, $1::json)`: the rows of the JSON array, typed as the table's. */
@@ -185,13 +172,24 @@ function jsonRowsInsert(tx: Executor, table: string, columns: readonly string[])
   );
 }
 
-/** One multi-row INSERT of `part`, its text compiled once per shape (insertText). */
-async function insertChunk<T extends keyof Database>(tx: Executor, table: T, part: ReadonlyArray<Database[T]>): Promise<void> {
+/**
+ * One multi-row INSERT of `part`, its text compiled once per shape (insertText); `recurring`: a statement of
+ * recurringInserts, named by its kind, with its clause added by `finish`, kept for good.
+ */
+async function insertChunk<T extends keyof Database>(
+  tx: Executor,
+  table: T,
+  part: ReadonlyArray<Database[T]>,
+  recurring?: { kind: string; finish: (insert: RowsInsert) => RowsInsert },
+): Promise<void> {
   const columns = Object.keys(part[0]) as Array<keyof Database[T]>;
   // Kysely cannot type an insert into a table chosen by a type parameter.
   // biome-ignore lint/suspicious/noExplicitAny: see above
   const values = part as any;
-  const text = insertText(tx, insertShape(table, part), () => tx.insertInto(table).values(values).compile().sql);
+  const shape = insertShape(table, part);
+  const text = recurring
+    ? insertText(tx, `${recurring.kind} ${shape}`, () => recurring.finish(tx.insertInto(table).values(values)).compile().sql, true)
+    : insertText(tx, shape, () => tx.insertInto(table).values(values).compile().sql);
   await tx.executeQuery(CompiledQuery.raw(text, rowParams(part, columns)));
 }
 

@@ -5,3 +5,8 @@
  */
 export const MAX_PARAMS = 16_000;
 export const IN_LIST_CHUNK = 500;
+/**
+ * Rows per statement where PostgreSQL is sent them as one JSON parameter (the analytics recorders' rows,
+ * last_used_at's times): a few hundred KB of JSON, parsed by the server in one pass.
+ */
+export const JSON_CHUNK = 2_000;
