@@ -9,6 +9,7 @@ import type { WebhookSettings } from '../../../src/config/webhooks.ts';
 import { reportDuePeriods } from '../../../src/services/usage/period-claims.ts';
 import { recordId } from '../../../src/services/usage/requests.ts';
 import { openStore } from '../../../src/store/store.ts';
+import { windowWithRoom } from '../../helpers/timing.ts';
 import { loadRetentionConfig } from '../../../src/config/retention.ts';
 
 /**
@@ -31,6 +32,12 @@ function cloudEvents(got: Received[]): CloudEvent<Data>[] {
     return parsed as CloudEvent<Data>[];
   });
 }
+
+/**
+ * Waits, if need be, for a minute with `needMs` left: a test whose verifications must fall in one period (the exports'
+ * period is the minute) cannot then straddle a minute's end. The margin is many times what each test takes in CI.
+ */
+const oneMinute = (needMs = 5_000) => windowWithRoom(60_000, needMs);
 
 const stripeForms = (got: Received[]) => got.map((r) => Object.fromEntries(new URLSearchParams(r.body)));
 
@@ -117,6 +124,7 @@ for (const dialect of DIALECTS) {
   describe(`usage exports to OpenMeter and Stripe (${dialect})`, () =>
     suite(dialect, (fresh) => {
       test('OpenMeter: per identity, CloudEvents the SDK accepts; the failed first batch comes again with the same ids', async (ctx) => {
+        await oneMinute();
         const t = await fresh();
         const { w, root } = t;
         const rx = await webhookReceiver((n) => ({ status: n === 1 ? 500 : 202 }));
@@ -169,6 +177,7 @@ for (const dialect of DIALECTS) {
       });
 
       test('OpenMeter by key: 120 keys go in two batches (100 + 20), each key counted once', async (ctx) => {
+        await oneMinute(20_000);
         const t = await fresh();
         const { w, root } = t;
         const rx = await webhookReceiver(() => ({ status: 200 }));
@@ -200,6 +209,7 @@ for (const dialect of DIALECTS) {
       });
 
       test('Stripe: one meter event per customer, form fields as Stripe takes them; identities without a customer skipped', async (ctx) => {
+        await oneMinute();
         const t = await fresh();
         const { w, root } = t;
         const rx = await webhookReceiver(() => ({ status: 200 }));
@@ -242,6 +252,7 @@ for (const dialect of DIALECTS) {
       });
 
       test('a receiver that keeps failing: attempts on the retry schedule, then failed, and listReports says why', async (ctx) => {
+        await oneMinute();
         const t = await fresh();
         const { w, root } = t;
         const rx = await webhookReceiver(() => ({ status: 503 }));
@@ -263,6 +274,7 @@ for (const dialect of DIALECTS) {
       });
 
       test('Stripe: a customer refused for good (400) is recorded as rejected and the others still go; nothing is sent twice', async (ctx) => {
+        await oneMinute();
         const t = await fresh();
         const { w, root } = t;
         const rx = await webhookReceiver((n) => ({ status: n === 1 ? 400 : 200 }));
