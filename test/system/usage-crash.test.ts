@@ -4,6 +4,7 @@ import { HTTP, type CloudEvent } from 'cloudevents';
 import { DIALECTS, freshStore } from '../helpers/harness.ts';
 import { until, webhookReceiver } from '../helpers/webhook-receiver.ts';
 import { newRootKey, ServerProcess } from '../helpers/server-process.ts';
+import { windowWithRoom } from '../helpers/timing.ts';
 import { recordId } from '../../src/services/usage/requests.ts';
 
 /**
@@ -74,6 +75,7 @@ describe('usage reports across kill -9 and servers', { concurrency: true }, () =
         const rx = await webhookReceiver((n) => ({ status: n === 1 ? 500 : 200 }));
         const first = await start(0);
         const { exportId, key } = await setUp(first, rx.url, 'cust_crash');
+        await windowWithRoom(60_000, 5_000); // the verifications in one period (the minute): one report
         await verify(first, key, 3);
         await until('the report committed', async () => (await reportsOf(exportId)).length === 1, 90_000);
         await first.kill();
@@ -103,6 +105,7 @@ describe('usage reports across kill -9 and servers', { concurrency: true }, () =
           const rx = await webhookReceiver(() => ({ status: 200 }));
           const [a, b] = [await start(1), await start(1)];
           const { exportId, key } = await setUp(a, rx.url, 'cust_two');
+          await windowWithRoom(60_000, 5_000); // the verifications in one period (the minute): all delivered at once
           await verify(a, key, 2);
           await verify(b, key, 3);
           await until('delivered', async () => (await reportsOf(exportId)).some((r) => r.status === 'delivered'), 90_000);

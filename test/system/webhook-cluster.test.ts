@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { DIALECTS, freshStore } from '../helpers/harness.ts';
 import { until, verifiedPayloads, webhookReceiver } from '../helpers/webhook-receiver.ts';
 import { newRootKey, ServerProcess } from '../helpers/server-process.ts';
+import { windowWithRoom } from '../helpers/timing.ts';
 
 /**
  * Three server processes on one store (and Redis when KEYHOLD_TEST_REDIS_URL is set), 50 concurrent
@@ -55,6 +56,8 @@ for (const dialect of DIALECTS) {
         );
       const spent = await spread('/v1/keys.verifyKey', { key: credits.json.key });
       assert.equal(spent.filter((r) => r.json.valid).length, 30);
+      // Both limits count in windows aligned to the minute: each burst must fall in one window (exactly 5, then 3, pass).
+      await windowWithRoom(60_000, 10_000);
       const rl = await spread('/v1/keys.verifyKey', { key: limited.json.key });
       assert.equal(rl.filter((r) => r.json.valid).length, 5);
       const ns = await spread('/v1/ratelimits.limit', { namespace: 'cluster', identifier: 'u1', limit: 3, duration: 60_000 }, root);

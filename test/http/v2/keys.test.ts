@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { DIALECTS, world, type World } from '../../helpers/harness.ts';
 import { keyRow, keyRowIfAny, snapshot } from '../../helpers/rows.ts';
 import { assertV2Error, v2Data, v2Locations, v2SecurityTests } from '../../helpers/v2.ts';
+import { windowWithRoom } from '../../helpers/timing.ts';
 
 /** What a key write touches: a failed one leaves every count as it was. */
 const TABLES = [
@@ -123,6 +124,8 @@ for (const dialect of DIALECTS) {
       });
       assert.equal(v1.json.ratelimits, undefined, 'v1 shows only its own members');
       assert.deepEqual(Object.keys(v1.json.identity).sort(), ['externalId', 'id', 'meta']);
+      // 1 a minute, in windows aligned to the minute: both verifications must fall in one window.
+      await windowWithRoom(60_000, 5_000);
       const first = await w.post('/v1/keys.verifyKey', { key, authorization: { permissions: 'docs.read' } }, null);
       assert.equal(first.json.valid, true, first.body);
       assert.equal(first.json.remaining, 1);

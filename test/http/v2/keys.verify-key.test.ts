@@ -1,6 +1,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { DIALECTS, world, type World } from '../../helpers/harness.ts';
+import { windowWithRoom } from '../../helpers/timing.ts';
 import { keyRow, snapshot } from '../../helpers/rows.ts';
 import { unrelatedPermissions } from '../../helpers/security.ts';
 import { assertV2Error, v2Data, v2Locations } from '../../helpers/v2.ts';
@@ -209,6 +210,8 @@ for (const dialect of DIALECTS) {
       const identityId = (await w.get<{ identity: { id: string } }>('/v1/keys.getKey', { keyId })).json.identity.id;
       const globalId = await addLimit({ identityId }, 'global', 5, true);
       const emailsId = await addLimit({ keyId }, 'emails', 2, false);
+      // Every limit here counts in windows aligned to the minute: the verifications must fall in one window.
+      await windowWithRoom(60_000, 5_000);
       const first = await verify({ key, ratelimits: [{ name: 'emails' }] });
       assert.equal(first.code, 'VALID');
       assert.deepEqual(first.identity, {

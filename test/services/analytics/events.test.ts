@@ -2,6 +2,7 @@ import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { DIALECTS, world, type World } from '../../helpers/harness.ts';
 import { eventually } from '../../helpers/outages.ts';
+import { windowWithRoom } from '../../helpers/timing.ts';
 import { VerificationRecorder, HOUR_MS } from '../../../src/services/verification/verification-recorder.ts';
 import { RatelimitRecorder } from '../../../src/services/ratelimits/ratelimit-recorder.ts';
 import { readTags } from '../../../src/services/analytics/rollups.ts';
@@ -120,6 +121,8 @@ for (const dialect of DIALECTS) {
      * recorded once, under the answer's request id, with its outcome, tags, credits, workspace, API, identity.
      */
     const assertRecorded = async (route: '/v1/keys.verifyKey' | '/v2/keys.verifyKey', apiId: string, cases: Case[]) => {
+      // The `burst` cases (1 a minute, in windows aligned to the minute) must fall in one window: VALID, then RATE_LIMITED.
+      await windowWithRoom(60_000, 5_000);
       const sent: Array<{ requestId: string; tags: string[] }> = [];
       for (const [i, [k, extra, code]] of cases.entries()) {
         const tags = i % 3 === 2 ? [] : [`case=${i}`, `route=${route}`];

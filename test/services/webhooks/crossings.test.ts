@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { DIALECTS, type World } from '../../helpers/harness.ts';
 import { until, verifiedPayloads, type webhookReceiver } from '../../helpers/webhook-receiver.ts';
 import { deliveringWorld } from '../../helpers/webhook-world.ts';
+import { windowWithRoom } from '../../helpers/timing.ts';
 
 const CONCURRENT = 50;
 
@@ -52,6 +53,8 @@ for (const dialect of DIALECTS) {
 
     test("rate limits: key.ratelimited once for the window's first denial", async () => {
       const { key, keyId } = await w.createKey({ apiId, ratelimit: { type: 'consistent', limit: 5, duration: 60_000 } });
+      // The window is the minute (aligned to it): the burst must fall in one window, or more than 5 pass and two denials are firsts.
+      await windowWithRoom(60_000, 10_000);
       const answers = await verifyAll({ key });
       assert.equal(answers.filter((a) => String(a.json.code) === 'RATE_LIMITED').length, CONCURRENT - 5);
       const events = await received('key.ratelimited', (d) => d.keyId === keyId, 1);
@@ -61,6 +64,7 @@ for (const dialect of DIALECTS) {
 
     test('ratelimits.limit: ratelimit.exceeded once per identifier and window', async () => {
       const body = { namespace: 'crossings', identifier: 'user_1', limit: 3, duration: 60_000 };
+      await windowWithRoom(60_000, 10_000); // the burst in one window of the minute
       const answers = await Promise.all(Array.from({ length: CONCURRENT }, () => w.post('/v1/ratelimits.limit', body)));
       assert.equal(answers.filter((a) => String(a.json.success) === 'false').length, CONCURRENT - 3);
       const events = await received('ratelimit.exceeded', (d) => d.identifier === 'user_1', 1);
