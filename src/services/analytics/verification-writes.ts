@@ -1,5 +1,6 @@
 import type {
   AnalyticsKeyVerificationByApiRow,
+  AnalyticsKeyVerificationByKeyRow,
   AnalyticsKeyVerificationRollupRow,
   AnalyticsKeyVerificationRow,
 } from '../../store/schema-analytics.ts';
@@ -43,8 +44,49 @@ function formRows(grain: Grain, rows: AnalyticsKeyVerificationRollupRow[]) {
     // Typed as the coarsest form: upsertRollups writes the columns the rows have.
     const group = VERIFICATION_FORMS[form] as ReadonlyArray<keyof AnalyticsKeyVerificationByApiRow>;
     const table = `analytics_key_verifications_per_${grain}_${form}` as `analytics_key_verifications_per_${Grain}_by_api`;
-    return { table, group, rows: coarsen(rows, group, SUMMED) };
+    return { table, group, rows: form === 'by_key' ? byKeyRows(rows) : coarsen(rows, group, SUMMED) };
   });
+}
+
+/**
+ * The `by_key` form of one grain's roll-up rows: each group without its tags, summed. The rows come in rollupRows'
+ * order (head, time, then tags), so the rows of one by_key group are neighbours and one pass sums them, in that
+ * order: no map, no second sort (with many keys that form has about as many rows as the roll-up).
+ */
+function byKeyRows(rows: readonly AnalyticsKeyVerificationRollupRow[]): AnalyticsKeyVerificationByKeyRow[] {
+  const out: AnalyticsKeyVerificationByKeyRow[] = [];
+  let last: AnalyticsKeyVerificationByKeyRow | undefined;
+  for (const r of rows) {
+    if (
+      last !== undefined &&
+      last.key_id === r.key_id &&
+      last.time === r.time &&
+      last.outcome === r.outcome &&
+      last.identity_id === r.identity_id &&
+      last.external_id === r.external_id &&
+      last.key_space_id === r.key_space_id &&
+      last.workspace_id === r.workspace_id
+    ) {
+      last.count += r.count;
+      last.spent_credits += r.spent_credits;
+      last.latency_sum += r.latency_sum;
+      continue;
+    }
+    last = {
+      workspace_id: r.workspace_id,
+      time: r.time,
+      key_space_id: r.key_space_id,
+      key_id: r.key_id,
+      identity_id: r.identity_id,
+      external_id: r.external_id,
+      outcome: r.outcome,
+      count: r.count,
+      spent_credits: r.spent_credits,
+      latency_sum: r.latency_sum,
+    };
+    out.push(last);
+  }
+  return out;
 }
 
 function* times(batch: ReadonlyArray<{ time: number }>): Iterable<number> {
@@ -72,55 +114,65 @@ const GROUP = ['workspace_id', 'time', 'key_space_id', 'key_id', 'identity_id', 
 const SUMMED = ['count', 'spent_credits', 'latency_sum'] as const;
 const FORMS = Object.keys(VERIFICATION_FORMS) as VerificationForm[];
 
+/** A minute row and its id's head: the members of its group before the time, the key's id first. */
+interface Minute {
+  head: string;
+  row: AnalyticsKeyVerificationRollupRow;
+}
+
 /**
- * The batch summed per roll-up group, per grain, ordered by group. Per event only its minute row is found (one
- * id, one Map lookup); the hour, day and month rows are sums of the minute rows, far fewer than the events
- * whenever a key is verified more than once a minute.
+ * The batch summed per roll-up group, per grain, ordered by id: `${head}\u0000${time}\u0000${tags}`, the head being
+ * the key, workspace, API, identity, external id and outcome. The key's id first: ids differ early, so sorting
+ * (byId) compares little of each. The time before the tags: the rows of one group of the by_key form (the group
+ * without tags) are then neighbours (byKeyRows); times are all 13 digits and no member holds a NUL (every body is
+ * refused one; PostgreSQL's text cannot), so the order of the ids is that of the members. Per event only its
+ * minute row is found (one id, one Map lookup); the hour, day and month rows are sums of the minute rows, far fewer
+ * than the events whenever a key is verified more than once a minute.
  */
 function rollupRows(
   batch: VerificationEvent[],
   dialect: 'sqlite' | 'postgres',
 ): Record<(typeof GRAINS)[number], AnalyticsKeyVerificationRollupRow[]> {
-  // Minute rows by id: the group, then the minute (`${group}\u0000${time}`).
-  const minutes = new Map<string, AnalyticsKeyVerificationRollupRow>();
+  const minutes = new Map<string, Minute>();
   for (const e of batch) {
     const tags = e.tags ?? NO_TAGS;
     const stored = tags.length === 0 ? (dialect === 'postgres' ? '{}' : '[]') : storedTags(tags, dialect);
-    // The key's id first: ids differ early, so sorting the groups (byId) compares little of each.
-    const group = `${e.keyId}\u0000${e.workspaceId}\u0000${e.apiId}\u0000${e.identityId ?? ''}\u0000${e.externalId ?? ''}\u0000${e.code}\u0000${stored}`;
+    const head = `${e.keyId}\u0000${e.workspaceId}\u0000${e.apiId}\u0000${e.identityId ?? ''}\u0000${e.externalId ?? ''}\u0000${e.code}`;
     const time = bucketOf(e.time, 'minute');
-    const id = `${group}\u0000${time}`;
+    const id = `${head}\u0000${time}\u0000${stored}`;
     const had = minutes.get(id);
     if (had) {
-      had.count += 1;
-      had.spent_credits += e.spentCredits ?? 0;
-      had.latency_sum += e.latency ?? 0;
+      had.row.count += 1;
+      had.row.spent_credits += e.spentCredits ?? 0;
+      had.row.latency_sum += e.latency ?? 0;
       continue;
     }
     minutes.set(id, {
-      time,
-      workspace_id: e.workspaceId,
-      key_space_id: e.apiId,
-      identity_id: e.identityId ?? '',
-      external_id: e.externalId ?? '',
-      key_id: e.keyId,
-      outcome: e.code,
-      tags: stored,
-      count: 1,
-      spent_credits: e.spentCredits ?? 0,
-      latency_sum: e.latency ?? 0,
+      head,
+      row: {
+        time,
+        workspace_id: e.workspaceId,
+        key_space_id: e.apiId,
+        identity_id: e.identityId ?? '',
+        external_id: e.externalId ?? '',
+        key_id: e.keyId,
+        outcome: e.code,
+        tags: stored,
+        count: 1,
+        spent_credits: e.spentCredits ?? 0,
+        latency_sum: e.latency ?? 0,
+      },
     });
   }
   const coarser = (grain: Grain) => {
     const rows = new Map<string, AnalyticsKeyVerificationRollupRow>();
-    for (const [id, row] of minutes) {
+    for (const { head, row } of minutes.values()) {
       const time = bucketOf(row.time, grain);
-      // The minute row's group is its id without the minute (the time is the last member).
-      addRow(rows, `${id.slice(0, id.lastIndexOf('\u0000'))}\u0000${time}`, { ...row, time }, SUMMED);
+      addRow(rows, `${head}\u0000${time}\u0000${row.tags}`, { ...row, time }, SUMMED);
     }
     return byId(rows);
   };
-  return { minute: byId(minutes), hour: coarser('hour'), day: coarser('day'), month: coarser('month') };
+  return { minute: byId(minutes).map((m) => m.row), hour: coarser('hour'), day: coarser('day'), month: coarser('month') };
 }
 
 function latestByKey(batch: VerificationEvent[]): Map<string, number> {
