@@ -123,9 +123,11 @@ interface Minute {
 /**
  * The batch summed per roll-up group, per grain, ordered by id: `${head}\u0000${time}\u0000${tags}`, the head being
  * the key, workspace, API, identity, external id and outcome. The key's id first: ids differ early, so sorting
- * (byId) compares little of each. The time before the tags: the rows of one group of the by_key form (the group
- * without tags) are then neighbours (byKeyRows); times are all 13 digits and no member holds a NUL (every body is
- * refused one; PostgreSQL's text cannot), so the order of the ids is that of the members. Per event only its
+ * (byId) compares little of each. The time before the tags: every row of one group of the by_key form (the group
+ * without tags) starts with the same `${head}\u0000${time}\u0000`, and, as no member holds a NUL, no other group's
+ * does, so they are neighbours (byKeyRows). (A NUL could only come from SQLite rows older than the guard that
+ * refuses it in every body; PostgreSQL's text cannot hold one. SQLite sums an upsert's repeated rows one after the
+ * other, so a by_key group split in two would still be counted right.) Per event only its
  * minute row is found (one id, one Map lookup); the hour, day and month rows are sums of the minute rows, far fewer
  * than the events whenever a key is verified more than once a minute.
  */
