@@ -127,9 +127,9 @@ interface Minute {
  * without tags) starts with the same `${head}\u0000${time}\u0000`, and, as no member holds a NUL, no other group's
  * does, so they are neighbours (byKeyRows). (A NUL could only come from SQLite rows older than the guard that
  * refuses it in every body; PostgreSQL's text cannot hold one. SQLite sums an upsert's repeated rows one after the
- * other, so a by_key group split in two would still be counted right.) Per event only its
- * minute row is found (one id, one Map lookup); the hour, day and month rows are sums of the minute rows, far fewer
- * than the events whenever a key is verified more than once a minute.
+ * other, so a by_key group split in two would still be counted right.) Per event only its minute row is found (one
+ * id, one Map lookup); the hour, day and month rows are sums of the minute rows, far fewer than the events whenever
+ * a key is verified more than once a minute.
  */
 function rollupRows(
   batch: VerificationEvent[],
