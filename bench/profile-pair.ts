@@ -12,8 +12,8 @@
 // PROFILE_PAIR_SECONDS (default 3) each; PROFILE_PAIR_TOP rows (default 25).
 
 import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { type CpuProfile, frameName, sampleUs, threadProfiles } from './cpu-profiles.ts';
 import { PLENTY, VERIFY_PATH } from './cases.ts';
 import { exited, positiveInt, processCpuTotalSeconds as cpuOf, runStandalone } from './processes.ts';
 import { autocannon, call, OUT_DIR, startServer, type Load, type Server } from './server.ts';
@@ -29,13 +29,6 @@ interface Window {
   fromUs: number;
   toUs: number;
   requests: number;
-}
-
-interface Profile {
-  nodes: Array<{ id: number; callFrame: { functionName: string; url: string; lineNumber: number } }>;
-  startTime: number;
-  samples: number[];
-  timeDeltas: number[];
 }
 
 /** The loads this tool knows, on a server with one key of each kind. */
@@ -91,7 +84,7 @@ async function alternate(server: Server, a: Load, b: Load): Promise<Window[]> {
 }
 
 /** Self time per request of each function (file:line), per load, from the samples inside the windows. */
-function attribute(profile: Profile, windows: Window[]): Record<'A' | 'B', { perFunction: Map<string, number>; total: number }> {
+function attribute(profile: CpuProfile, windows: Window[]): Record<'A' | 'B', { perFunction: Map<string, number>; total: number }> {
   const frames = new Map(profile.nodes.map((n) => [n.id, n.callFrame]));
   const result = { A: { perFunction: new Map<string, number>(), total: 0 }, B: { perFunction: new Map<string, number>(), total: 0 } };
   const requests = { A: 0, B: 0 };
@@ -101,9 +94,8 @@ function attribute(profile: Profile, windows: Window[]): Record<'A' | 'B', { per
     t += profile.timeDeltas[i];
     const w = windows.find((x) => t >= x.fromUs && t < x.toUs);
     if (!w) continue;
-    const f = frames.get(profile.samples[i])!;
-    const name = `${f.functionName || '(anonymous)'} ${f.url.replace(/^.*\/(src|node_modules|bench)\//, '$1/')}:${f.lineNumber + 1}`;
-    const us = (profile.timeDeltas[i + 1] ?? profile.timeDeltas[i]) / requests[w.load];
+    const name = frameName(frames.get(profile.samples[i])!);
+    const us = sampleUs(profile, i) / requests[w.load];
     const side = result[w.load];
     side.perFunction.set(name, (side.perFunction.get(name) ?? 0) + us);
     side.total += us;
@@ -124,9 +116,10 @@ runStandalone(async () => {
   server.child.kill('SIGTERM'); // --cpu-prof writes the profile as the process exits
   await exited(server.child);
   await cleanup();
-  const file = readdirSync(profileDir).find((f) => f.endsWith('.cpuprofile'));
-  if (!file) throw new Error(`no profile in ${profileDir}`);
-  const per = attribute(JSON.parse(readFileSync(join(profileDir, file), 'utf8')), windows);
+  // The main thread's: the one that answers requests (a worker thread, such as the analytics writer, has its own).
+  const main = threadProfiles(profileDir).find((p) => p.thread === 0);
+  if (!main) throw new Error(`no profile of the main thread in ${profileDir}`);
+  const per = attribute(main.profile, windows);
   console.log(`\nsampled µs/request (idle included): A ${nameA} ${per.A.total.toFixed(1)}, B ${nameB} ${per.B.total.toFixed(1)}`);
   const names = new Set([...per.A.perFunction.keys(), ...per.B.perFunction.keys()]);
   const rows = [...names].map((n) => ({ n, a: per.A.perFunction.get(n) ?? 0, b: per.B.perFunction.get(n) ?? 0 }));

@@ -9,10 +9,10 @@
 //   --seconds N   load per mode (default 10)        --top N   functions per thread (default 20)
 //   --modes on,off                                   (default both, in that order)
 
-import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { VERIFY_PATH } from './cases.ts';
+import { type CpuProfile, frameName, sampleUs, threadProfiles } from './cpu-profiles.ts';
 import { exited, processCpuTotalSeconds as cpuOf, runStandalone } from './processes.ts';
 import { autocannon, call, OUT_DIR, startServer, type Load, type Server } from './server.ts';
 import { scratchStore } from './scratch-store.ts';
@@ -28,12 +28,6 @@ const SECONDS = Number(args.seconds);
 const TOP = Number(args.top);
 const OPTS = { connections: 50, pipelining: 1 };
 
-interface Profile {
-  nodes: Array<{ id: number; callFrame: { functionName: string; url: string; lineNumber: number } }>;
-  samples: number[];
-  timeDeltas: number[];
-}
-
 async function verifyLoad(server: Server): Promise<Load> {
   const admin = (path: string, body: unknown) =>
     call(server, { method: 'POST', path, body: JSON.stringify(body), rootKey: server.rootKey });
@@ -46,15 +40,15 @@ async function verifyLoad(server: Server): Promise<Load> {
 }
 
 /** Busy time (idle left out) and self time per function, µs per request. */
-function selfTimes(profile: Profile, requests: number): { busy: number; top: Array<[string, number]> } {
+function selfTimes(profile: CpuProfile, requests: number): { busy: number; top: Array<[string, number]> } {
   const frames = new Map(profile.nodes.map((n) => [n.id, n.callFrame]));
   const self = new Map<string, number>();
   let busy = 0;
   for (let i = 0; i < profile.samples.length; i++) {
     const f = frames.get(profile.samples[i])!;
     if (f.functionName === '(idle)') continue;
-    const name = `${f.functionName || '(anonymous)'} ${f.url.replace(/^.*\/(src|node_modules|bench)\//, '$1/')}:${f.lineNumber + 1}`;
-    const us = (profile.timeDeltas[i + 1] ?? profile.timeDeltas[i]) / requests;
+    const name = frameName(f);
+    const us = sampleUs(profile, i) / requests;
     self.set(name, (self.get(name) ?? 0) + us);
     busy += us;
   }
@@ -76,12 +70,8 @@ runStandalone(async () => {
     server.child.kill('SIGTERM'); // --cpu-prof writes each thread's profile as it ends
     await exited(server.child);
     await cleanup();
-    // CPU.<date>.<time>.<pid>.<thread id>.<seq>.cpuprofile: thread 0 is the main thread.
-    for (const file of readdirSync(dir)
-      .filter((f) => f.endsWith('.cpuprofile'))
-      .sort()) {
-      const thread = Number(file.split('.')[4]);
-      const { busy, top } = selfTimes(JSON.parse(readFileSync(join(dir, file), 'utf8')), requests);
+    for (const { thread, profile } of threadProfiles(dir)) {
+      const { busy, top } = selfTimes(profile, requests);
       console.log(`   ${thread === 0 ? 'main thread' : `worker thread ${thread}`}: busy ${busy.toFixed(1)} µs/request`);
       for (const [name, us] of top) console.log(`   ${us.toFixed(2).padStart(8)}  ${name}`);
     }
