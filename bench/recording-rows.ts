@@ -24,6 +24,7 @@ import {
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { VerificationEvent } from '../src/services/verification/verification-recorder.ts';
+import { base58 } from './processes.ts';
 
 const { values: args, positionals } = parseArgs({
   allowPositionals: true,
@@ -57,8 +58,7 @@ const db = new Kysely<unknown>({
   },
 });
 
-const BASE58 = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz';
-const id = (prefix: string) => `${prefix}_${Array.from({ length: 22 }, () => BASE58[Math.floor(Math.random() * 58)]).join('')}`;
+const id = (prefix: string) => `${prefix}_${base58(22)}`;
 const keys = Array.from({ length: Number(args.keys) }, () => id('key'));
 const [workspaceId, apiId, identityId] = [id('ws'), id('api'), id('id')];
 let t = Date.now() - 86_400_000;
