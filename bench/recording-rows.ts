@@ -1,13 +1,14 @@
 // What building a batch's rows costs, apart from the store (not run by `npm run bench`):
 //
 //   node --expose-gc --disable-warning=ExperimentalWarning bench/recording-rows.ts <checkout A> <checkout B>
-//        [--store postgres|sqlite] [--batches 60] [--keys 100000]
+//        [--store postgres|sqlite] [--batches 60] [--keys 100000] [--hot]
 //
 // writeVerifications of each checkout (e.g. a `git worktree` of the previous commit, and this one) on a Kysely
 // whose driver runs nothing (DummyDriver): the roll-up rows, their forms, the statements' texts and parameters
 // (PostgreSQL: the JSON of the rows) are built; nothing is written. The two run the same batch one after the
 // other, alternating which goes first, in one process: batches of 10,000 events, each of a random one of `--keys`
-// keys, a third with an identity, a quarter with tags. Each run starts after a full collection, so that neither
+// keys, a third with an identity, a quarter with tags; with `--hot`, every event of one key without identity or tags
+// (the batches of `npm run bench`'s cached verification). Each run starts after a full collection, so that neither
 // pays for the other's garbage. Prints the median CPU per event of each (the first six batches left out) and B/A.
 
 import { parseArgs } from 'node:util';
@@ -32,6 +33,7 @@ const { values: args, positionals } = parseArgs({
     store: { type: 'string', default: 'postgres' },
     batches: { type: 'string', default: '60' },
     keys: { type: 'string', default: '100000' },
+    hot: { type: 'boolean', default: false },
   },
 });
 if (positionals.length !== 2) throw new Error('usage: bench/recording-rows.ts <checkout A> <checkout B>');
@@ -59,13 +61,13 @@ const db = new Kysely<unknown>({
 });
 
 const id = (prefix: string) => `${prefix}_${base58(22)}`;
-const keys = Array.from({ length: Number(args.keys) }, () => id('key'));
+const keys = Array.from({ length: args.hot ? 1 : Number(args.keys) }, () => id('key'));
 const [workspaceId, apiId, identityId] = [id('ws'), id('api'), id('id')];
 let t = Date.now() - 86_400_000;
 
 function batchOf(): VerificationEvent[] {
   const batch = Array.from({ length: BATCH }, (_, j): VerificationEvent => {
-    const named = j % 3 === 0;
+    const named = !args.hot && j % 3 === 0;
     return {
       keyId: keys[Math.floor(Math.random() * keys.length)],
       workspaceId,
@@ -76,7 +78,7 @@ function batchOf(): VerificationEvent[] {
       time: t + j * 20,
       requestId: id('req'),
       latency: 1,
-      tags: j % 4 === 0 ? ['plan', `region-${j % 3}`] : undefined,
+      tags: !args.hot && j % 4 === 0 ? ['plan', `region-${j % 3}`] : undefined,
     };
   });
   t += BATCH * 20;
