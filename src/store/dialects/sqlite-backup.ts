@@ -1,4 +1,4 @@
-import { Worker } from 'node:worker_threads';
+import { builtinsOnlyWorker } from './builtins-worker.ts';
 
 /** How the copy is paced: at most `bytesPerSecond` (0: no limit, one step), in steps of about `stepBytes`. */
 export interface BackupPace {
@@ -39,7 +39,7 @@ export interface BackupStats {
  */
 export async function backupSqliteFile(sourcePath: string, targetPath: string, pace: BackupPace): Promise<BackupStats> {
   const job: BackupJob = { sourcePath, targetPath, ...pace };
-  const worker = new Worker(new URL('./sqlite-backupper.ts', import.meta.url), {
+  const worker = builtinsOnlyWorker(new URL('./sqlite-backupper.ts', import.meta.url), {
     workerData: job,
     // Not the process' own flags: some (--input-type of `node -e`) stop a worker from loading a file.
     execArgv: ['--disable-warning=ExperimentalWarning'],

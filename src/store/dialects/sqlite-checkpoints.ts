@@ -1,5 +1,6 @@
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import { once } from 'node:events';
+import { builtinsOnlyWorker } from './builtins-worker.ts';
 
 /**
  * How often the checkpointer copies the write-ahead log into the database file. Each checkpoint ends with an
@@ -23,7 +24,7 @@ export class Checkpoints {
   #exited = false;
 
   constructor(path: string, lost: () => void) {
-    this.#worker = new Worker(new URL('./sqlite-checkpointer.ts', import.meta.url), {
+    this.#worker = builtinsOnlyWorker(new URL('./sqlite-checkpointer.ts', import.meta.url), {
       workerData: { path, intervalMs: CHECKPOINT_INTERVAL_MS },
       // Not the process' own flags: some (--input-type of `node -e`) stop a worker from loading a file.
       execArgv: ['--disable-warning=ExperimentalWarning'],

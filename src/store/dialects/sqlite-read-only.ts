@@ -1,5 +1,6 @@
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import { QueryFailedError, QueryTimeoutError, type ReadOnlyQuery } from '../read-only-query.ts';
+import { builtinsOnlyWorker } from './builtins-worker.ts';
 
 type WorkerAnswer = { rows: Array<Record<string, unknown>> } | { error: string; timeout: boolean };
 
@@ -67,7 +68,7 @@ class QueryWorkers {
       held.worker.ref();
       return held.worker;
     }
-    return new Worker(new URL('./sqlite-analytics-worker.ts', import.meta.url), {
+    return builtinsOnlyWorker(new URL('./sqlite-analytics-worker.ts', import.meta.url), {
       workerData: { path: this.#path },
       execArgv: ['--disable-warning=ExperimentalWarning'],
     });
