@@ -8,16 +8,11 @@ import { auditLogsOldestFirst } from '../../src/services/audit/export-audit-logs
 import { verificationsOldestFirst, type VerificationExportRow } from '../../src/services/analytics/export-verifications.ts';
 import { HOUR_MS } from '../../src/services/verification/verification-recorder.ts';
 import { refillRollupForms } from '../helpers/rollup-forms.ts';
+import { prng } from '../helpers/prng.ts';
 
 /** A fixed, hour-aligned origin for the hourly rows: 2025-03-01T00:00Z. */
 const T0 = Date.UTC(2025, 2, 1);
 const OUTCOMES = ['VALID', 'FORBIDDEN', 'USAGE_EXCEEDED', 'RATE_LIMITED', 'DISABLED', 'INSUFFICIENT_PERMISSIONS', 'EXPIRED'];
-
-/** A deterministic pseudo-random sequence (LCG), so a failing run can be replayed. */
-const prng = (seed: number) => () => {
-  seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
-  return seed / 2 ** 31;
-};
 
 /** The records of every page, in order. */
 const collect = async <T>(pages: AsyncIterable<T[]>): Promise<T[]> => {

@@ -7,16 +7,11 @@ import { VerificationRecorder, HOUR_MS } from '../../../src/services/verificatio
 import { RatelimitRecorder } from '../../../src/services/ratelimits/ratelimit-recorder.ts';
 import { readTags } from '../../../src/services/analytics/rollups.ts';
 import type { VerifyCode } from '../../../src/domain/verify-codes.ts';
+import { prng } from '../../helpers/prng.ts';
 
 /** 2025-01-30T00:00Z: the events below span two months. */
 const T0 = Date.UTC(2025, 0, 30);
 const RECORDED: VerifyCode[] = ['VALID', 'FORBIDDEN', 'USAGE_EXCEEDED', 'RATE_LIMITED', 'DISABLED', 'INSUFFICIENT_PERMISSIONS', 'EXPIRED'];
-
-/** A deterministic pseudo-random sequence (LCG), so a failing run can be replayed. */
-const prng = (seed: number) => () => {
-  seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
-  return seed / 2 ** 31;
-};
 
 for (const dialect of DIALECTS) {
   describe(`analytics events (${dialect})`, () => {

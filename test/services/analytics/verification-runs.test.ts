@@ -5,17 +5,12 @@ import type { Store } from '../../../src/store/store.ts';
 import { writeVerifications } from '../../../src/services/analytics/verification-writes.ts';
 import type { VerificationEvent } from '../../../src/services/verification/verification-recorder.ts';
 import type { VerifyCode } from '../../../src/domain/verify-codes.ts';
+import { prng } from '../../helpers/prng.ts';
 
 // A batch's roll-up rows when events come in runs of one group (a hot key), which writeVerifications sums without
 // building each event's id: runs that cross a minute, an hour, a day and a month, and change key, workspace, API,
 // outcome, identity, external id or tags (equal tags in another array, other tags of the same length), must give the
 // same rows as a plain tally of every event, at every grain.
-
-/** A deterministic pseudo-random sequence (LCG), so a failing run can be replayed. */
-const prng = (seed: number) => () => {
-  seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
-  return seed / 2 ** 31;
-};
 
 const T0 = Date.UTC(2025, 5, 30, 23, 40); // the runs cross minutes, an hour, a day and a month
 const SHARED = ['plan:pro', 'region'];

@@ -7,6 +7,7 @@ import { securityTests } from '../../helpers/security.ts';
 import { VerificationRecorder, HOUR_MS } from '../../../src/services/verification/verification-recorder.ts';
 import type { VerifyCode } from '../../../src/domain/verify-codes.ts';
 import { outcomeCounts } from '../../helpers/rows.ts';
+import { prng } from '../../helpers/prng.ts';
 
 const DAY_MS = 24 * HOUR_MS;
 /** A fixed, hour-aligned origin: 2025-01-30T00:00Z (the month ends two days later). */
@@ -17,12 +18,6 @@ type HourlyKey = { key_id: string; hour: number; outcome: string };
 const byRow = (a: HourlyKey, b: HourlyKey) =>
   a.key_id < b.key_id ? -1 : a.key_id > b.key_id ? 1 : a.hour - b.hour || (a.outcome < b.outcome ? -1 : a.outcome > b.outcome ? 1 : 0);
 const RECORDED: VerifyCode[] = ['VALID', 'FORBIDDEN', 'USAGE_EXCEEDED', 'RATE_LIMITED', 'DISABLED', 'INSUFFICIENT_PERMISSIONS', 'EXPIRED'];
-
-/** A deterministic pseudo-random sequence (LCG), so a failing run can be replayed. */
-const prng = (seed: number) => () => {
-  seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
-  return seed / 2 ** 31;
-};
 
 const counts = outcomeCounts;
 /** A keys.getVerifications bucket. */

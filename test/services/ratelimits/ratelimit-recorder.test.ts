@@ -6,17 +6,12 @@ import { eventually } from '../../helpers/outages.ts';
 import { RatelimitRecorder, type RatelimitEvent } from '../../../src/services/ratelimits/ratelimit-recorder.ts';
 import { openStore } from '../../../src/store/store.ts';
 import { newId } from '../../../src/domain/ids.ts';
+import { prng } from '../../helpers/prng.ts';
 
 const HOUR_MS = 3_600_000;
 /** A fixed, hour-aligned origin: 2025-01-30T00:00Z. */
 const T0 = Date.UTC(2025, 0, 30);
 const at = (hour: number, minute = 0) => T0 + hour * HOUR_MS + minute * 60_000;
-
-/** A deterministic pseudo-random sequence (LCG), so a failing run can be replayed. */
-const prng = (seed: number) => () => {
-  seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
-  return seed / 2 ** 31;
-};
 
 /** `namespace|identifier|hour` → [passed, denied]. */
 type Tally = Map<string, [number, number]>;

@@ -8,6 +8,7 @@ import { parseQuery } from '../../../../src/services/analytics/query/parse.ts';
 import { SQLITE_QUERY_DIALECT } from '../../../../src/services/analytics/query/compile-sqlite.ts';
 import type { Caller } from '../../../../src/services/caller.ts';
 import type { VerifyCode } from '../../../../src/domain/verify-codes.ts';
+import { prng } from '../../../helpers/prng.ts';
 
 // A roll-up's coarser forms (by_api, by_key) answer the queries they are chosen for exactly as the roll-up itself:
 // every query below is run both ways on events written by the real batch writer, and the answers compared; which
@@ -15,12 +16,6 @@ import type { VerifyCode } from '../../../../src/domain/verify-codes.ts';
 
 const HOUR = 3_600_000;
 const OUTCOMES: VerifyCode[] = ['VALID', 'RATE_LIMITED', 'USAGE_EXCEEDED', 'DISABLED'];
-
-/** A deterministic pseudo-random sequence (LCG), so a failing run can be replayed. */
-const prng = (seed: number) => () => {
-  seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
-  return seed / 2 ** 31;
-};
 
 /** [query, the form it reads: 'by_api', 'by_key' or null for the roll-up itself]. */
 const QUERIES: Array<[string, 'by_api' | 'by_key' | null]> = [
