@@ -20,7 +20,7 @@ const IMPORTED = /\b(?:import|export)\s*(?:[\w*{}\s,]*?\bfrom\s*)?['"]([^'"]+)['
  * "(2026-11-30, sixth)"). Refuses a module that imports anything else: a data: URL has no directory to resolve it in.
  * Stack traces name the file (its source URL), at the original lines and columns (stripping keeps them).
  */
-export function builtinsOnlyWorker(module: URL, options: WorkerOptions): Worker {
+export function builtinsOnlyWorker(module: URL, options: Omit<WorkerOptions, 'execArgv'>): Worker {
   let script = scripts.get(module.href);
   if (script === undefined) {
     const path = fileURLToPath(module);
@@ -33,5 +33,6 @@ export function builtinsOnlyWorker(module: URL, options: WorkerOptions): Worker 
     script = new URL(`data:text/javascript,${encodeURIComponent(js)}`);
     scripts.set(module.href, script);
   }
-  return new Worker(script, options);
+  // Not the process' own flags: some (--input-type of `node -e`) stop a worker from loading its module.
+  return new Worker(script, { ...options, execArgv: ['--disable-warning=ExperimentalWarning'] });
 }

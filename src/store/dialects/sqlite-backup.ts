@@ -41,8 +41,6 @@ export async function backupSqliteFile(sourcePath: string, targetPath: string, p
   const job: BackupJob = { sourcePath, targetPath, ...pace };
   const worker = builtinsOnlyWorker(new URL('./sqlite-backupper.ts', import.meta.url), {
     workerData: job,
-    // Not the process' own flags: some (--input-type of `node -e`) stop a worker from loading a file.
-    execArgv: ['--disable-warning=ExperimentalWarning'],
   });
   let stats: BackupStats | undefined;
   let failure: unknown;

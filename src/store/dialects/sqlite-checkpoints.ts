@@ -26,8 +26,6 @@ export class Checkpoints {
   constructor(path: string, lost: () => void) {
     this.#worker = builtinsOnlyWorker(new URL('./sqlite-checkpointer.ts', import.meta.url), {
       workerData: { path, intervalMs: CHECKPOINT_INTERVAL_MS },
-      // Not the process' own flags: some (--input-type of `node -e`) stop a worker from loading a file.
-      execArgv: ['--disable-warning=ExperimentalWarning'],
     });
     let reported = false;
     const onLost = () => {

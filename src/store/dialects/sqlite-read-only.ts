@@ -70,7 +70,6 @@ class QueryWorkers {
     }
     return builtinsOnlyWorker(new URL('./sqlite-analytics-worker.ts', import.meta.url), {
       workerData: { path: this.#path },
-      execArgv: ['--disable-warning=ExperimentalWarning'],
     });
   }
 
