@@ -81,6 +81,8 @@ export interface AppOptions {
   webhooks?: WebhookSettings;
   /** KEYHOLD_USAGE_* settings (when a closed period is reported); the scan's interval (ms; default 5 s; tests use less). */
   usage?: UsageSettings & { scanIntervalMs?: number };
+  /** How long GET /v1/readiness waits for each dependency (ms; default READINESS_TIMEOUT_MS). */
+  readinessTimeoutMs?: number;
 }
 
 export const BODY_LIMIT = 5 * 1024 * 1024;
@@ -127,8 +129,9 @@ export async function buildApp({ store }: { store: Store }, options: AppOptions 
   });
   await registerDocs(app);
 
-  const { redisUrl, logger, keyCacheSize, capacities, analytics, tracing } = options;
-  const runtime = await createRuntime(store, { redisUrl, logger, keyCacheSize, capacities, analytics, tracing, caches: [guard] });
+  const { redisUrl, logger, keyCacheSize, capacities, analytics, tracing, readinessTimeoutMs } = options;
+  const runtimeOptions = { redisUrl, logger, keyCacheSize, capacities, analytics, tracing, readinessTimeoutMs };
+  const runtime = await createRuntime(store, { ...runtimeOptions, caches: [guard] });
   app.addHook('onClose', () => runtime.close());
   const { verifier, limiter, cache, apis, readiness, ratelimits } = runtime;
   verifier.events = ratelimits.events = crossingEvents(app, store, options);

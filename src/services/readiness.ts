@@ -4,7 +4,7 @@ import type { Store } from '../store/store.ts';
 import type { AvailabilityListener } from '../store/availability.ts';
 import { pingRedis } from '../store/redis.ts';
 
-/** How long readiness waits for each dependency. */
+/** How long readiness waits for each dependency by default. */
 export const READINESS_TIMEOUT_MS = 1_000;
 
 /** What GET /v1/readiness answers when the server can serve. */
@@ -15,21 +15,31 @@ export interface ReadinessReport {
   checks: { store: 'up'; redis?: 'up' | 'down'; oidc?: 'up' | 'down' };
 }
 
+/** What readiness asks besides the store, and how long it waits for each. */
+export interface ReadinessOptions {
+  redis?: Redis;
+  /** Told when Redis answers or does not (the runtime's availability report). */
+  redisReport?: AvailabilityListener;
+  /** ms; default READINESS_TIMEOUT_MS. */
+  timeoutMs?: number;
+}
+
 /**
  * Asks the store (a trivial statement) and Redis when there is one (PING), at once, each within
- * READINESS_TIMEOUT_MS. A store that does not answer throws 503 `store/unavailable`, naming what is down:
+ * `timeoutMs` (READINESS_TIMEOUT_MS). A store that does not answer throws 503 `store/unavailable`, naming what is down:
  * nothing but cached verifications works without it. Redis down is `degraded`, not unready: every server
  * of a cluster shares one Redis, and taking them all out of a load balancer for it would turn a degraded
  * service (consistent rate limits on the store's counters, invalidation through the change feed) into none.
  */
-export async function checkReadiness(store: Store, redis?: Redis, redisReport?: AvailabilityListener): Promise<ReadinessReport> {
+export async function checkReadiness(store: Store, opts: ReadinessOptions = {}): Promise<ReadinessReport> {
+  const { redis, redisReport, timeoutMs = READINESS_TIMEOUT_MS } = opts;
   const [storeUp, redisUp] = await Promise.all([
-    store.ping(READINESS_TIMEOUT_MS).then(
+    store.ping(timeoutMs).then(
       () => true,
       () => false,
     ),
     redis &&
-      pingRedis(redis, READINESS_TIMEOUT_MS).then(
+      pingRedis(redis, timeoutMs).then(
         () => {
           redisReport?.up();
           return true;
@@ -43,7 +53,7 @@ export async function checkReadiness(store: Store, redis?: Redis, redisReport?: 
   const redisState = redisUp === undefined ? undefined : redisUp ? 'up' : 'down';
   if (!storeUp) {
     const others = redisState ? ` (redis: ${redisState})` : '';
-    throw new AppError('store/unavailable', `Not ready: the store did not answer within ${READINESS_TIMEOUT_MS} ms${others}`);
+    throw new AppError('store/unavailable', `Not ready: the store did not answer within ${timeoutMs} ms${others}`);
   }
   return {
     status: redisState === 'down' ? 'degraded' : 'ready',

@@ -43,6 +43,8 @@ export interface RuntimeOptions {
   analytics?: { enabled: boolean; region: string };
   /** A span per Redis command (src/tracing.ts) when traces are on. */
   tracing?: RedisTracing;
+  /** How long readiness waits for each dependency (ms; default READINESS_TIMEOUT_MS). */
+  readinessTimeoutMs?: number;
 }
 
 /** How much each buffer that fills during an outage holds at most (docs/reliability.md). */
@@ -207,7 +209,7 @@ export async function createRuntime(store: Store, opts: RuntimeOptions = {}): Pr
     recorder,
     ratelimits: { db, limiter, namespaces, recorder: ratelimitRecorder },
     health,
-    readiness: () => checkReadiness(store, redis, redisReport),
+    readiness: () => checkReadiness(store, { redis, redisReport, timeoutMs: opts.readinessTimeoutMs }),
     notifications: changes.notifications,
     buffers: () => ({
       verifications: { held: recorder.held, dropped: recorder.dropped },

@@ -1,6 +1,7 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { performance } from 'node:perf_hooks';
+import { sql } from 'kysely';
 import { DIALECTS, world, freshStore, type World } from '../../../helpers/harness.ts';
 import { TcpProxy, eventually, viaPort } from '../../../helpers/outages.ts';
 import { sleep } from '../../../helpers/timing.ts';
@@ -56,6 +57,28 @@ for (const dialect of DIALECTS) {
       proxy?.restore();
       await release;
       await eventually('readiness 200 after the store came back', async () => (await w.get('/v1/readiness', {}, null)).status === 200);
+    });
+
+    test('readinessTimeoutMs: a longer deadline waits for a store that answers late, and answers 200', async () => {
+      // The store answers after about 1.5 s, past the default deadline: SQLite's writer held by a transaction,
+      // PostgreSQL's pool (10 connections) busy with statements of that length.
+      const app = await buildApp({ store: w.store }, { readinessTimeoutMs: 5_000 });
+      try {
+        const busy =
+          dialect === 'sqlite'
+            ? [w.store.db.transaction().execute(() => sleep(1_500))]
+            : Array.from({ length: 10 }, () => sql`select pg_sleep(1.5)`.execute(w.store.db));
+        await sleep(100);
+        const started = performance.now();
+        const res = await app.inject({ method: 'GET', url: '/v1/readiness' });
+        const took = performance.now() - started;
+        await Promise.all(busy);
+        assert.equal(res.statusCode, 200, res.body);
+        assert.deepEqual(res.json(), { status: 'ready', checks: { store: 'up' } });
+        assert.ok(took > 1_000, `answered after ${Math.round(took)} ms, within the default deadline: the store was not busy`);
+      } finally {
+        await app.close();
+      }
     });
 
     test('with Redis configured, its PING is checked too', { skip: REDIS_URL ? false : 'KEYHOLD_TEST_REDIS_URL is not set' }, async () => {
