@@ -1,7 +1,6 @@
 import { Worker } from 'node:worker_threads';
 import type { WriteAside } from '../../store/store.ts';
-import type { VerificationEvent } from '../verification/verification-recorder.ts';
-import { packVerifications, transferList } from './packed-verifications.ts';
+import type { PackedVerifications } from './packed-verifications.ts';
 import { withOwnYoungGeneration } from './worker-young-generation.ts';
 
 /**
@@ -52,9 +51,8 @@ export class AnalyticsWriterThread {
   }
 
   /** Writes `batch` in one transaction; rejects (having written nothing) when the store or the thread fails. */
-  write(batch: readonly VerificationEvent[]): Promise<void> {
-    const packed = packVerifications(batch);
-    return this.#aside.run(() => this.#send(packed));
+  write(batch: PackedVerifications): Promise<void> {
+    return this.#aside.run(() => this.#send(batch));
   }
 
   async close(): Promise<void> {
@@ -63,7 +61,7 @@ export class AnalyticsWriterThread {
     await worker?.terminate();
   }
 
-  #send(packed: ReturnType<typeof packVerifications>): Promise<void> {
+  #send(packed: PackedVerifications): Promise<void> {
     const worker = this.#started();
     return new Promise((resolve, reject) => {
       const settle = (err?: Error) => {
@@ -89,7 +87,7 @@ export class AnalyticsWriterThread {
       }, this.#answerWithinMs);
       worker.on('message', onMessage).on('error', onError).on('exit', onExit);
       worker.ref(); // a write under way keeps the process alive until it is answered
-      worker.postMessage({ batch: packed }, transferList(packed));
+      worker.postMessage({ batch: packed });
     });
   }
 

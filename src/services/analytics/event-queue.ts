@@ -14,6 +14,24 @@ export interface EventQueueOptions {
 }
 
 /**
+ * Where an EventQueue holds its events: appended one at a time, taken from the front in batches. A batch (B) is
+ * what `write` is given: an array of the events (ArrayBacklog), or their columns (VerificationBacklog).
+ */
+export interface Backlog<E, B> {
+  /** Events held. */
+  readonly length: number;
+  push(e: E): void;
+  /** Forgets the oldest `n` (n <= length). */
+  dropOldest(n: number): void;
+  /** Removes the oldest `n` (1 <= n <= length) and returns them as one batch, oldest first. */
+  take(n: number): B;
+  /** Puts a batch that `take` returned back in front of the events held (it is older than all of them). */
+  putBack(batch: B): void;
+  /** The events of a batch. */
+  sizeOf(batch: B): number;
+}
+
+/**
  * The flushing machinery of the analytics recorders: a bounded queue of raw events that `record` appends to
  * synchronously (no I/O), and flushes that write it to the store in batches (`write`: ONE transaction, raw rows
  * and roll-ups together).
@@ -28,10 +46,9 @@ export interface EventQueueOptions {
  * the process alive; `maxBatch` queued events start a flush at once (unless one runs or the last one failed);
  * `close()` stops the timer and flushes what is left.
  */
-export abstract class EventQueue<E> {
-  /** Queued events are `#queue[#head…]`: dropping the oldest only moves `#head`. */
-  #queue: E[] = [];
-  #head = 0;
+export abstract class EventQueue<E, B> {
+  /** The queued events (not those a running flush is writing). */
+  readonly #backlog: Backlog<E, B>;
   readonly #intervalMs: number;
   readonly #maxBatch: number;
   readonly #capacity: number;
@@ -43,7 +60,8 @@ export abstract class EventQueue<E> {
   #failing = false;
   #timer: NodeJS.Timeout | undefined;
 
-  constructor(what: string, capacity: number, opts: EventQueueOptions = {}) {
+  constructor(what: string, capacity: number, backlog: Backlog<E, B>, opts: EventQueueOptions = {}) {
+    this.#backlog = backlog;
     this.#intervalMs = opts.flushIntervalMs ?? 1000;
     this.#capacity = opts.capacity ?? capacity;
     this.#maxBatch = opts.maxBatch ?? Math.max(1, Math.min(10_000, Math.ceil(this.#capacity / 2)));
@@ -57,31 +75,24 @@ export abstract class EventQueue<E> {
   protected abstract probe(): Promise<void>;
 
   /** Writes `batch` (oldest first) in one transaction; rejects (having written nothing) when the store fails. */
-  protected abstract write(batch: E[]): Promise<void>;
+  protected abstract write(batch: B): Promise<void>;
 
   /** Queues one event: O(1), no I/O. A full queue drops its oldest event (counted in `dropped`). */
   protected enqueue(e: E): void {
-    this.#queue.push(e);
-    if (this.#queue.length - this.#head + this.#writing > this.#capacity) this.#dropOldest(1);
-    if (this.#queue.length - this.#head >= this.#maxBatch && this.#inFlight === 0 && !this.#failing) this.flush().catch(this.#onError);
+    this.#backlog.push(e);
+    if (this.#backlog.length + this.#writing > this.#capacity) this.#dropOldest(1);
+    if (this.#backlog.length >= this.#maxBatch && this.#inFlight === 0 && !this.#failing) this.flush().catch(this.#onError);
   }
 
   #dropOldest(n: number): void {
-    const queued = this.#queue.length - this.#head;
-    const k = Math.min(n, queued);
-    for (let i = 0; i < k; i++) (this.#queue as unknown[])[this.#head + i] = undefined;
-    this.#head += k;
+    const k = Math.min(n, this.#backlog.length);
+    this.#backlog.dropOldest(k);
     this.#dropped += k;
-    // Compact once the dropped prefix is half the array, so memory stays within the capacity.
-    if (this.#head > 1024 && this.#head * 2 > this.#queue.length) {
-      this.#queue = this.#queue.slice(this.#head);
-      this.#head = 0;
-    }
   }
 
   /** Events waiting for a flush (not those a running flush is writing). */
   get buffered(): number {
-    return this.#queue.length - this.#head;
+    return this.#backlog.length;
   }
 
   /** Events held: waiting, and being written by a running flush. At most `capacity`. */
@@ -140,21 +151,17 @@ export abstract class EventQueue<E> {
   }
 
   async #writeBatch(): Promise<void> {
-    const end = Math.min(this.#queue.length, this.#head + this.#maxBatch);
-    const batch = this.#head === 0 && end === this.#queue.length ? this.#queue : this.#queue.slice(this.#head, end);
-    this.#queue = end === this.#queue.length ? [] : this.#queue.slice(end);
-    this.#head = 0;
-    this.#writing = batch.length;
+    const batch = this.#backlog.take(Math.min(this.#backlog.length, this.#maxBatch));
+    this.#writing = this.#backlog.sizeOf(batch);
     try {
       await this.write(batch);
       this.#failing = false;
     } catch (err) {
-      // Back in front of what came meanwhile (without the slots dropped meanwhile, before #head); the oldest go
-      // first when both do not fit.
-      this.#queue = batch.concat(this.#head === 0 ? this.#queue : this.#queue.slice(this.#head));
-      this.#head = 0;
+      // Back in front of what came meanwhile (less what was dropped meanwhile); the oldest go first when both do
+      // not fit.
+      this.#backlog.putBack(batch);
       this.#writing = 0;
-      const over = this.#queue.length - this.#capacity;
+      const over = this.#backlog.length - this.#capacity;
       if (over > 0) this.#dropOldest(over);
       this.#failing = true;
       throw err;

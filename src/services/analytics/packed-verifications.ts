@@ -5,11 +5,12 @@ import type { VerificationEvent } from '../verification/verification-recorder.ts
  * A batch of verification events as sent to the analytics writer thread: columns instead of objects. Posting the
  * events themselves had the thread that answers verifications serialize every object and every string of every
  * event (about 2 µs of its CPU per verification, measured); here the strings a batch repeats (a key's ids, its
- * identity, a tag set) are sent once, numbers go in typed arrays whose memory is handed over, not copied, and the
- * request ids go as one string (an array of them cost the sender about 0.3 µs per event to serialize).
+ * identity, a tag set) are sent once, numbers go in typed arrays (copied as bytes: not handed over, since a batch
+ * whose write fails goes back into the queue), and the request ids as one string (an array of them cost the sender
+ * about 0.3 µs per event to serialize).
  */
 export interface PackedVerifications {
-  /** The distinct strings of the batch; `refs` index into it. */
+  /** The strings `refs` index into, each once (it may hold some no event of the batch refers to: VerificationBacklog). */
   strings: string[];
   /** Per event: key, workspace, API, identity, external id, tags (JSON) as indexes into `strings`; -1 for none. */
   refs: Int32Array;
@@ -21,50 +22,9 @@ export interface PackedVerifications {
   requestIds: string;
 }
 
-const REFS = 6;
-const NUMBERS = 3;
-const CODE_INDEX = new Map<string, number>(VERIFY_CODES.map((c, i) => [c, i]));
-
-/** `batch` in columns (see PackedVerifications). */
-export function packVerifications(batch: readonly VerificationEvent[]): PackedVerifications {
-  const strings: string[] = [];
-  const index = new Map<string, number>();
-  const ref = (s: string | null | undefined): number => {
-    if (s === null || s === undefined) return -1;
-    let i = index.get(s);
-    if (i === undefined) {
-      i = strings.push(s) - 1;
-      index.set(s, i);
-    }
-    return i;
-  };
-  const refs = new Int32Array(batch.length * REFS);
-  const numbers = new Float64Array(batch.length * NUMBERS);
-  const codes = new Uint8Array(batch.length);
-  let requestIds = '';
-  for (let i = 0; i < batch.length; i++) {
-    const e = batch[i];
-    const r = i * REFS;
-    refs[r] = ref(e.keyId);
-    refs[r + 1] = ref(e.workspaceId);
-    refs[r + 2] = ref(e.apiId);
-    refs[r + 3] = ref(e.identityId);
-    refs[r + 4] = ref(e.externalId);
-    refs[r + 5] = e.tags && e.tags.length > 0 ? ref(JSON.stringify(e.tags)) : -1;
-    const n = i * NUMBERS;
-    numbers[n] = e.time;
-    numbers[n + 1] = e.spentCredits ?? 0;
-    numbers[n + 2] = e.latency ?? 0;
-    codes[i] = CODE_INDEX.get(e.code)!;
-    requestIds += `${e.requestId ?? ''}\n`;
-  }
-  return { strings, refs, numbers, codes, requestIds };
-}
-
-/** What packVerifications packed: `transferList` are the buffers postMessage may hand over instead of copying. */
-export function transferList(packed: PackedVerifications): ArrayBuffer[] {
-  return [packed.refs.buffer, packed.numbers.buffer, packed.codes.buffer] as ArrayBuffer[];
-}
+export const REFS = 6;
+export const NUMBERS = 3;
+export const CODE_INDEX = new Map<string, number>(VERIFY_CODES.map((c, i) => [c, i]));
 
 /** The events of a packed batch, as the recorder writes them. */
 export function unpackVerifications(packed: PackedVerifications): VerificationEvent[] {

@@ -3,6 +3,7 @@ import type { Database } from '../../store/schema.ts';
 import type { AnalyticsRatelimitRollupRow, AnalyticsRatelimitRow } from '../../store/schema-analytics.ts';
 import { insertRecurringRows } from '../../store/bulk-statements.ts';
 import { EventQueue } from '../analytics/event-queue.ts';
+import { ArrayBacklog } from '../analytics/array-backlog.ts';
 import { addRow, bucketOf, byId, GRAINS, upsertRollups } from '../analytics/rollups.ts';
 import { ensureDayPartitions } from '../analytics/partitions.ts';
 import type { RecorderOptions } from '../verification/verification-recorder.ts';
@@ -31,13 +32,13 @@ const SUMMED = ['passed', 'total'] as const;
  * month (`passed`, `total`), as the VerificationRecorder does verifications: queued in memory (bounded, the
  * oldest dropped), written in batches of ONE transaction each (raw rows and roll-up upserts together).
  */
-export class RatelimitRecorder extends EventQueue<RatelimitEvent> {
+export class RatelimitRecorder extends EventQueue<RatelimitEvent, RatelimitEvent[]> {
   readonly #db: Kysely<Database>;
   readonly #dialect: 'sqlite' | 'postgres';
   readonly #enabled: boolean;
 
   constructor(db: Kysely<Database>, opts: RecorderOptions = {}) {
-    super('rate-limit analytics', RATELIMIT_CAPACITY, opts);
+    super('rate-limit analytics', RATELIMIT_CAPACITY, new ArrayBacklog(), opts);
     this.#db = db;
     this.#enabled = opts.enabled ?? true;
     this.#dialect = opts.dialect ?? (db.getExecutor().adapter instanceof PostgresAdapter ? 'postgres' : 'sqlite');

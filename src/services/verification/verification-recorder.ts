@@ -5,6 +5,8 @@ import { AnalyticsWriterThread } from '../analytics/analytics-writer-thread.ts';
 import { writeVerifications } from '../analytics/verification-writes.ts';
 import { VERIFY_CODES, type VerifyCode } from '../../domain/verify-codes.ts';
 import { EventQueue, type EventQueueOptions } from '../analytics/event-queue.ts';
+import { VerificationBacklog } from '../analytics/verification-backlog.ts';
+import { unpackVerifications, type PackedVerifications } from '../analytics/packed-verifications.ts';
 
 export interface RecorderOptions extends EventQueueOptions {
   /** The `region` of every event (KEYHOLD_REGION; default `local`). */
@@ -36,7 +38,7 @@ export interface VerificationEvent {
 
 export { HOUR_MS } from '../analytics/hourly-sums.ts';
 
-/** Events held at most by default (about 300 bytes each: 30 MB; docs/reliability.md, "When the store or Redis fails"). */
+/** Events held at most by default (VerificationBacklog: 12-41 MB when full; docs/reliability.md, "When the store or Redis fails"). */
 export const VERIFICATION_CAPACITY = 100_000;
 
 /** The outcomes recorded. NOT_FOUND is not among them: such a verification has no key of a workspace. */
@@ -53,7 +55,7 @@ export type RecordedCode = (typeof RECORDED_CODES)[number];
  * The writes are writeVerifications', run by this thread, or, given `aside` (SQLite on a file), by the analytics
  * writer thread, so that a flush never holds the event loop that answers verifications.
  */
-export class VerificationRecorder extends EventQueue<VerificationEvent> {
+export class VerificationRecorder extends EventQueue<VerificationEvent, PackedVerifications> {
   readonly #db: Kysely<Database>;
   readonly #region: string;
   readonly #dialect: 'sqlite' | 'postgres';
@@ -61,7 +63,7 @@ export class VerificationRecorder extends EventQueue<VerificationEvent> {
   readonly #thread: AnalyticsWriterThread | undefined;
 
   constructor(db: Kysely<Database>, opts: RecorderOptions = {}) {
-    super('verification analytics', VERIFICATION_CAPACITY, opts);
+    super('verification analytics', VERIFICATION_CAPACITY, new VerificationBacklog(), opts);
     this.#db = db;
     this.#enabled = opts.enabled ?? true;
     this.#region = opts.region ?? 'local';
@@ -80,8 +82,9 @@ export class VerificationRecorder extends EventQueue<VerificationEvent> {
     await this.#db.transaction().execute((tx) => sql`select 1`.execute(tx));
   }
 
-  protected write(batch: VerificationEvent[]): Promise<void> {
-    return this.#thread ? this.#thread.write(batch) : writeVerifications(this.#db, batch, this.#region, this.#dialect);
+  protected write(batch: PackedVerifications): Promise<void> {
+    if (this.#thread) return this.#thread.write(batch);
+    return writeVerifications(this.#db, unpackVerifications(batch), this.#region, this.#dialect);
   }
 
   /** Stops the timer, flushes what is left, and ends the writer thread. */

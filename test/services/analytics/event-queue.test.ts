@@ -1,15 +1,16 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { EventQueue } from '../../../src/services/analytics/event-queue.ts';
+import { ArrayBacklog } from '../../../src/services/analytics/array-backlog.ts';
 
 /** A queue whose writes wait for `open()` and then fail or succeed as told, recording what they were given. */
-class GatedQueue extends EventQueue<number> {
+class GatedQueue extends EventQueue<number, number[]> {
   written: number[][] = [];
   fail = false;
   #gate: Promise<void> = Promise.resolve();
   #open: () => void = () => {};
   constructor(capacity: number, maxBatch: number) {
-    super('test events', capacity, { maxBatch, onError: () => {} });
+    super('test events', capacity, new ArrayBacklog(), { maxBatch, onError: () => {} });
   }
   add(n: number): void {
     this.enqueue(n);

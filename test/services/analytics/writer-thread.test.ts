@@ -4,7 +4,8 @@ import { sql } from 'kysely';
 import { world, type World } from '../../helpers/harness.ts';
 import { freshCuttableStore } from '../../helpers/outages.ts';
 import { VerificationRecorder, type VerificationEvent } from '../../../src/services/verification/verification-recorder.ts';
-import { packVerifications, unpackVerifications } from '../../../src/services/analytics/packed-verifications.ts';
+import { unpackVerifications } from '../../../src/services/analytics/packed-verifications.ts';
+import { packVerifications } from '../../../src/services/analytics/verification-backlog.ts';
 import { isStoreUnavailable } from '../../../src/store/errors.ts';
 import { VERIFY_CODES } from '../../../src/domain/verify-codes.ts';
 import { AnalyticsWriterThread } from '../../../src/services/analytics/analytics-writer-thread.ts';
@@ -131,7 +132,7 @@ describe('the analytics writer thread (sqlite on a file)', () => {
 
   test("a thread that does not answer in time is given up, and the store's writes go on", async () => {
     const thread = new AnalyticsWriterThread(w.store.writeAside!, 'local', 1);
-    await assert.rejects(thread.write(events(['key_slow'], 20_000)), /did not answer within 1 ms/);
+    await assert.rejects(thread.write(packVerifications(events(['key_slow'], 20_000))), /did not answer within 1 ms/);
     const apiId = await w.createApi('after-a-timeout');
     assert.ok((await w.createKey({ apiId })).keyId, 'a write of the store after the timeout');
     await thread.close();
