@@ -3,6 +3,7 @@ import { AppError } from '../domain/errors.ts';
 import type { Store } from '../store/store.ts';
 import type { AvailabilityListener } from '../store/availability.ts';
 import { pingRedis } from '../store/redis.ts';
+import { StoreUnavailableError } from '../store/errors.ts';
 
 /** How long readiness waits for each dependency by default. */
 export const READINESS_TIMEOUT_MS = 1_000;
@@ -33,10 +34,12 @@ export interface ReadinessOptions {
  */
 export async function checkReadiness(store: Store, opts: ReadinessOptions = {}): Promise<ReadinessReport> {
   const { redis, redisReport, timeoutMs = READINESS_TIMEOUT_MS } = opts;
-  const [storeUp, redisUp] = await Promise.all([
+  const [storeProblem, redisUp] = await Promise.all([
+    // Our own errors name a deadline (no secret in them); any other (a connection refused or reset, none free in
+    // PostgreSQL's pool within its connect timeout) is not shown to a caller without a key.
     store.ping(timeoutMs).then(
-      () => true,
-      () => false,
+      () => undefined,
+      (err: unknown) => (err instanceof StoreUnavailableError ? err.message : 'the store failed a trivial statement'),
     ),
     redis &&
       pingRedis(redis, timeoutMs).then(
@@ -51,9 +54,9 @@ export async function checkReadiness(store: Store, opts: ReadinessOptions = {}):
       ),
   ]);
   const redisState = redisUp === undefined ? undefined : redisUp ? 'up' : 'down';
-  if (!storeUp) {
+  if (storeProblem) {
     const others = redisState ? ` (redis: ${redisState})` : '';
-    throw new AppError('store/unavailable', `Not ready: the store did not answer within ${timeoutMs} ms${others}`);
+    throw new AppError('store/unavailable', `Not ready: ${storeProblem}${others}`);
   }
   return {
     status: redisState === 'down' ? 'degraded' : 'ready',

@@ -23,7 +23,7 @@ export interface Backlog<E, B> {
   push(e: E): void;
   /** Forgets the oldest `n` (n <= length). */
   dropOldest(n: number): void;
-  /** Removes the oldest `n` (1 <= n <= length) and returns them as one batch, oldest first. */
+  /** Removes the oldest `n` (n <= length) and returns them as one batch, oldest first. */
   take(n: number): B;
   /** Puts a batch that `take` returned back in front of the events held (it is older than all of them). */
   putBack(batch: B): void;

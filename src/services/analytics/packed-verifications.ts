@@ -10,7 +10,7 @@ import type { VerificationEvent } from '../verification/verification-recorder.ts
  * about 0.3 µs per event to serialize).
  */
 export interface PackedVerifications {
-  /** The strings `refs` index into, each once (it may hold some no event of the batch refers to: VerificationBacklog). */
+  /** The distinct strings of the batch; `refs` index into it. */
   strings: string[];
   /** Per event: key, workspace, API, identity, external id, tags (JSON) as indexes into `strings`; -1 for none. */
   refs: Int32Array;

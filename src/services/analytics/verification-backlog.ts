@@ -4,31 +4,23 @@ import { CODE_INDEX, NUMBERS, REFS, type PackedVerifications } from './packed-ve
 
 /** Events the columns have room for at first; they double when full. */
 const FIRST_ROOM = 1024;
-/** The string table is rebuilt from the events held once it has grown by as many entries as events held, and this many more. */
-const STRINGS_SLACK = 1024;
 const NEWLINE = 0x0a;
 
 /**
- * The VerificationRecorder's queued events, kept in the columns of a PackedVerifications batch as they are
- * recorded, not as objects. Events held as objects until their flush (up to 10,000, for up to a second) outlived
- * V8's young generation: each was copied, promoted and marked, about a quarter of what recording cost a cached
- * verification (docs/performance.md). Here an event is a few numbers in typed arrays, its strings are references
- * into one table (a key's ids are held once, whatever its events), and its request id is bytes; a batch is taken
- * as typed arrays of its own.
+ * The VerificationRecorder's queued events, kept in columns as they are recorded, not as objects. Events held as
+ * objects until their flush (up to 10,000, for up to a second) outlived V8's young generation: each was copied,
+ * promoted and marked, about half of the GC that recording cost the thread answering verifications
+ * (docs/performance.md). Here an event's numbers go in typed arrays, its strings are references in one array (a
+ * key's ids are the key cache's strings: nothing new is held), and its request id is UTF-8 bytes. A batch is taken
+ * as a PackedVerifications of its own: its strings are interned then, once each, for that batch only.
  *
- * Memory: the columns double when full, unless half their events were dropped (then the held ones move to the
- * front): at most about four times the recorder's capacity in slots (about 55 bytes each, and the request ids'
- * bytes), kept once grown; the string table is handed over with a batch that empties the backlog, and rebuilt from what is
- * held when a batch leaves events behind, when a failed batch comes back, and when it has grown by more entries
- * than events are held (events dropped while the store is down leave theirs behind): it holds at most the strings
- * of the events held, as many more, and STRINGS_SLACK; a rebuild's cost is spread over as many events recorded.
+ * Memory: the columns double when full, unless half of their events were dropped or taken (then the held ones move
+ * to the front): at most about four times the recorder's capacity in slots (about 80 bytes each with a request id),
+ * kept once grown. A dropped or taken event's references are cleared at once, so only held events keep strings.
  */
 export class VerificationBacklog implements Backlog<VerificationEvent, PackedVerifications> {
-  #strings: string[] = [];
-  #index = new Map<string, number>();
-  /** Entries of the string table when it was last rebuilt (or emptied). */
-  #rebuiltWith = 0;
-  #refs = new Int32Array(FIRST_ROOM * REFS);
+  /** Per event (REFS each): key, workspace, API, identity, external id, tags (JSON); undefined for none. */
+  #strings: Array<string | undefined> = [];
   #numbers = new Float64Array(FIRST_ROOM * NUMBERS);
   #codes = new Uint8Array(FIRST_ROOM);
   /** Every held event's request id followed by a newline, back to back, UTF-8: event i's are `#idEnds[i-1]…#idEnds[i]`. */
@@ -57,28 +49,41 @@ export class VerificationBacklog implements Backlog<VerificationEvent, PackedVer
       CODE_INDEX.get(e.code)!,
       e.requestId ?? '',
     );
-    if (this.#strings.length > this.#rebuiltWith + this.length + STRINGS_SLACK) this.#reintern();
   }
 
   dropOldest(n: number): void {
+    this.#strings.fill(undefined, this.#head * REFS, (this.#head + n) * REFS);
     this.#head += n;
-    if (this.#head === this.#tail) this.#head = this.#tail = 0;
+    if (this.#head === this.#tail) this.#clear();
   }
 
   take(n: number): PackedVerifications {
     const from = this.#head;
     const to = from + n;
+    const strings: string[] = [];
+    const index = new Map<string, number>();
+    const refs = new Int32Array(n * REFS);
+    for (let r = 0; r < refs.length; r++) {
+      const s = this.#strings[from * REFS + r];
+      if (s === undefined) {
+        refs[r] = -1;
+        continue;
+      }
+      let i = index.get(s);
+      if (i === undefined) {
+        i = strings.push(s) - 1;
+        index.set(s, i);
+      }
+      refs[r] = i;
+    }
     const batch: PackedVerifications = {
-      strings: this.#strings,
-      refs: this.#refs.slice(from * REFS, to * REFS),
+      strings,
+      refs,
       numbers: this.#numbers.slice(from * NUMBERS, to * NUMBERS),
       codes: this.#codes.slice(from, to),
       requestIds: n === 0 ? '' : this.#ids.toString('utf8', this.#idStart(from), this.#idEnds[to - 1]),
     };
-    this.#head = to;
-    // The batch keeps the table it refers to; the events left behind get one of their own.
-    if (to === this.#tail) this.#clear();
-    else this.#reintern();
+    this.dropOldest(n);
     return batch;
   }
 
@@ -107,13 +112,8 @@ export class VerificationBacklog implements Backlog<VerificationEvent, PackedVer
   ): void {
     if (this.#tail === this.#codes.length) this.#makeRoom();
     const i = this.#tail++;
-    const r = i * REFS;
-    this.#refs[r] = this.#ref(keyId);
-    this.#refs[r + 1] = this.#ref(workspaceId);
-    this.#refs[r + 2] = this.#ref(apiId);
-    this.#refs[r + 3] = this.#ref(identityId);
-    this.#refs[r + 4] = this.#ref(externalId);
-    this.#refs[r + 5] = this.#ref(tags);
+    // Appended in order: the array stays packed (index i * REFS is its length here).
+    this.#strings.push(keyId, workspaceId, apiId, identityId ?? undefined, externalId ?? undefined, tags);
     const x = i * NUMBERS;
     this.#numbers[x] = time;
     this.#numbers[x + 1] = spentCredits;
@@ -131,16 +131,6 @@ export class VerificationBacklog implements Backlog<VerificationEvent, PackedVer
     this.#idEnds[i] = at + 1;
   }
 
-  #ref(s: string | null | undefined): number {
-    if (s === null || s === undefined) return -1;
-    let i = this.#index.get(s);
-    if (i === undefined) {
-      i = this.#strings.push(s) - 1;
-      this.#index.set(s, i);
-    }
-    return i;
-  }
-
   #idStart(i: number): number {
     return i === 0 ? 0 : this.#idEnds[i - 1];
   }
@@ -151,42 +141,27 @@ export class VerificationBacklog implements Backlog<VerificationEvent, PackedVer
    */
   #makeRoom(): void {
     const { length } = this;
-    const idFrom = this.#idStart(this.#head);
-    const idTo = this.#idStart(this.#tail);
     if (this.#head * 2 < this.#tail) {
       const room = this.#codes.length * 2;
-      this.#refs = grown(this.#refs, room * REFS);
       this.#numbers = grown(this.#numbers, room * NUMBERS);
       this.#codes = grown(this.#codes, room);
       this.#idEnds = grown(this.#idEnds, room);
       return;
     }
-    this.#refs.copyWithin(0, this.#head * REFS, this.#tail * REFS);
+    const idFrom = this.#idStart(this.#head);
+    this.#strings.copyWithin(0, this.#head * REFS, this.#tail * REFS);
+    this.#strings.length = length * REFS;
     this.#numbers.copyWithin(0, this.#head * NUMBERS, this.#tail * NUMBERS);
     this.#codes.copyWithin(0, this.#head, this.#tail);
-    this.#ids.copyWithin(0, idFrom, idTo);
+    this.#ids.copyWithin(0, idFrom, this.#idStart(this.#tail));
     for (let i = 0; i < length; i++) this.#idEnds[i] = this.#idEnds[this.#head + i] - idFrom;
     this.#head = 0;
     this.#tail = length;
   }
 
-  /** A new string table holding only the strings of the events held. */
-  #reintern(): void {
-    const old = this.#strings;
-    this.#strings = [];
-    this.#index = new Map();
-    for (let r = this.#head * REFS; r < this.#tail * REFS; r++) {
-      const s = this.#refs[r];
-      if (s >= 0) this.#refs[r] = this.#ref(old[s]);
-    }
-    this.#rebuiltWith = this.#strings.length;
-  }
-
   #clear(): void {
     this.#head = this.#tail = 0;
-    this.#strings = [];
-    this.#index = new Map();
-    this.#rebuiltWith = 0;
+    this.#strings.length = 0;
   }
 
   /** Appends the events of a batch that take() returned. */
@@ -223,7 +198,7 @@ export function packVerifications(batch: readonly VerificationEvent[]): PackedVe
 }
 
 /** A copy of `a` with room for `n` elements. */
-function grown<A extends Int32Array | Float64Array | Uint8Array | Uint32Array>(a: A, n: number): A {
+function grown<A extends Float64Array | Uint8Array | Uint32Array>(a: A, n: number): A {
   const b = new (a.constructor as new (n: number) => A)(n);
   b.set(a);
   return b;

@@ -38,7 +38,7 @@ export interface VerificationEvent {
 
 export { HOUR_MS } from '../analytics/hourly-sums.ts';
 
-/** Events held at most by default (VerificationBacklog: 12-41 MB when full; docs/reliability.md, "When the store or Redis fails"). */
+/** Events held at most by default (VerificationBacklog: 14-37 MB when full; docs/reliability.md, "When the store or Redis fails"). */
 export const VERIFICATION_CAPACITY = 100_000;
 
 /** The outcomes recorded. NOT_FOUND is not among them: such a verification has no key of a workspace. */

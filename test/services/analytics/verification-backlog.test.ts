@@ -1,6 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { VerificationBacklog } from '../../../src/services/analytics/verification-backlog.ts';
+import { ArrayBacklog } from '../../../src/services/analytics/array-backlog.ts';
+import { EventQueue, type Backlog } from '../../../src/services/analytics/event-queue.ts';
 import { unpackVerifications, type PackedVerifications } from '../../../src/services/analytics/packed-verifications.ts';
 import type { VerificationEvent } from '../../../src/services/verification/verification-recorder.ts';
 import { RECORDED_CODES } from '../../../src/services/verification/verification-recorder.ts';
@@ -44,6 +46,15 @@ function stored(e: VerificationEvent): VerificationEvent {
   };
 }
 
+/**
+ * The same events, in order. Compared one by one: a failing deepEqual of two long arrays has node:assert build a diff
+ * of them, which takes minutes.
+ */
+function assertSameEvents(actual: VerificationEvent[], expected: VerificationEvent[], what: string): void {
+  assert.equal(actual.length, expected.length, `${what}: events`);
+  for (let i = 0; i < actual.length; i++) assert.deepEqual(actual[i], expected[i], `${what}: event ${i}`);
+}
+
 for (const seed of [1, 7, 2026]) {
   test(`seed ${seed}: pushes, drops, takes and put-backs give the events an array would, in order (model check)`, () => {
     const random = prng(seed);
@@ -73,7 +84,7 @@ for (const seed of [1, 7, 2026]) {
         // The newest batch taken fails and comes back in front (the queue writes one batch at a time); or it is
         // written: its events are what was taken, even after the backlog moved on.
         const [batch, events] = out.pop()!;
-        assert.deepEqual(unpackVerifications(structuredClone(batch)), events.map(stored), `step ${step}: a taken batch`);
+        assertSameEvents(unpackVerifications(structuredClone(batch)), events.map(stored), `step ${step}: a taken batch`);
         if (random() < 0.5) {
           backlog.putBack(batch);
           model = events.concat(model);
@@ -82,41 +93,104 @@ for (const seed of [1, 7, 2026]) {
       assert.equal(backlog.length, model.length, `step ${step}: length`);
     }
     const rest = backlog.take(model.length);
-    assert.deepEqual(unpackVerifications(rest), model.map(stored));
+    assertSameEvents(unpackVerifications(rest), model.map(stored), 'the rest');
     assert.equal(backlog.length, 0);
   });
 }
 
-test('the string table holds the strings of the events held, not of every event dropped meanwhile', () => {
+test("while the store is down and every event is of a new key, a batch holds only its own events' strings", () => {
   const backlog = new VerificationBacklog();
-  // A store that is down: the queue is full and each event recorded drops the oldest; every key is new.
+  // The queue full, each event recorded dropping the oldest; every key, identity, external id and tag set new.
   for (let n = 0; n < 200_000; n++) {
-    backlog.push({ keyId: `key_${n}`, workspaceId: 'ws_1', apiId: 'api_1', identityId: `id_${n}`, code: 'VALID', time: T0 + n });
+    backlog.push({
+      keyId: `key_${n}`,
+      workspaceId: 'ws_1',
+      apiId: 'api_1',
+      identityId: `id_${n}`,
+      externalId: `user_${n}`,
+      tags: [`t=${n}`],
+      code: 'VALID',
+      time: T0 + n,
+    });
     if (backlog.length > 1_000) backlog.dropOldest(1);
   }
-  const batch = backlog.take(backlog.length);
-  assert.equal(batch.codes.length, 1_000);
-  // The events hold 2,002 strings; the table is rebuilt once it grew by 1,000 (the events held) and 1,024 more.
-  assert.ok(batch.strings.length <= 2_002 + 1_000 + 1_024 + 1, `${batch.strings.length} strings`);
-  assert.deepEqual(
-    unpackVerifications(batch).map((e) => e.keyId),
-    Array.from({ length: 1_000 }, (_, i) => `key_${199_000 + i}`),
-  );
+  const first = backlog.take(400);
+  const rest = backlog.take(backlog.length);
+  for (const [batch, from, count] of [
+    [first, 199_000, 400],
+    [rest, 199_400, 600],
+  ] as const) {
+    const events = unpackVerifications(batch);
+    assert.deepEqual(
+      events.map((e) => e.keyId),
+      Array.from({ length: count }, (_, i) => `key_${from + i}`),
+    );
+    // Four strings of each event and the workspace's and API's ids, each once.
+    assert.equal(batch.strings.length, 4 * count + 2);
+    assert.equal(new Set(batch.strings).size, batch.strings.length);
+  }
 });
 
-test('a batch taken leaves the events behind it with a table of their own: each batch refers only to its own table', () => {
-  const backlog = new VerificationBacklog();
-  for (let n = 0; n < 10; n++)
-    backlog.push({ keyId: `key_${n}`, workspaceId: 'ws_1', apiId: 'api_1', identityId: null, code: 'VALID', time: T0 });
-  const first = backlog.take(4);
-  const second = backlog.take(6);
-  assert.deepEqual(
-    unpackVerifications(first).map((e) => e.keyId),
-    ['key_0', 'key_1', 'key_2', 'key_3'],
-  );
-  assert.deepEqual(
-    unpackVerifications(second).map((e) => e.keyId),
-    ['key_4', 'key_5', 'key_6', 'key_7', 'key_8', 'key_9'],
-  );
-  assert.deepEqual(new Set(second.strings), new Set(['key_4', 'key_5', 'key_6', 'key_7', 'key_8', 'key_9', 'ws_1', 'api_1']));
-});
+/** An EventQueue whose writes wait until the test settles them, keeping what each write was given. */
+class HeldWrites<B> extends EventQueue<VerificationEvent, B> {
+  written: VerificationEvent[] = [];
+  pending: { settle: (ok: boolean) => void } | undefined;
+  readonly #events: (b: B) => VerificationEvent[];
+  constructor(backlog: Backlog<VerificationEvent, B>, capacity: number, maxBatch: number, events: (b: B) => VerificationEvent[]) {
+    super('test events', capacity, backlog, { maxBatch, onError: () => {} });
+    this.#events = events;
+  }
+  add(e: VerificationEvent): void {
+    this.enqueue(e);
+  }
+  protected async probe(): Promise<void> {}
+  protected write(batch: B): Promise<void> {
+    const copy = structuredClone(batch); // as the writer thread is sent it
+    return new Promise((resolve, reject) => {
+      this.pending = {
+        settle: (ok) => {
+          if (!ok) return reject(new Error('store down'));
+          this.written.push(...this.#events(copy));
+          resolve();
+        },
+      };
+    });
+  }
+}
+
+// Seeds whose runs both write and drop (the two checks at the end).
+for (const seed of [1, 2, 4]) {
+  test(`seed ${seed}: through EventQueue, the columns hold, drop and write what an array would (writes failing and not)`, async () => {
+    const random = prng(seed);
+    const capacity = 1 + Math.floor(random() * 3_000);
+    const maxBatch = 1 + Math.floor(random() * capacity);
+    const array = new HeldWrites<VerificationEvent[]>(new ArrayBacklog(), capacity, maxBatch, (b) => b.map(stored));
+    const columns = new HeldWrites<PackedVerifications>(new VerificationBacklog(), capacity, maxBatch, unpackVerifications);
+    let n = 0;
+    for (let step = 0; step < 1_500; step++) {
+      const op = random();
+      if (op < 0.5) {
+        for (let i = Math.floor(random() * 120); i > 0; i--) {
+          const e = eventOf(n++, random);
+          array.add(e);
+          columns.add(e);
+        }
+      } else if (op < 0.8) {
+        array.flush().catch(() => {});
+        columns.flush().catch(() => {});
+      } else if (array.pending) {
+        const ok = random() < 0.5;
+        array.pending.settle(ok);
+        columns.pending!.settle(ok);
+        array.pending = columns.pending = undefined;
+      }
+      await new Promise(setImmediate);
+      await new Promise(setImmediate);
+      assert.equal(columns.held, array.held, `step ${step}: held`);
+      assert.equal(columns.dropped, array.dropped, `step ${step}: dropped`);
+    }
+    assertSameEvents(columns.written, array.written, 'written');
+    assert.ok(array.written.length > 0, 'the run wrote events');
+    assert.ok(array.dropped > 0, 'the run dropped events');
+  });
+}

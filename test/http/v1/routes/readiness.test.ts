@@ -39,9 +39,10 @@ for (const dialect of DIALECTS) {
     });
 
     test('503 store/unavailable, naming the store, when it does not answer within 1 s; 200 again once it does', async () => {
-      // Make the store unreachable: PostgreSQL behind a cut proxy; SQLite's writer held by a long transaction.
+      // Make the store silent: PostgreSQL behind a frozen proxy (its connections open, nothing passing); SQLite's
+      // writer held by a long transaction.
       let release: Promise<unknown> | undefined;
-      if (proxy) proxy.cut();
+      if (proxy) proxy.freeze();
       else release = w.store.db.transaction().execute(() => sleep(1_500));
       const started = performance.now();
       const res = await w.get('/v1/readiness', {}, null);
@@ -60,14 +61,16 @@ for (const dialect of DIALECTS) {
     });
 
     test('readinessTimeoutMs: a longer deadline waits for a store that answers late, and answers 200', async () => {
-      // The store answers after about 1.5 s, past the default deadline: SQLite's writer held by a transaction,
-      // PostgreSQL's pool (10 connections) busy with statements of that length.
-      const app = await buildApp({ store: w.store }, { readinessTimeoutMs: 5_000 });
+      // The store answers after about 1.5 s, past the default deadline: SQLite's writer held by a transaction;
+      // PostgreSQL's pool (10 connections) busy with statements of that length, on a store of its own whose pool
+      // waits up to 10 s for a connection (the default 2 s would bound the wait, not the deadline under test).
+      const store = dialect === 'sqlite' ? w.store : openStore(w.url, { postgres: { connectMs: 10_000 } });
+      const app = await buildApp({ store }, { readinessTimeoutMs: 5_000 });
       try {
         const busy =
           dialect === 'sqlite'
-            ? [w.store.db.transaction().execute(() => sleep(1_500))]
-            : Array.from({ length: 10 }, () => sql`select pg_sleep(1.5)`.execute(w.store.db));
+            ? [store.db.transaction().execute(() => sleep(1_500))]
+            : Array.from({ length: 10 }, () => sql`select pg_sleep(1.5)`.execute(store.db));
         await sleep(100);
         const started = performance.now();
         const res = await app.inject({ method: 'GET', url: '/v1/readiness' });
@@ -78,6 +81,28 @@ for (const dialect of DIALECTS) {
         assert.ok(took > 1_000, `answered after ${Math.round(took)} ms, within the default deadline: the store was not busy`);
       } finally {
         await app.close();
+        if (store !== w.store) await store.close();
+      }
+    });
+
+    test('a store that fails at once is 503 without its cause (no address, no driver message)', {
+      skip: dialect === 'sqlite' ? 'a SQLite file refuses no connection' : false,
+    }, async () => {
+      // PostgreSQL behind a proxy of its own that stops listening: connections are refused, at once.
+      const pgPort = Number(new URL(process.env.KEYHOLD_TEST_POSTGRES_URL!).port || 5432);
+      const own = await TcpProxy.start('127.0.0.1', pgPort);
+      const store = openStore(viaPort(w.url, own.port));
+      const app = await buildApp({ store });
+      try {
+        assert.equal((await app.inject({ method: 'GET', url: '/v1/readiness' })).statusCode, 200);
+        await own.close();
+        const res = await app.inject({ method: 'GET', url: '/v1/readiness' });
+        assert.equal(res.statusCode, 503, res.body);
+        assert.equal(res.json().error.detail, 'Not ready: the store failed a trivial statement');
+        assert.doesNotMatch(res.body, new RegExp(`127\\.0\\.0\\.1|${own.port}|ECONN|postgres`, 'i'));
+      } finally {
+        await app.close();
+        await store.close();
       }
     });
 
