@@ -34,10 +34,6 @@ export class ArrayBacklog<E> implements Backlog<E, E[]> {
     this.#head = 0;
   }
 
-  sizeOf(batch: E[]): number {
-    return batch.length;
-  }
-
   /** Keeps only the held events, from index 0. */
   #rest(): void {
     this.#events = this.#head === this.#events.length ? [] : this.#events.slice(this.#head);

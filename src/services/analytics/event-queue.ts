@@ -27,8 +27,6 @@ export interface Backlog<E, B> {
   take(n: number): B;
   /** Puts a batch that `take` returned back in front of the events held (it is older than all of them). */
   putBack(batch: B): void;
-  /** The events of a batch. */
-  sizeOf(batch: B): number;
 }
 
 /**
@@ -151,8 +149,8 @@ export abstract class EventQueue<E, B> {
   }
 
   async #writeBatch(): Promise<void> {
-    const batch = this.#backlog.take(Math.min(this.#backlog.length, this.#maxBatch));
-    this.#writing = this.#backlog.sizeOf(batch);
+    this.#writing = Math.min(this.#backlog.length, this.#maxBatch);
+    const batch = this.#backlog.take(this.#writing);
     try {
       await this.write(batch);
       this.#failing = false;

@@ -1,6 +1,6 @@
 import type { VerificationEvent } from '../verification/verification-recorder.ts';
 import type { Backlog } from './event-queue.ts';
-import { CODE_INDEX, NUMBERS, REFS, type PackedVerifications } from './packed-verifications.ts';
+import { CODE_INDEX, NUMBERS, REFS, unpackVerifications, type PackedVerifications } from './packed-verifications.ts';
 
 /** Events the columns have room for at first; they double when full. */
 const FIRST_ROOM = 1024;
@@ -35,20 +35,27 @@ export class VerificationBacklog implements Backlog<VerificationEvent, PackedVer
   }
 
   push(e: VerificationEvent): void {
+    if (this.#tail === this.#codes.length) this.#makeRoom();
+    const i = this.#tail++;
     const tags = e.tags && e.tags.length > 0 ? JSON.stringify(e.tags) : undefined;
-    this.#add(
-      e.keyId,
-      e.workspaceId,
-      e.apiId,
-      e.identityId,
-      e.externalId,
-      tags,
-      e.time,
-      e.spentCredits ?? 0,
-      e.latency ?? 0,
-      CODE_INDEX.get(e.code)!,
-      e.requestId ?? '',
-    );
+    // Appended in order: the array stays packed (index i * REFS is its length here).
+    this.#strings.push(e.keyId, e.workspaceId, e.apiId, e.identityId ?? undefined, e.externalId ?? undefined, tags);
+    const x = i * NUMBERS;
+    this.#numbers[x] = e.time;
+    this.#numbers[x + 1] = e.spentCredits ?? 0;
+    this.#numbers[x + 2] = e.latency ?? 0;
+    this.#codes[i] = CODE_INDEX.get(e.code)!;
+    const requestId = e.requestId ?? '';
+    let at = this.#idStart(i);
+    const need = at + requestId.length * 3 + 1;
+    if (need > this.#ids.length) {
+      const ids = Buffer.allocUnsafe(Math.max(need, this.#ids.length * 2));
+      this.#ids.copy(ids, 0, 0, at);
+      this.#ids = ids;
+    }
+    at += this.#ids.write(requestId, at, 'utf8');
+    this.#ids[at] = NEWLINE;
+    this.#idEnds[i] = at + 1;
   }
 
   dropOldest(n: number): void {
@@ -87,48 +94,11 @@ export class VerificationBacklog implements Backlog<VerificationEvent, PackedVer
     return batch;
   }
 
+  /** Only after a failed write: the events are unpacked and recorded again, the batch's first, then those held. */
   putBack(batch: PackedVerifications): void {
     const rest = this.take(this.length);
-    this.#append(batch);
-    this.#append(rest);
-  }
-
-  sizeOf(batch: PackedVerifications): number {
-    return batch.codes.length;
-  }
-
-  #add(
-    keyId: string,
-    workspaceId: string,
-    apiId: string,
-    identityId: string | null | undefined,
-    externalId: string | null | undefined,
-    tags: string | undefined,
-    time: number,
-    spentCredits: number,
-    latency: number,
-    code: number,
-    requestId: string,
-  ): void {
-    if (this.#tail === this.#codes.length) this.#makeRoom();
-    const i = this.#tail++;
-    // Appended in order: the array stays packed (index i * REFS is its length here).
-    this.#strings.push(keyId, workspaceId, apiId, identityId ?? undefined, externalId ?? undefined, tags);
-    const x = i * NUMBERS;
-    this.#numbers[x] = time;
-    this.#numbers[x + 1] = spentCredits;
-    this.#numbers[x + 2] = latency;
-    this.#codes[i] = code;
-    let at = this.#idStart(i);
-    const need = at + requestId.length * 3 + 1;
-    if (need > this.#ids.length) {
-      const ids = Buffer.allocUnsafe(Math.max(need, this.#ids.length * 2));
-      this.#ids.copy(ids, 0, 0, at);
-      this.#ids = ids;
-    }
-    at += this.#ids.write(requestId, at, 'utf8');
-    this.#ids[at] = NEWLINE;
-    this.#idEnds[i] = at + 1;
+    for (const e of unpackVerifications(batch)) this.push(e);
+    for (const e of unpackVerifications(rest)) this.push(e);
   }
 
   #idStart(i: number): number {
@@ -162,31 +132,6 @@ export class VerificationBacklog implements Backlog<VerificationEvent, PackedVer
   #clear(): void {
     this.#head = this.#tail = 0;
     this.#strings.length = 0;
-  }
-
-  /** Appends the events of a batch that take() returned. */
-  #append(p: PackedVerifications): void {
-    const { strings, refs, numbers, codes } = p;
-    const ids = p.requestIds.split('\n');
-    const str = (r: number) => (r < 0 ? undefined : strings[r]);
-    for (let i = 0; i < codes.length; i++) {
-      const r = i * REFS;
-      const x = i * NUMBERS;
-      const [keyId, workspaceId, apiId] = [strings[refs[r]], strings[refs[r + 1]], strings[refs[r + 2]]];
-      this.#add(
-        keyId,
-        workspaceId,
-        apiId,
-        str(refs[r + 3]),
-        str(refs[r + 4]),
-        str(refs[r + 5]),
-        numbers[x],
-        numbers[x + 1],
-        numbers[x + 2],
-        codes[i],
-        ids[i],
-      );
-    }
   }
 }
 
